@@ -1,0 +1,58 @@
+//! The command line: one clap definition drives parsing and help.
+
+use clap::{Parser, Subcommand};
+
+/// Exit status for bad input (unreadable file, wrong shape, bad flag value).
+pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit status for a failed run or a detected regression.
+pub const EXIT_FAILURE: i32 = 1;
+
+#[derive(Debug, Parser)]
+#[command(name = "compactbench", version, about = "Evaluate and benchmark LLM chat-history compression as coding agents do it")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {}
+
+/// An error that carries its exit status.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CliError {
+    pub status: i32,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        CliError { status: EXIT_BAD_INPUT, message: message.into() }
+    }
+    pub fn failure(message: impl Into<String>) -> Self {
+        CliError { status: EXIT_FAILURE, message: message.into() }
+    }
+}
+
+/// Runs the CLI and returns the process exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
+        }
+    };
+    match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            let status = e.downcast_ref::<CliError>().map(|c| c.status).unwrap_or(EXIT_FAILURE);
+            eprintln!("error: {e:#}");
+            status
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {}
+}

@@ -1,0 +1,179 @@
+//! `findCompressSplitPoint` (spec §5) and its historical variants (§5.1).
+
+use crate::history::{self, Content};
+use crate::json;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Fraction must be between 0 and 1")]
+pub struct FractionError;
+
+/// Split-point algorithms, named by the date they took effect.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum SplitVariant {
+    /// 2025-06-03: no split, the whole history is summarised.
+    None,
+    /// 2025-07-07: first index whose cumulative size *including* it reaches the target, then forward to a
+    /// user turn.
+    V20250707,
+    /// 2025-07-14: as above, also skipping user turns made only of function responses.
+    V20250714,
+    /// 2025-09-10: cumulative size checked *before* adding the index.
+    V20250910,
+    /// 2025-09-18: candidate/last/compress-all rules, cumulative including the index.
+    V20250918,
+    /// 2025-09-27: candidate rules, cumulative excluding the index (current).
+    #[default]
+    Current,
+}
+
+impl SplitVariant {
+    pub const ALL: [SplitVariant; 6] = [
+        SplitVariant::None,
+        SplitVariant::V20250707,
+        SplitVariant::V20250714,
+        SplitVariant::V20250910,
+        SplitVariant::V20250918,
+        SplitVariant::Current,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SplitVariant::None => "none",
+            SplitVariant::V20250707 => "2025-07-07",
+            SplitVariant::V20250714 => "2025-07-14",
+            SplitVariant::V20250910 => "2025-09-10",
+            SplitVariant::V20250918 => "2025-09-18",
+            SplitVariant::Current => "current",
+        }
+    }
+
+    /// Index of the oldest Content to keep: `contents[..idx]` is summarised, `contents[idx..]` kept.
+    pub fn split(self, contents: &[Content], fraction: f64) -> Result<usize, FractionError> {
+        if fraction <= 0.0 || fraction >= 1.0 || fraction.is_nan() {
+            return Err(FractionError);
+        }
+        Ok(match self {
+            SplitVariant::None => contents.len(),
+            SplitVariant::V20250707 => advance(contents, index_after_fraction(contents, fraction, true), false),
+            SplitVariant::V20250714 => advance(contents, index_after_fraction(contents, fraction, true), true),
+            SplitVariant::V20250910 => advance(contents, index_after_fraction(contents, fraction, false), true),
+            SplitVariant::V20250918 => candidate_split(contents, fraction, true),
+            SplitVariant::Current => candidate_split(contents, fraction, false),
+        })
+    }
+}
+
+impl fmt::Display for SplitVariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SplitVariant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SplitVariant::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
+            let names: Vec<_> = SplitVariant::ALL.iter().map(|v| v.name()).collect();
+            format!("unknown split variant `{s}` (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
+impl TryFrom<String> for SplitVariant {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<SplitVariant> for String {
+    fn from(v: SplitVariant) -> String {
+        v.name().to_string()
+    }
+}
+
+/// `findCompressSplitPoint(contents, fraction)` at the reference commit.
+pub fn find_compress_split_point(contents: &[Content], fraction: f64) -> Result<usize, FractionError> {
+    SplitVariant::Current.split(contents, fraction)
+}
+
+/// A split candidate: a user turn with no truthy functionResponse part (no `parts` at all qualifies).
+fn is_candidate(c: &Content) -> bool {
+    history::is_user(c) && !history::has_function_response(c)
+}
+
+fn candidate_split(contents: &[Content], fraction: f64, include_current: bool) -> usize {
+    // One pass computes every size once; the scan reads them back.
+    let sizes: Vec<usize> = contents.iter().map(json::jslen).collect();
+    let total: usize = sizes.iter().sum();
+    let target = total as f64 * fraction;
+    let mut last = 0;
+    let mut cum = 0usize;
+    for (i, c) in contents.iter().enumerate() {
+        if include_current {
+            cum += sizes[i];
+        }
+        if is_candidate(c) {
+            if cum as f64 >= target {
+                return i;
+            }
+            last = i;
+        }
+        if !include_current {
+            cum += sizes[i];
+        }
+    }
+    if let Some(lastc) = contents.last() {
+        if history::is_model(lastc) && !history::has_function_call(lastc) {
+            return contents.len();
+        }
+    }
+    last
+}
+
+/// The 2025 `findIndexAfterFraction`.
+fn index_after_fraction(contents: &[Content], fraction: f64, include_current: bool) -> usize {
+    let sizes: Vec<usize> = contents.iter().map(json::jslen).collect();
+    let total: usize = sizes.iter().sum();
+    let target = total as f64 * fraction;
+    let mut cum = 0usize;
+    for (i, size) in sizes.iter().enumerate() {
+        if include_current {
+            cum += size;
+        }
+        if cum as f64 >= target {
+            return i;
+        }
+        if !include_current {
+            cum += size;
+        }
+    }
+    contents.len()
+}
+
+/// `isFunctionResponse`: a user turn whose parts (an array) are all function responses.
+fn is_function_response_turn(c: &Content) -> bool {
+    history::is_user(c)
+        && history::has_parts_array(c)
+        && history::parts(c).iter().all(|p| history::function_response(p).is_some())
+}
+
+fn advance(contents: &[Content], mut idx: usize, skip_tool_turns: bool) -> usize {
+    while idx < contents.len() {
+        let c = &contents[idx];
+        let go_on = if skip_tool_turns {
+            history::is_model(c) || is_function_response_turn(c)
+        } else {
+            !history::is_user(c)
+        };
+        if !go_on {
+            break;
+        }
+        idx += 1;
+    }
+    idx
+}

@@ -1,0 +1,511 @@
+//! `truncateHistoryToBudget` (spec §6): the reverse token budget over function responses, the placeholder
+//! formats, and where full outputs are saved. Saving goes through [`ToolOutputStore`] so the algorithm stays
+//! pure: the CLI writes real files, tests and replays keep them in memory.
+
+use crate::history::{self, Content};
+use crate::json::{self, JsStr, Value};
+use crate::tokens::Estimator;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+pub const COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET: u64 = 50_000;
+pub const DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD: i64 = 40_000;
+pub const TOOL_OUTPUTS_DIR: &str = "tool-outputs";
+
+/// Truncation behaviours, named by the date they took effect (§6.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum TruncationVariant {
+    /// Before 2026-01-18: function responses are never truncated.
+    None,
+    /// 2026-01-18: last-30-lines placeholder, files `<tmp>/<tool>_<id>.txt`, sanitizer `[^a-z0-9]`.
+    V20260118,
+    /// 2026-01-29: files under `tool_output/`.
+    V20260129,
+    /// 2026-02-05: the sanitizer keeps `_` and `-`.
+    V20260205,
+    /// 2026-02-06 (`30354892b3`): directory `tool-outputs/`.
+    V20260206Dir,
+    /// 2026-02-06 (`28805a4b2d`): 20 % head / 80 % tail of the character threshold.
+    V20260206HeadTail,
+    /// 2026-02-09: no duplicated tool name when the id already starts with it (current).
+    #[default]
+    Current,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placeholder {
+    LastLines,
+    HeadTail,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sanitizer {
+    LowerAlnum,
+    KeepDashUnderscore,
+}
+
+struct Rules {
+    placeholder: Placeholder,
+    dir: &'static str,
+    sanitizer: Sanitizer,
+    dedupe_prefix: bool,
+}
+
+impl TruncationVariant {
+    pub const ALL: [TruncationVariant; 7] = [
+        TruncationVariant::None,
+        TruncationVariant::V20260118,
+        TruncationVariant::V20260129,
+        TruncationVariant::V20260205,
+        TruncationVariant::V20260206Dir,
+        TruncationVariant::V20260206HeadTail,
+        TruncationVariant::Current,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TruncationVariant::None => "none",
+            TruncationVariant::V20260118 => "2026-01-18",
+            TruncationVariant::V20260129 => "2026-01-29",
+            TruncationVariant::V20260205 => "2026-02-05",
+            TruncationVariant::V20260206Dir => "2026-02-06-dir",
+            TruncationVariant::V20260206HeadTail => "2026-02-06-head-tail",
+            TruncationVariant::Current => "current",
+        }
+    }
+
+    fn rules(self) -> Option<Rules> {
+        let r = |placeholder, dir, sanitizer, dedupe_prefix| Some(Rules { placeholder, dir, sanitizer, dedupe_prefix });
+        use Placeholder::*;
+        use Sanitizer::*;
+        match self {
+            TruncationVariant::None => None,
+            TruncationVariant::V20260118 => r(LastLines, "", LowerAlnum, false),
+            TruncationVariant::V20260129 => r(LastLines, "tool_output", LowerAlnum, false),
+            TruncationVariant::V20260205 => r(LastLines, "tool_output", KeepDashUnderscore, false),
+            TruncationVariant::V20260206Dir => r(LastLines, TOOL_OUTPUTS_DIR, KeepDashUnderscore, false),
+            TruncationVariant::V20260206HeadTail => r(HeadTail, TOOL_OUTPUTS_DIR, KeepDashUnderscore, false),
+            TruncationVariant::Current => r(HeadTail, TOOL_OUTPUTS_DIR, KeepDashUnderscore, true),
+        }
+    }
+}
+
+impl fmt::Display for TruncationVariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for TruncationVariant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TruncationVariant::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
+            let names: Vec<_> = TruncationVariant::ALL.iter().map(|v| v.name()).collect();
+            format!("unknown truncation variant `{s}` (expected one of: {})", names.join(", "))
+        })
+    }
+}
+
+impl TryFrom<String> for TruncationVariant {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<TruncationVariant> for String {
+    fn from(v: TruncationVariant) -> String {
+        v.name().to_string()
+    }
+}
+
+/// Where full tool outputs go. `save` gets a path relative to the project temp dir and returns the path
+/// the placeholder names (the reference's `path.join(projectTempDir, …)`).
+pub trait ToolOutputStore {
+    fn save(&mut self, relative: &str, content: &str) -> Result<String, String>;
+}
+
+/// Joins like Node's `path.join` for the simple cases we produce (no `..`, single separators).
+fn join_display(root: &str, relative: &str) -> String {
+    let root = root.trim_end_matches('/');
+    if root.is_empty() {
+        relative.to_string()
+    } else {
+        format!("{root}/{relative}")
+    }
+}
+
+/// Writes files under a real directory.
+pub struct FsToolOutputStore {
+    pub root: PathBuf,
+}
+
+impl ToolOutputStore for FsToolOutputStore {
+    fn save(&mut self, relative: &str, content: &str) -> Result<String, String> {
+        let path = self.root.join(relative);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(join_display(&self.root.to_string_lossy(), relative))
+    }
+}
+
+/// Keeps files in memory; the placeholder names them under `root` as if written there.
+#[derive(Debug, Default, Clone)]
+pub struct MemoryToolOutputStore {
+    pub root: String,
+    pub files: BTreeMap<String, String>,
+    /// When set, every save fails with this message (the reference's "Disk Full" test).
+    pub fail_with: Option<String>,
+}
+
+impl MemoryToolOutputStore {
+    pub fn new(root: impl Into<String>) -> Self {
+        MemoryToolOutputStore { root: root.into(), ..Default::default() }
+    }
+}
+
+impl ToolOutputStore for MemoryToolOutputStore {
+    fn save(&mut self, relative: &str, content: &str) -> Result<String, String> {
+        if let Some(e) = &self.fail_with {
+            return Err(e.clone());
+        }
+        self.files.insert(relative.to_string(), content.to_string());
+        Ok(join_display(&self.root, relative))
+    }
+}
+
+/// Settings of one truncation pass.
+#[derive(Clone, Copy, Debug)]
+pub struct TruncationSettings {
+    pub variant: TruncationVariant,
+    /// Function-response token budget (50 000).
+    pub budget: u64,
+    /// Effective placeholder size: `min(4 × (tokenLimit − uiLastPromptTokenCount), threshold)`; may be ≤ 0.
+    pub max_chars: i64,
+    pub estimator: Estimator,
+}
+
+/// `getTruncateToolOutputThreshold()`.
+pub fn effective_max_chars(token_limit: u64, ui_last_prompt_tokens: u64, threshold: i64) -> i64 {
+    let room = 4 * (token_limit as i64 - ui_last_prompt_tokens as i64);
+    room.min(threshold)
+}
+
+/// One rewritten part.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangedPart {
+    pub content_index: usize,
+    pub part_index: usize,
+    pub name: String,
+    pub original_chars: usize,
+    pub new_output_chars: usize,
+    pub output_head: String,
+    pub file: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Truncation {
+    pub history: Vec<Content>,
+    /// Rewritten parts, oldest first.
+    pub changed: Vec<ChangedPart>,
+}
+
+/// `contentStr(response)` (§6.2): `None` for a missing response (JS `undefined`).
+fn content_str(response: Option<&Value>) -> Option<ContentStr<'_>> {
+    match response? {
+        Value::String(s) => Some(ContentStr::Borrowed(s)),
+        v @ Value::Object(_) => {
+            for key in ["output", "content"] {
+                if let Some(Value::String(s)) = v.get(key) {
+                    return Some(ContentStr::Borrowed(s));
+                }
+            }
+            Some(ContentStr::Pretty(v))
+        }
+        v => Some(ContentStr::Pretty(v)),
+    }
+}
+
+/// The string a response stands for; pretty JSON is only built when it must be written out.
+enum ContentStr<'a> {
+    Borrowed(&'a JsStr),
+    Pretty(&'a Value),
+}
+
+impl ContentStr<'_> {
+    fn tokens(&self, estimator: Estimator) -> u64 {
+        match self {
+            ContentStr::Borrowed(s) => estimator.text(s),
+            ContentStr::Pretty(v) if estimator == Estimator::Current => {
+                // Escapes are ASCII, so the pretty form has the same non-ASCII units as its strings.
+                estimator.text_from_counts(json::pretty_len(v), json::non_ascii16(v))
+            }
+            ContentStr::Pretty(v) => estimator.text(&JsStr::from(json::to_string_pretty(v))),
+        }
+    }
+
+    fn build(&self) -> JsStr {
+        match self {
+            ContentStr::Borrowed(s) => (*s).clone(),
+            ContentStr::Pretty(v) => JsStr::from(json::to_string_pretty(v)),
+        }
+    }
+}
+
+/// `sanitizeFilenamePart`, per UTF-16 unit.
+fn sanitize(s: &str, sanitizer: Sanitizer) -> String {
+    let mut out = String::with_capacity(s.len());
+    for u in s.encode_utf16() {
+        let keep = match sanitizer {
+            Sanitizer::KeepDashUnderscore => {
+                u < 128 && ((u as u8).is_ascii_alphanumeric() || u == b'_' as u16 || u == b'-' as u16)
+            }
+            Sanitizer::LowerAlnum => u < 128 && ((u as u8).is_ascii_lowercase() || (u as u8).is_ascii_digit()),
+        };
+        out.push(if keep { u as u8 as char } else { '_' });
+    }
+    out
+}
+
+/// The file name for a saved output (§6.4).
+pub fn output_file_name(tool_name: &str, id: &str) -> String {
+    file_name(tool_name, id, Sanitizer::KeepDashUnderscore, true)
+}
+
+fn file_name(tool_name: &str, id: &str, sanitizer: Sanitizer, dedupe_prefix: bool) -> String {
+    let (tool, sid) = match sanitizer {
+        Sanitizer::KeepDashUnderscore => {
+            (sanitize(tool_name, sanitizer).to_lowercase(), sanitize(id, sanitizer).to_lowercase())
+        }
+        Sanitizer::LowerAlnum => (sanitize(&tool_name.to_lowercase(), sanitizer), sanitize(&id.to_lowercase(), sanitizer)),
+    };
+    if dedupe_prefix && sid.starts_with(&tool) {
+        format!("{sid}.txt")
+    } else {
+        format!("{tool}_{sid}.txt")
+    }
+}
+
+/// JS `n.toLocaleString()` in en-US: digit groups of three.
+pub fn en_us_grouping(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// `formatTruncatedToolOutput(s, outputFile, maxChars)` (§6.3), JS slicing rules included.
+pub fn format_truncated_tool_output(s: &JsStr, output_file: &str, max_chars: i64) -> JsStr {
+    let len = s.len16() as i64;
+    if len <= max_chars {
+        return s.clone();
+    }
+    let head = (max_chars as f64 * 0.2).floor() as i64;
+    let tail = max_chars - head;
+    let omitted = len - head - tail;
+    let head_text = s.js_slice(0, Some(head));
+    let tail_text = s.js_slice(-tail, None);
+    let prefix = JsStr::from(format!(
+        "Output too large. Showing first {} and last {} characters. For full output see: {}\n",
+        en_us_grouping(head),
+        en_us_grouping(tail),
+        output_file
+    ));
+    let middle = JsStr::from(format!("\n\n... [{} characters omitted] ...\n\n", en_us_grouping(omitted)));
+    JsStr::concat(&[&prefix, &head_text, &middle, &tail_text])
+}
+
+/// The 2026-01-18 placeholder: the last 30 lines (each cut to 1000 chars), or the last 4000 chars of a
+/// single-line output.
+pub fn format_last_lines(s: &JsStr, output_file: &str) -> JsStr {
+    const MAX_LINES: usize = 30;
+    const MAX_LINE: usize = 1000;
+    let text = s.to_str_lossy();
+    let lines: Vec<&str> = text.split('\n').collect();
+    if lines.len() > 1 {
+        let start = lines.len().saturating_sub(MAX_LINES);
+        let mut long = false;
+        let shown: Vec<String> = lines[start..]
+            .iter()
+            .map(|l| {
+                let js = JsStr::new(l);
+                if js.len16() > MAX_LINE {
+                    long = true;
+                    format!("{}... [LINE WIDTH TRUNCATED]", js.slice16(0, MAX_LINE).to_str_lossy())
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        JsStr::from(format!(
+            "Output too large. Showing the last {} of {} lines{}. For full output see: {}\n...\n{}",
+            shown.len(),
+            en_us_grouping(lines.len() as i64),
+            if long { " (some long lines truncated)" } else { "" },
+            output_file,
+            shown.join("\n")
+        ))
+    } else {
+        let tail = s.js_slice(-4000, None);
+        let prefix = JsStr::from(format!(
+            "Output too large. Showing the last 4,000 characters of the output. For full output see: {output_file}\n..."
+        ));
+        JsStr::concat(&[&prefix, &tail])
+    }
+}
+
+/// `truncateHistoryToBudget(history, config)`. `next_id` is the per-session counter (pre-incremented).
+pub fn truncate_history_to_budget(
+    history: &[Content],
+    settings: &TruncationSettings,
+    next_id: &mut u64,
+    store: &mut dyn ToolOutputStore,
+) -> Truncation {
+    let Some(rules) = settings.variant.rules() else {
+        return Truncation { history: history.to_vec(), changed: Vec::new() };
+    };
+    let mut counter: u64 = 0;
+    let mut changed = Vec::new();
+    let mut out: Vec<Content> = Vec::with_capacity(history.len());
+    for (ci, content) in history.iter().enumerate().rev() {
+        let parts = history::parts(content);
+        let mut new_parts: Vec<Value> = Vec::with_capacity(parts.len());
+        for (pi, part) in parts.iter().enumerate().rev() {
+            let Some(fr) = history::function_response(part) else {
+                new_parts.push(part.clone());
+                continue;
+            };
+            let s = content_str(fr.get("response"));
+            let t = s.as_ref().map(|s| s.tokens(settings.estimator)).unwrap_or(0);
+            if counter + t <= settings.budget {
+                new_parts.push(part.clone());
+                counter += t;
+                continue;
+            }
+            *next_id += 1;
+            let id = *next_id;
+            match replace_part(fr, s.as_ref(), id, &rules, settings, store) {
+                Some((new_part, msg, file, name)) => {
+                    counter += settings.estimator.text(&msg);
+                    changed.push(ChangedPart {
+                        content_index: ci,
+                        part_index: pi,
+                        name,
+                        original_chars: json::jslen(part),
+                        new_output_chars: msg.len16(),
+                        output_head: msg.js_slice(0, Some(200)).to_str_lossy().into_owned(),
+                        file,
+                    });
+                    new_parts.push(new_part);
+                }
+                None => {
+                    new_parts.push(part.clone());
+                    counter += t;
+                }
+            }
+        }
+        new_parts.reverse();
+        let mut c = content.clone();
+        if let Some(m) = c.as_object_mut() {
+            // A Content without parts comes back with `parts: []`, as `{...content, parts}` does.
+            m.insert(JsStr::new("parts"), Value::Array(new_parts));
+        }
+        out.push(c);
+    }
+    out.reverse();
+    changed.sort_by_key(|c: &ChangedPart| (c.content_index, c.part_index));
+    Truncation { history: out, changed }
+}
+
+/// Saves the output and builds the replacement part; `None` when the save throws (the original is kept).
+fn replace_part(
+    fr: &Value,
+    s: Option<&ContentStr<'_>>,
+    id: u64,
+    rules: &Rules,
+    settings: &TruncationSettings,
+    store: &mut dyn ToolOutputStore,
+) -> Option<(Value, JsStr, String, String)> {
+    // `fr.name ?? "unknown_tool"`; a non-string name makes the sanitizer throw.
+    let name = match fr.get("name") {
+        None | Some(Value::Null) => "unknown_tool".to_string(),
+        Some(Value::String(n)) => n.to_str_lossy().into_owned(),
+        Some(_) => return None,
+    };
+    // A missing response is JS `undefined`: writing it throws.
+    let s = s?.build();
+    let fname = file_name(&name, &id.to_string(), rules.sanitizer, rules.dedupe_prefix);
+    let relative = if rules.dir.is_empty() { fname.clone() } else { format!("{}/{}", rules.dir, fname) };
+    let path = store.save(&relative, &s.to_str_lossy()).ok()?;
+    let msg = match rules.placeholder {
+        Placeholder::HeadTail => format_truncated_tool_output(&s, &path, settings.max_chars),
+        Placeholder::LastLines => format_last_lines(&s, &path),
+    };
+    let mut new_fr = fr.clone();
+    new_fr.insert("response", Value::object([("output", Value::String(msg.clone()))]));
+    let new_part = Value::object([("functionResponse", new_fr)]);
+    Some((new_part, msg, fname, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouping() {
+        assert_eq!(en_us_grouping(0), "0");
+        assert_eq!(en_us_grouping(999), "999");
+        assert_eq!(en_us_grouping(8000), "8,000");
+        assert_eq!(en_us_grouping(1234567), "1,234,567");
+        assert_eq!(en_us_grouping(-1000), "-1,000");
+    }
+
+    #[test]
+    fn upstream_file_names() {
+        assert_eq!(output_file_name("shell", "shell_123"), "shell_123.txt");
+        assert_eq!(output_file_name("../../dangerous/tool", "1"), "______dangerous_tool_1.txt");
+        assert_eq!(
+            output_file_name("run_shell_command", "run_shell_command_1707400000000_0"),
+            "run_shell_command_1707400000000_0.txt"
+        );
+        assert_eq!(output_file_name("shell", "../../etc/passwd"), "shell_______etc_passwd.txt");
+        assert_eq!(output_file_name("", "7"), "7.txt");
+    }
+
+    #[test]
+    fn upstream_format_cases() {
+        let f = |s: &str, n| format_truncated_tool_output(&JsStr::new(s), "/tmp/out.txt", n).to_string();
+        assert_eq!(
+            f("abcdefghijklmnopqrstuvwxyz", 10),
+            "Output too large. Showing first 2 and last 8 characters. For full output see: /tmp/out.txt\nab\n\n... [16 characters omitted] ...\n\nstuvwxyz"
+        );
+        let big = f(&"a".repeat(50000), 4000);
+        assert!(big.contains("Showing first 800 and last 3,200 characters"));
+        assert!(big.contains("[46,000 characters omitted]"));
+        let g = |s: &str, n| format_truncated_tool_output(&JsStr::new(s), "/x", n).to_string();
+        assert_eq!(g("abc", 3), "abc");
+        assert_eq!(
+            g("abcdef", 0),
+            "Output too large. Showing first 0 and last 0 characters. For full output see: /x\n\n\n... [6 characters omitted] ...\n\nabcdef"
+        );
+        assert_eq!(
+            g("abcdefghij", -5),
+            "Output too large. Showing first -1 and last -4 characters. For full output see: /x\nabcdefghi\n\n... [15 characters omitted] ...\n\nefghij"
+        );
+    }
+}

@@ -1,0 +1,394 @@
+//! JavaScript strings: UTF-16 semantics over a WTF-8 byte buffer.
+//!
+//! JS strings are sequences of UTF-16 code units and may hold lone surrogates (the reference's truncation
+//! slices through surrogate pairs). We store them as WTF-8 (UTF-8 that also encodes lone surrogates as
+//! three-byte sequences) and compute, once at construction, the figures every hot path needs: UTF-16
+//! length, non-ASCII unit count, astral count and the extra characters `JSON.stringify` adds as escapes.
+
+use std::borrow::{Borrow, Cow};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// Per-string figures computed once when the string is built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StrMetrics {
+    /// Length in UTF-16 code units (JS `.length`).
+    pub len16: u32,
+    /// Code units above 127 (the token heuristic weighs these differently).
+    pub non_ascii16: u32,
+    /// Characters outside the BMP (each is two code units).
+    pub astral: u32,
+    /// Characters `JSON.stringify` adds beyond `len16` when escaping (quotes excluded).
+    pub escape_extra: u32,
+    /// Number of lone surrogates.
+    pub lone: u32,
+}
+
+/// An immutable JS string.
+#[derive(Clone)]
+pub struct JsStr {
+    bytes: Box<[u8]>,
+    metrics: StrMetrics,
+}
+
+impl JsStr {
+    /// Builds from a Rust string (always well formed).
+    pub fn new(s: &str) -> Self {
+        let metrics = measure_utf8(s.as_bytes());
+        JsStr { bytes: s.as_bytes().into(), metrics }
+    }
+
+    /// Builds from UTF-16 code units, keeping lone surrogates.
+    pub fn from_utf16(units: &[u16]) -> Self {
+        let mut bytes = Vec::with_capacity(units.len());
+        for r in char::decode_utf16(units.iter().copied()) {
+            match r {
+                Ok(c) => {
+                    let mut buf = [0u8; 4];
+                    bytes.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+                Err(e) => push_surrogate(&mut bytes, e.unpaired_surrogate()),
+            }
+        }
+        Self::from_wtf8_unchecked(bytes)
+    }
+
+    /// Builds from WTF-8 bytes produced by this module (parser, slicing).
+    pub(crate) fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
+        let metrics = measure_utf8(&bytes);
+        JsStr { bytes: bytes.into_boxed_slice(), metrics }
+    }
+
+    pub fn metrics(&self) -> StrMetrics {
+        self.metrics
+    }
+
+    /// JS `.length`.
+    pub fn len16(&self) -> usize {
+        self.metrics.len16 as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// True when the string holds a lone surrogate (not representable as `&str`).
+    pub fn has_lone_surrogate(&self) -> bool {
+        self.metrics.lone > 0
+    }
+
+    /// The WTF-8 bytes (UTF-8 when there is no lone surrogate).
+    pub fn as_wtf8(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The string as Rust text; lone surrogates become U+FFFD (as when JS writes the string to a UTF-8 file).
+    pub fn to_str_lossy(&self) -> Cow<'_, str> {
+        if self.metrics.lone == 0 {
+            // SAFETY: without lone surrogates WTF-8 is UTF-8; every constructor measured the bytes.
+            Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&self.bytes) })
+        } else {
+            let units = self.to_utf16();
+            Cow::Owned(String::from_utf16_lossy(&units))
+        }
+    }
+
+    /// The string when it is well-formed Unicode.
+    pub fn as_str(&self) -> Option<&str> {
+        if self.metrics.lone == 0 {
+            // SAFETY: as in `to_str_lossy`.
+            Some(unsafe { std::str::from_utf8_unchecked(&self.bytes) })
+        } else {
+            None
+        }
+    }
+
+    /// The UTF-16 code units.
+    pub fn to_utf16(&self) -> Vec<u16> {
+        let mut out = Vec::with_capacity(self.len16());
+        self.for_each_unit(|u| out.push(u));
+        out
+    }
+
+    /// Calls `f` with each UTF-16 code unit in order.
+    pub fn for_each_unit(&self, mut f: impl FnMut(u16)) {
+        let b = &self.bytes;
+        let mut i = 0;
+        while i < b.len() {
+            let x = b[i];
+            if x < 0x80 {
+                f(x as u16);
+                i += 1;
+            } else if x < 0xE0 {
+                f((((x & 0x1F) as u16) << 6) | (b[i + 1] & 0x3F) as u16);
+                i += 2;
+            } else if x < 0xF0 {
+                f((((x & 0x0F) as u16) << 12) | (((b[i + 1] & 0x3F) as u16) << 6) | (b[i + 2] & 0x3F) as u16);
+                i += 3;
+            } else {
+                let c = (((x & 0x07) as u32) << 18)
+                    | (((b[i + 1] & 0x3F) as u32) << 12)
+                    | (((b[i + 2] & 0x3F) as u32) << 6)
+                    | (b[i + 3] & 0x3F) as u32;
+                let c = c - 0x10000;
+                f(0xD800 | (c >> 10) as u16);
+                f(0xDC00 | (c & 0x3FF) as u16);
+                i += 4;
+            }
+        }
+    }
+
+    /// JS `s.slice(start, end)` with both bounds already clamped to `0..=len16` and `start <= end`.
+    /// Cutting through a surrogate pair leaves a lone surrogate, as in JS.
+    pub fn slice16(&self, start: usize, end: usize) -> JsStr {
+        if start == 0 && end == self.len16() {
+            return self.clone();
+        }
+        if self.metrics.astral == 0 && self.metrics.lone == 0 && self.metrics.non_ascii16 == 0 {
+            return JsStr::from_wtf8_unchecked(self.bytes[start..end].to_vec());
+        }
+        let units = self.to_utf16();
+        JsStr::from_utf16(&units[start..end])
+    }
+
+    /// JS `String.prototype.slice` with JS index rules (negative from the end, clamped).
+    pub fn js_slice(&self, start: i64, end: Option<i64>) -> JsStr {
+        let len = self.len16() as i64;
+        let norm = |i: i64| if i < 0 { (len + i).max(0) } else { i.min(len) };
+        let s = norm(start);
+        let e = end.map(norm).unwrap_or(len);
+        if s >= e {
+            return JsStr::new("");
+        }
+        self.slice16(s as usize, e as usize)
+    }
+
+    /// Concatenates pieces (WTF-8 concatenation re-pairs adjacent halves, as JS concatenation does).
+    pub fn concat(pieces: &[&JsStr]) -> JsStr {
+        if pieces.iter().all(|p| p.metrics.lone == 0) {
+            let mut bytes = Vec::with_capacity(pieces.iter().map(|p| p.bytes.len()).sum());
+            for p in pieces {
+                bytes.extend_from_slice(&p.bytes);
+            }
+            return JsStr::from_wtf8_unchecked(bytes);
+        }
+        let mut units = Vec::new();
+        for p in pieces {
+            p.for_each_unit(|u| units.push(u));
+        }
+        JsStr::from_utf16(&units)
+    }
+
+    /// Appends the JSON string literal (with quotes) as `JSON.stringify` writes it.
+    pub fn write_json(&self, out: &mut String) {
+        out.push('"');
+        if self.metrics.escape_extra == 0 && self.metrics.lone == 0 && !needs_escape_any(&self.bytes) {
+            out.push_str(self.as_str().unwrap_or_default());
+        } else {
+            self.write_escaped(out);
+        }
+        out.push('"');
+    }
+
+    fn write_escaped(&self, out: &mut String) {
+        let b = &self.bytes;
+        let mut i = 0;
+        let mut run_start = 0;
+        while i < b.len() {
+            let x = b[i];
+            let esc: Option<&str> = match x {
+                b'"' => Some("\\\""),
+                b'\\' => Some("\\\\"),
+                0x08 => Some("\\b"),
+                0x09 => Some("\\t"),
+                0x0A => Some("\\n"),
+                0x0C => Some("\\f"),
+                0x0D => Some("\\r"),
+                _ => None,
+            };
+            if let Some(e) = esc {
+                push_bytes(out, &b[run_start..i]);
+                out.push_str(e);
+                i += 1;
+                run_start = i;
+            } else if x < 0x20 {
+                push_bytes(out, &b[run_start..i]);
+                out.push_str(&format!("\\u{:04x}", x));
+                i += 1;
+                run_start = i;
+            } else if x == 0xED && i + 1 < b.len() && b[i + 1] >= 0xA0 {
+                // A lone surrogate encoded in WTF-8.
+                push_bytes(out, &b[run_start..i]);
+                let u = (((x & 0x0F) as u16) << 12) | (((b[i + 1] & 0x3F) as u16) << 6) | (b[i + 2] & 0x3F) as u16;
+                out.push_str(&format!("\\u{:04x}", u));
+                i += 3;
+                run_start = i;
+            } else {
+                i += 1;
+            }
+        }
+        push_bytes(out, &b[run_start..]);
+    }
+}
+
+fn push_bytes(out: &mut String, bytes: &[u8]) {
+    // SAFETY-free path: runs between escapes are valid UTF-8 (surrogates are cut out above).
+    out.push_str(std::str::from_utf8(bytes).expect("WTF-8 run without surrogates is UTF-8"));
+}
+
+fn needs_escape_any(b: &[u8]) -> bool {
+    b.iter().any(|&x| x < 0x20 || x == b'"' || x == b'\\')
+}
+
+pub(crate) fn push_surrogate(bytes: &mut Vec<u8>, u: u16) {
+    bytes.push(0xE0 | (u >> 12) as u8);
+    bytes.push(0x80 | ((u >> 6) & 0x3F) as u8);
+    bytes.push(0x80 | (u & 0x3F) as u8);
+}
+
+/// Measures WTF-8 bytes. Written as plain counting loops over byte classes so the compiler vectorises the
+/// common (all-ASCII, no escapes) case; escapes and multi-byte sequences take the slower branch.
+pub(crate) fn measure_utf8(b: &[u8]) -> StrMetrics {
+    let mut non_cont: u64 = 0; // bytes that start a character
+    let mut four: u64 = 0; // lead bytes of 4-byte sequences (astral chars)
+    let mut ascii: u64 = 0;
+    let mut special: u64 = 0; // bytes that may need escaping
+    for chunk in b.chunks(4096) {
+        let mut nc = 0u32;
+        let mut fo = 0u32;
+        let mut asc = 0u32;
+        let mut sp = 0u32;
+        for &x in chunk {
+            nc += ((x as i8) >= -64) as u32;
+            fo += (x >= 0xF0) as u32;
+            asc += (x < 0x80) as u32;
+            sp += ((x < 0x20) | (x == b'"') | (x == b'\\') | (x == 0xED)) as u32;
+        }
+        non_cont += nc as u64;
+        four += fo as u64;
+        ascii += asc as u64;
+        special += sp as u64;
+    }
+    let mut escape_extra = 0u64;
+    let mut lone = 0u64;
+    if special > 0 {
+        let mut i = 0;
+        while i < b.len() {
+            let x = b[i];
+            match x {
+                b'"' | b'\\' | 0x08 | 0x09 | 0x0A | 0x0C | 0x0D => escape_extra += 1,
+                0..=0x1F => escape_extra += 5,
+                0xED if i + 1 < b.len() && b[i + 1] >= 0xA0 => {
+                    // lone surrogate: one UTF-16 unit written as a 6-character escape
+                    lone += 1;
+                    escape_extra += 5;
+                    i += 3;
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    let len16 = non_cont + four;
+    StrMetrics {
+        len16: len16 as u32,
+        non_ascii16: (len16 - ascii) as u32,
+        astral: four as u32,
+        escape_extra: escape_extra as u32,
+        lone: lone as u32,
+    }
+}
+
+impl PartialEq for JsStr {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+impl Eq for JsStr {}
+
+impl Hash for JsStr {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.bytes.hash(state)
+    }
+}
+
+impl Borrow<[u8]> for JsStr {
+    fn borrow(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl PartialOrd for JsStr {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for JsStr {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.bytes.cmp(&other.bytes)
+    }
+}
+
+impl fmt::Debug for JsStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.to_str_lossy(), f)
+    }
+}
+
+impl fmt::Display for JsStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_str_lossy())
+    }
+}
+
+impl From<&str> for JsStr {
+    fn from(s: &str) -> Self {
+        JsStr::new(s)
+    }
+}
+impl From<String> for JsStr {
+    fn from(s: String) -> Self {
+        let metrics = measure_utf8(s.as_bytes());
+        JsStr { bytes: s.into_bytes().into_boxed_slice(), metrics }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_of_mixed_text() {
+        let s = JsStr::new("a\"é😀\u{1}\n");
+        let m = s.metrics();
+        assert_eq!(m.len16, 7);
+        assert_eq!(m.non_ascii16, 3);
+        assert_eq!(m.astral, 1);
+        assert_eq!(m.escape_extra, 1 + 5 + 1);
+    }
+
+    #[test]
+    fn slicing_through_a_pair_leaves_a_lone_surrogate() {
+        let s = JsStr::new("x😀y");
+        let head = s.slice16(0, 2);
+        assert!(head.has_lone_surrogate());
+        assert_eq!(head.len16(), 2);
+        let mut out = String::new();
+        head.write_json(&mut out);
+        assert_eq!(out, "\"x\\ud83d\"");
+        assert_eq!(head.metrics().escape_extra, 5);
+        let tail = s.slice16(2, 4);
+        let joined = JsStr::concat(&[&head, &tail]);
+        assert_eq!(joined, s);
+    }
+
+    #[test]
+    fn js_slice_rules() {
+        let s = JsStr::new("abcdefghij");
+        assert_eq!(s.js_slice(0, Some(-1)).to_str_lossy(), "abcdefghi");
+        assert_eq!(s.js_slice(4, None).to_str_lossy(), "efghij");
+        assert_eq!(s.js_slice(-0, None).to_str_lossy(), "abcdefghij");
+        assert_eq!(s.js_slice(-3, None).to_str_lossy(), "hij");
+    }
+}

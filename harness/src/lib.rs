@@ -1,0 +1,14 @@
+//! compactbench: evaluate and benchmark LLM chat-history compression ("compaction") as coding agents do it.
+//!
+//! The crate follows the pipeline: [`json`] and [`history`] (the data model), [`tokens`] and [`models`]
+//! (counting and model tables), [`compress`] (the reference port and other strategies), [`llm`] (models
+//! behind one trait with a record/replay cache), [`datasets`] (importers and the shipped corpus), then
+//! replay, probes, sweeps and reports. Algorithms are pure functions over data; files, network and clocks
+//! stay in the CLI and backend edges.
+
+pub mod json;
+pub mod history;
+pub mod tokens;
+pub mod models;
+pub mod llm;
+pub mod cli;
