@@ -12,3 +12,5 @@ pub mod tokens;
 pub mod models;
 pub mod llm;
 pub mod cli;
+pub mod compress;
+pub mod inspect;

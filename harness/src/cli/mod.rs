@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod inspect;
+
 /// Exit status for bad input (unreadable file, wrong shape, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 /// Exit status for a failed run or a detected regression.
@@ -15,7 +17,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
+    Inspect(inspect::InspectArgs),
+}
 
 /// An error that carries its exit status.
 #[derive(Debug, thiserror::Error)]
@@ -54,5 +59,7 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {}
+    match cli.command {
+        Command::Inspect(args) => inspect::run(args),
+    }
 }

@@ -206,7 +206,7 @@ pub struct ChangedPart {
     pub name: String,
     pub original_chars: usize,
     pub new_output_chars: usize,
-    pub output_head: String,
+    pub output_head: JsStr,
     pub file: String,
 }
 
@@ -408,7 +408,7 @@ pub fn truncate_history_to_budget(
                         name,
                         original_chars: json::jslen(part),
                         new_output_chars: msg.len16(),
-                        output_head: msg.js_slice(0, Some(200)).to_str_lossy().into_owned(),
+                        output_head: msg.js_slice(0, Some(200)),
                         file,
                     });
                     new_parts.push(new_part);

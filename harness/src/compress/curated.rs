@@ -1,0 +1,104 @@
+//! What `compress` sees: `getHistory(curated = true)` at the reference commit (spec §9.1).
+
+use crate::history::{self, Content};
+use crate::json::{JsStr, Value};
+
+/// A part that is blank text: only `text`/`thought`/`callIndex` keys, `text === ""`, not a thought.
+fn is_blank_text(p: &Value) -> bool {
+    let Some(m) = p.as_object() else { return false };
+    m.keys().all(|k| matches!(k.as_wtf8(), b"text" | b"thought" | b"callIndex"))
+        && p.get("text").and_then(Value::as_js_str).is_some_and(JsStr::is_empty)
+        && !history::is_thought(p)
+}
+
+fn is_valid_model_content(c: &Content) -> bool {
+    let parts = history::parts(c);
+    parts.is_empty() || parts.iter().all(|p| p.as_object().is_some_and(|m| !m.is_empty()) && !is_blank_text(p))
+}
+
+/// `extractCuratedHistory`: user turns are kept; a run of model turns is kept only if all are valid.
+pub fn extract_curated_history(turns: &[Content]) -> Vec<Content> {
+    let mut out = Vec::with_capacity(turns.len());
+    let mut i = 0;
+    while i < turns.len() {
+        if history::is_user(&turns[i]) {
+            out.push(turns[i].clone());
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < turns.len() && !history::is_user(&turns[i]) {
+            i += 1;
+        }
+        let run = &turns[start..i];
+        if run.iter().all(is_valid_model_content) {
+            out.extend(run.iter().cloned());
+        }
+    }
+    out
+}
+
+/// `stripThoughts` then `coalesceConsecutiveRoles`.
+pub fn strip_thoughts_and_coalesce(turns: Vec<Content>) -> Vec<Content> {
+    let mut stripped: Vec<Content> = Vec::with_capacity(turns.len());
+    for mut c in turns {
+        if let Some(Value::Array(parts)) = c.get_mut("parts") {
+            let had_thoughts = parts.iter().any(history::is_thought);
+            parts.retain(|p| !history::is_thought(p));
+            if had_thoughts {
+                if let Some(fc) = parts.iter_mut().find(|p| history::function_call(p).is_some()) {
+                    if fc.get("thoughtSignature").is_none() {
+                        fc.insert("thoughtSignature", Value::str("skip_thought_signature_validator"));
+                    }
+                }
+            }
+            if parts.is_empty() {
+                continue;
+            }
+        }
+        stripped.push(c);
+    }
+    let mut out: Vec<Content> = Vec::with_capacity(stripped.len());
+    for c in stripped {
+        if let Some(prev) = out.last_mut() {
+            if history::role(prev) == history::role(&c) {
+                let extra: Vec<Value> = history::parts(&c).to_vec();
+                match prev.get_mut("parts") {
+                    Some(Value::Array(p)) => p.extend(extra),
+                    _ => prev.insert("parts", Value::Array(extra)),
+                }
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The curated history `compress` receives (context management off, Gemini 2.x/3.x model).
+pub fn curated_history(turns: &[Content]) -> Vec<Content> {
+    strip_thoughts_and_coalesce(extract_curated_history(turns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse_str;
+
+    #[test]
+    fn invalid_model_runs_are_dropped_and_roles_coalesced() {
+        let h = parse_str(
+            r#"[{"role":"user","parts":[{"text":"env"}]},{"role":"user","parts":[{"text":"q"}]},
+                {"role":"model","parts":[{"text":"t","thought":true},{"functionCall":{"name":"ls","args":{}}}]},
+                {"role":"user","parts":[{"text":"x"}]},{"role":"model","parts":[{"text":""}]}]"#,
+        )
+        .unwrap();
+        let out = curated_history(h.as_array().unwrap());
+        assert_eq!(out.len(), 3);
+        assert_eq!(history::parts(&out[0]).len(), 2);
+        assert_eq!(
+            history::parts(&out[1])[0].get("thoughtSignature").and_then(Value::as_str),
+            Some("skip_thought_signature_validator")
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! Shared helpers for the integration tests.
+
+use compactbench::json::{self, Value};
+use std::path::{Path, PathBuf};
+
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+pub fn load_json(path: &Path) -> Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    json::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Describes the first difference between two values, with its JSON path.
+pub fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x.iter() {
+                let p = format!("{path}.{k}");
+                match y.get(k.as_wtf8()) {
+                    None => return Some(format!("{p}: missing on the right")),
+                    Some(vb) => {
+                        if let Some(d) = first_difference(&p, va, vb) {
+                            return Some(d);
+                        }
+                    }
+                }
+            }
+            y.keys().find(|k| x.get(k.as_wtf8()).is_none()).map(|k| format!("{path}.{k}: missing on the left"))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (va, vb)) in x.iter().zip(y.iter()).enumerate() {
+                if let Some(d) = first_difference(&format!("{path}[{i}]"), va, vb) {
+                    return Some(d);
+                }
+            }
+            (x.len() != y.len()).then(|| format!("{path}: lengths {} vs {}", x.len(), y.len()))
+        }
+        _ if a == b => None,
+        _ => {
+            let show = |v: &Value| {
+                let s = json::to_string(v);
+                if s.len() > 300 { format!("{}…({} chars)", &s[..s.char_indices().nth(300).map(|c| c.0).unwrap_or(s.len())], s.len()) } else { s }
+            };
+            Some(format!("{path}: {} != {}", show(a), show(b)))
+        }
+    }
+}
