@@ -134,7 +134,10 @@ pub async fn inspect(
                         ("modelConfigKey", Value::object([("model", Value::str(&call.model_alias))])),
                         ("promptId", Value::str(&call.prompt_id)),
                         ("role", Value::str(&call.role)),
-                        ("systemInstruction", call.system_instruction.as_deref().map(Value::str).unwrap_or(Value::Null)),
+                        (
+                            "systemInstruction",
+                            call.system_instruction.as_deref().map(Value::str).unwrap_or(Value::Null),
+                        ),
                         ("nContents", Value::num(call.n_contents as f64)),
                         ("lastContent", call.last_content.clone()),
                     ])

@@ -6,11 +6,11 @@
 //! replay, probes, sweeps and reports. Algorithms are pure functions over data; files, network and clocks
 //! stay in the CLI and backend edges.
 
-pub mod json;
-pub mod history;
-pub mod tokens;
-pub mod models;
-pub mod llm;
 pub mod cli;
 pub mod compress;
+pub mod history;
 pub mod inspect;
+pub mod json;
+pub mod llm;
+pub mod models;
+pub mod tokens;

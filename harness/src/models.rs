@@ -130,7 +130,15 @@ mod tests {
 
     #[test]
     fn upstream_token_limits() {
-        for m in ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-3.1-flash-lite", "gemini-3-pro-preview", "gemini-3-flash-preview", "unknown-model", ""] {
+        for m in [
+            "gemini-2.5-pro",
+            "gemini-2.5-flash",
+            "gemini-3.1-flash-lite",
+            "gemini-3-pro-preview",
+            "gemini-3-flash-preview",
+            "unknown-model",
+            "",
+        ] {
             assert_eq!(token_limit(m, ModelTable::Current), 1_048_576);
         }
         assert_eq!(token_limit("gemma-4-31b-it", ModelTable::Current), 256_000);

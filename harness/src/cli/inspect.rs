@@ -71,7 +71,9 @@ fn read_text(path: &PathBuf) -> Result<String, CliError> {
 
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     if !(args.fraction > 0.0 && args.fraction < 1.0) {
-        return Err(CliError::bad_input(format!("--fraction {}: Fraction must be between 0 and 1", args.fraction)).into());
+        return Err(
+            CliError::bad_input(format!("--fraction {}: Fraction must be between 0 and 1", args.fraction)).into()
+        );
     }
     let history = history::load_history(&args.history).map_err(|e| CliError::bad_input(e.to_string()))?;
     let summary = match (&args.summary, &args.summary_file) {
@@ -100,10 +102,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         }),
     };
     let (mut a, mut b): (Box<dyn ToolOutputStore>, Box<dyn ToolOutputStore>) = match &args.project_temp_dir {
-        Some(dir) if !args.no_write => (
-            Box::new(FsToolOutputStore { root: dir.clone() }),
-            Box::new(FsToolOutputStore { root: dir.clone() }),
-        ),
+        Some(dir) if !args.no_write => {
+            (Box::new(FsToolOutputStore { root: dir.clone() }), Box::new(FsToolOutputStore { root: dir.clone() }))
+        }
         Some(dir) => {
             let root = dir.to_string_lossy().into_owned();
             (Box::new(MemoryToolOutputStore::new(root.clone())), Box::new(MemoryToolOutputStore::new(root)))

@@ -10,7 +10,11 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 pub const EXIT_FAILURE: i32 = 1;
 
 #[derive(Debug, Parser)]
-#[command(name = "compactbench", version, about = "Evaluate and benchmark LLM chat-history compression as coding agents do it")]
+#[command(
+    name = "compactbench",
+    version,
+    about = "Evaluate and benchmark LLM chat-history compression as coding agents do it"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -111,7 +111,12 @@ pub struct Overflow {
 }
 
 /// Checks the pending request against the room left; `None` when it fits (or the guard is off).
-pub fn overflow_check(guard: OverflowGuard, token_limit: u64, last_prompt_tokens: u64, request: &[Value]) -> Option<Overflow> {
+pub fn overflow_check(
+    guard: OverflowGuard,
+    token_limit: u64,
+    last_prompt_tokens: u64,
+    request: &[Value],
+) -> Option<Overflow> {
     let remaining = token_limit as i64 - last_prompt_tokens as i64;
     let (est, over) = match guard {
         OverflowGuard::None => return None,

@@ -19,8 +19,8 @@ pub use service::{
 };
 pub use split::{find_compress_split_point, SplitVariant};
 pub use truncate::{
-    format_truncated_tool_output, truncate_history_to_budget, FsToolOutputStore, MemoryToolOutputStore, ToolOutputStore,
-    TruncationSettings, TruncationVariant,
+    format_truncated_tool_output, truncate_history_to_budget, FsToolOutputStore, MemoryToolOutputStore,
+    ToolOutputStore, TruncationSettings, TruncationVariant,
 };
 
 /// `CompressionStatus`, with the reference's numeric values.

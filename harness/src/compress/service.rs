@@ -49,6 +49,9 @@ pub struct CompressSettings {
     pub truncate_tool_output_threshold: i64,
     /// Overrides `tokenLimit(model)` (a simulated context window).
     pub token_limit: Option<u64>,
+    /// Overrides `getTruncateToolOutputThreshold()`, which the reference derives from the *configured*
+    /// model's limit (not the `model` argument) and the UI's token count.
+    pub tool_output_chars_limit: Option<i64>,
     pub model_table: ModelTable,
     pub split: SplitVariant,
     pub estimator: Estimator,
@@ -79,6 +82,7 @@ impl Default for CompressSettings {
             function_response_budget: COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET,
             truncate_tool_output_threshold: DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD,
             token_limit: None,
+            tool_output_chars_limit: None,
             model_table: ModelTable::Current,
             split: SplitVariant::Current,
             estimator: Estimator::Current,
@@ -193,8 +197,18 @@ pub fn js_trim(s: &str) -> &str {
     s.trim_matches(ws)
 }
 
-fn outcome(new_history: Option<Vec<Content>>, o: u64, n: u64, status: CompressionStatus, trace: CompressTrace) -> CompressOutcome {
-    CompressOutcome { new_history, info: CompressionInfo { original_token_count: o, new_token_count: n, compression_status: status }, trace }
+fn outcome(
+    new_history: Option<Vec<Content>>,
+    o: u64,
+    n: u64,
+    status: CompressionStatus,
+    trace: CompressTrace,
+) -> CompressOutcome {
+    CompressOutcome {
+        new_history,
+        info: CompressionInfo { original_token_count: o, new_token_count: n, compression_status: status },
+        trace,
+    }
 }
 
 /// `compress(chat, promptId, force, model, config, hasFailedCompressionAttempt)` on a curated history.
@@ -224,7 +238,9 @@ pub async fn compress(
     let trunc_settings = TruncationSettings {
         variant: settings.truncation,
         budget: settings.function_response_budget,
-        max_chars: effective_max_chars(limit, req.ui_last_prompt_tokens, settings.truncate_tool_output_threshold),
+        max_chars: settings.tool_output_chars_limit.unwrap_or_else(|| {
+            effective_max_chars(limit, req.ui_last_prompt_tokens, settings.truncate_tool_output_threshold)
+        }),
         estimator: Estimator::Current,
     };
     let truncation = truncate_history_to_budget(history, &trunc_settings, env.next_truncation_id, env.tool_outputs);
@@ -258,9 +274,8 @@ pub async fn compress(
     };
     // 9. Anchor.
     let prompts = &settings.prompts;
-    let previous = history::all_parts(src)
-        .filter_map(history::part_text)
-        .any(|t| t.to_str_lossy().contains("<state_snapshot>"));
+    let previous =
+        history::all_parts(src).filter_map(history::part_text).any(|t| t.to_str_lossy().contains("<state_snapshot>"));
     trace.anchored_on_previous_snapshot = previous;
     let instruction = match (&prompts.instruction_with_previous, previous) {
         (Some(with_previous), true) => with_previous.as_str(),
@@ -277,7 +292,11 @@ pub async fn compress(
         system_instruction: system.clone(),
         contents,
         params: params.clone(),
-        label: RequestLabel { prompt_id: req.prompt_id.clone(), role: SUMMARIZER_ROLE.into(), model_alias: Some(alias.into()) },
+        label: RequestLabel {
+            prompt_id: req.prompt_id.clone(),
+            role: SUMMARIZER_ROLE.into(),
+            model_alias: Some(alias.into()),
+        },
     };
     let summary_resp = llm.generate(&summary_req).await?;
     trace.llm_calls.push(record(&summary_req, alias, &summary_resp.usage, summary_resp.text.len()));

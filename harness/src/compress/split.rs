@@ -165,11 +165,8 @@ fn is_function_response_turn(c: &Content) -> bool {
 fn advance(contents: &[Content], mut idx: usize, skip_tool_turns: bool) -> usize {
     while idx < contents.len() {
         let c = &contents[idx];
-        let go_on = if skip_tool_turns {
-            history::is_model(c) || is_function_response_turn(c)
-        } else {
-            !history::is_user(c)
-        };
+        let go_on =
+            if skip_tool_turns { history::is_model(c) || is_function_response_turn(c) } else { !history::is_user(c) };
         if !go_on {
             break;
         }

@@ -284,7 +284,9 @@ fn file_name(tool_name: &str, id: &str, sanitizer: Sanitizer, dedupe_prefix: boo
         Sanitizer::KeepDashUnderscore => {
             (sanitize(tool_name, sanitizer).to_lowercase(), sanitize(id, sanitizer).to_lowercase())
         }
-        Sanitizer::LowerAlnum => (sanitize(&tool_name.to_lowercase(), sanitizer), sanitize(&id.to_lowercase(), sanitizer)),
+        Sanitizer::LowerAlnum => {
+            (sanitize(&tool_name.to_lowercase(), sanitizer), sanitize(&id.to_lowercase(), sanitizer))
+        }
     };
     if dedupe_prefix && sid.starts_with(&tool) {
         format!("{sid}.txt")

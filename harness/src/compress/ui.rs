@@ -20,7 +20,9 @@ pub fn compress_result(status: CompressionStatus, original: u64, new: u64) -> St
         CompressionStatus::FailedInflatedTokenCount => {
             "Chat history compression did not reduce size. This may indicate issues with the compression prompt.".into()
         }
-        CompressionStatus::FailedTokenCountError => "Could not compress chat history due to a token counting error.".into(),
+        CompressionStatus::FailedTokenCountError => {
+            "Could not compress chat history due to a token counting error.".into()
+        }
         CompressionStatus::FailedEmptySummary => {
             "Chat history compression failed: the model returned an empty summary.".into()
         }
@@ -58,16 +60,28 @@ mod tests {
             assert_eq!(compress_result(Compressed, o, n), format!("Chat history compressed from {o} to {n} tokens."));
         }
         for (o, n) in [(50, 75), (50, 50), (50, 60), (100, 100), (49999, 50000)] {
-            assert_eq!(compress_result(FailedInflatedTokenCount, o, n), "Compression was not beneficial for this history size.");
+            assert_eq!(
+                compress_result(FailedInflatedTokenCount, o, n),
+                "Compression was not beneficial for this history size."
+            );
         }
         for (o, n) in [(50000, 50100), (700000, 710000), (100000, 100000)] {
             assert!(compress_result(FailedInflatedTokenCount, o, n).contains("compression did not reduce size"));
         }
-        assert_eq!(compress_result(FailedEmptySummary, 1, 1), "Chat history compression failed: the model returned an empty summary.");
-        assert_eq!(compress_result(FailedTokenCountError, 1, 1), "Could not compress chat history due to a token counting error.");
+        assert_eq!(
+            compress_result(FailedEmptySummary, 1, 1),
+            "Chat history compression failed: the model returned an empty summary."
+        );
+        assert_eq!(
+            compress_result(FailedTokenCountError, 1, 1),
+            "Could not compress chat history due to a token counting error."
+        );
         assert_eq!(compress_result(Noop, 0, 0), "Nothing to compress.");
         assert_eq!(auto_compressed(524288, 104858, 1048576).0, "Context compressed from 50% to 10%.");
         assert!(overflow_warning(101, 100, 1000).ends_with("compress the chat history."));
-        assert_eq!(overflow_warning(101, 1_000_000, 1_048_576), "Sending this message (101 tokens) might exceed the context window limit (1,000,000 tokens left).");
+        assert_eq!(
+            overflow_warning(101, 1_000_000, 1_048_576),
+            "Sending this message (101 tokens) might exceed the context window limit (1,000,000 tokens left)."
+        );
     }
 }

@@ -1,4 +1,7 @@
 //! One integration-test binary (faster to link than one per file), a module per area.
 
+mod cli;
 mod golden;
+mod properties;
 mod support;
+mod upstream;

@@ -41,7 +41,11 @@ pub fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
         _ => {
             let show = |v: &Value| {
                 let s = json::to_string(v);
-                if s.len() > 300 { format!("{}…({} chars)", &s[..s.char_indices().nth(300).map(|c| c.0).unwrap_or(s.len())], s.len()) } else { s }
+                if s.len() > 300 {
+                    format!("{}…({} chars)", &s[..s.char_indices().nth(300).map(|c| c.0).unwrap_or(s.len())], s.len())
+                } else {
+                    s
+                }
             };
             Some(format!("{path}: {} != {}", show(a), show(b)))
         }

@@ -1,0 +1,101 @@
+//! The binary, run as a user would.
+
+use crate::support::data_dir;
+use std::process::Command;
+
+fn compactbench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_compactbench")).args(args).output().expect("run compactbench")
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &[u8]) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn inspect_reproduces_a_golden_vector_through_the_binary() {
+    let dir = data_dir().join("golden");
+    let history = dir.join("inputs/case002.history.json");
+    let out = compactbench(&[
+        "inspect",
+        history.to_str().unwrap(),
+        "--fraction",
+        "0.9",
+        "--truncate-threshold",
+        "4000",
+        "--last-prompt-tokens",
+        "1048000",
+        "--project-temp-dir",
+        "/home/user/.gemini/tmp/demo-project",
+        "--no-write",
+        "--compress",
+        "--force",
+        "--has-failed",
+        "--threshold",
+        "0.2",
+        "--summary",
+        "scratch\n<state_snapshot><overall_goal>x</overall_goal></state_snapshot>",
+        "--verify",
+        "   ",
+        "--env-text",
+        "<session_context>\nThis is a test.\n</session_context>",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let knobs = crate::support::load_json(&dir.join("inputs/case002.knobs.json"));
+    assert_eq!(knobs.get("fraction").and_then(|v| v.as_f64()), Some(0.9), "flags above mirror case002's knobs");
+    let got = compactbench::json::parse(&out.stdout).unwrap();
+    let expected = crate::support::load_json(&dir.join("expected/case002.expected.json"));
+    assert_eq!(crate::support::first_difference("$", &got, &expected), None);
+}
+
+#[test]
+fn inspect_writes_tool_outputs_under_the_project_temp_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let history = data_dir().join("golden/inputs/case002.history.json");
+    let out = compactbench(&["inspect", history.to_str().unwrap(), "--project-temp-dir", tmp.path().to_str().unwrap()]);
+    assert!(out.status.success());
+    let files: Vec<_> =
+        std::fs::read_dir(tmp.path().join("tool-outputs")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!files.is_empty());
+    let report = compactbench::json::parse(&out.stdout).unwrap();
+    let written = report.get("truncated").unwrap().get("filesWritten").unwrap().as_array().unwrap().len();
+    assert_eq!(files.len(), written);
+}
+
+#[test]
+fn bad_input_is_one_clear_line_with_exit_status_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: Vec<(String, Vec<&str>, &str)> = vec![
+        (write(&tmp, "notjson.json", b"[{\"role\": \"user\",\n \"parts\": [nope]}]"), vec![], "line 2"),
+        (
+            write(
+                &tmp,
+                "shape.json",
+                br#"[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":{"text":"b"}}]"#,
+            ),
+            vec![],
+            "$[1].parts",
+        ),
+        (write(&tmp, "notarray.json", br#"{"role":"user"}"#), vec![], "expected an array"),
+        (
+            write(&tmp, "ok.json", br#"[{"role":"user","parts":[{"text":"a"}]}]"#),
+            vec!["--fraction", "1.5"],
+            "Fraction must be between 0 and 1",
+        ),
+        (write(&tmp, "utf8.json", b"[{\"role\":\"user\",\"parts\":[{\"text\":\"\xff\"}]}]"), vec![], "UTF-8"),
+        (tmp.path().join("missing.json").to_string_lossy().into_owned(), vec![], "cannot read"),
+    ];
+    for (file, extra, needle) in cases {
+        let mut args = vec!["inspect", file.as_str()];
+        args.extend(extra);
+        let out = compactbench(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(needle), "{file}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        if !needle.contains("Fraction") {
+            assert!(err.contains(&file), "names the file: {err}");
+        }
+    }
+}
