@@ -14,3 +14,4 @@ pub mod json;
 pub mod llm;
 pub mod models;
 pub mod tokens;
+pub mod replay;

@@ -156,6 +156,9 @@ pub struct LlmCallRecord {
     pub n_contents: usize,
     pub last_content: Value,
     pub usage: Usage,
+    /// The reference heuristic over the request (system instruction + contents), for backends that
+    /// report no usage.
+    pub prompt_estimate: u64,
     pub response_chars: usize,
 }
 
@@ -171,6 +174,8 @@ pub struct CompressTrace {
     pub verified_summary: Option<String>,
     pub final_summary: Option<String>,
     pub llm_calls: Vec<LlmCallRecord>,
+    /// The history `compress` built, even when the inflation guard discarded it (without the env turn).
+    pub candidate_history: Option<Vec<Content>>,
     /// Contents summarised and kept.
     pub summarized_contents: usize,
     pub kept_contents: usize,
@@ -355,6 +360,7 @@ pub async fn compress(
         }
         e => e.parts(env_turn.iter().flat_map(|c| history::parts(c).iter()).chain(history::all_parts(&extra)), 4.0),
     };
+    trace.candidate_history = Some(extra.clone());
     // 17. Inflation guard.
     if settings.inflation_guard && new_count > orig {
         return Ok(outcome(None, orig, new_count, CompressionStatus::FailedInflatedTokenCount, trace));
@@ -371,6 +377,8 @@ fn record(req: &LlmRequest, alias: &str, usage: &Usage, response_chars: usize) -
         n_contents: req.contents.len(),
         last_content: req.contents.last().cloned().unwrap_or(Value::Null),
         usage: *usage,
+        prompt_estimate: Estimator::Current.history(&req.contents)
+            + req.system_instruction.as_deref().map(|s| Estimator::Current.text(&crate::json::JsStr::new(s))).unwrap_or(0),
         response_chars,
     }
 }

@@ -125,7 +125,7 @@ impl From<TruncationVariant> for String {
 
 /// Where full tool outputs go. `save` gets a path relative to the project temp dir and returns the path
 /// the placeholder names (the reference's `path.join(projectTempDir, …)`).
-pub trait ToolOutputStore {
+pub trait ToolOutputStore: Send {
     fn save(&mut self, relative: &str, content: &str) -> Result<String, String>;
 }
 

@@ -107,6 +107,15 @@ impl Estimator {
         }
     }
 
+    /// The unfloored figure of one Content: the reference floors once per call, so running totals over a
+    /// growing history add these and floor the sum (exact for the current estimator's dyadic weights).
+    pub fn content_raw(self, c: &Content) -> f64 {
+        match self {
+            Estimator::ContentJslen => json::jslen(c) as f64 / 4.0,
+            _ => self.rules().estimate_raw(history::parts(c).iter(), 0, DEFAULT_CHARS_PER_TOKEN),
+        }
+    }
+
     /// Tokens of one Content.
     pub fn content(self, c: &Content) -> u64 {
         self.history(std::slice::from_ref(c))
@@ -256,8 +265,12 @@ impl Rules {
     }
 
     fn estimate<'a>(&self, parts: impl IntoIterator<Item = &'a Value>, depth: usize, cpt: f64) -> u64 {
+        self.estimate_raw(parts, depth, cpt).floor() as u64
+    }
+
+    fn estimate_raw<'a>(&self, parts: impl IntoIterator<Item = &'a Value>, depth: usize, cpt: f64) -> f64 {
         if depth > MAX_RECURSION_DEPTH {
-            return 0;
+            return 0.0;
         }
         let mut total = 0.0f64;
         for part in parts {
@@ -272,7 +285,7 @@ impl Rules {
                 total += json::jslen(part) as f64 / cpt;
             }
         }
-        total.floor() as u64
+        total
     }
 }
 

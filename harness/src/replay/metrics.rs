@@ -1,0 +1,180 @@
+//! Per-event and per-conversation figures recorded by a replay.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How the verification pass changed the first summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerificationDelta {
+    pub identical: bool,
+    /// Estimated tokens of the verified summary minus the first one.
+    pub token_delta: i64,
+    /// Levenshtein distance over characters, normalised by the longer text (0 = identical).
+    pub edit_distance: f64,
+    /// Items (non-empty lines) added and removed per XML section of the snapshot.
+    pub sections: Vec<SectionDelta>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SectionDelta {
+    pub section: String,
+    pub added: u32,
+    pub removed: u32,
+}
+
+/// One compressor decision before a model request (NOOPs are counted, not listed).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompressionEvent {
+    /// Index, in the recorded conversation, of the model turn about to be requested.
+    pub turn: usize,
+    /// Ordinal of the request in the replay.
+    pub request: usize,
+    pub forced: bool,
+    pub status: String,
+    pub status_code: u8,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// `1 − after/before` (0 when before is 0).
+    pub reduction: f64,
+    pub stored_contents_before: usize,
+    pub stored_contents_after: usize,
+    pub summarized_contents: usize,
+    pub kept_contents: usize,
+    pub truncated_outputs: usize,
+    pub summary_tokens: u64,
+    pub verification: Option<VerificationDelta>,
+    pub summarizer_calls: u32,
+    pub summarizer_input_tokens: u64,
+    pub summarizer_output_tokens: u64,
+    /// The request as sent (o200k tokens of the history + configured system/tool overhead) before and after.
+    pub true_tokens_before: u64,
+    pub true_tokens_after: u64,
+    /// The reference reported COMPRESSED although the true request grew.
+    pub hidden_inflation: bool,
+    /// The reference reported INFLATED although the true request would have shrunk.
+    pub hidden_deflation: bool,
+    /// The first and final summaries, for probes and reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_summary: Option<String>,
+}
+
+/// A replay's results for one conversation under one strategy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConversationResult {
+    pub conversation: String,
+    pub contents: usize,
+    pub requests: usize,
+    pub events: Vec<CompressionEvent>,
+    pub events_by_status: BTreeMap<String, u64>,
+    /// Largest request by the reference heuristic (+ overhead) and by o200k (+ overhead).
+    pub peak_context: u64,
+    pub peak_true_context: u64,
+    /// Sum over all requests of the request size, and the same without any compression.
+    pub cumulative_request_tokens: u64,
+    pub cumulative_true_tokens: u64,
+    pub baseline_cumulative_tokens: u64,
+    pub baseline_cumulative_true_tokens: u64,
+    /// Summarizer input + output tokens over the whole replay.
+    pub summarizer_overhead_tokens: u64,
+    /// Requests the overflow guard would have refused.
+    pub overflow_events: u64,
+    pub final_history_tokens: u64,
+    pub final_history_contents: usize,
+    /// Set when the replay stopped on an error (LLM failure, bad conversation).
+    pub error: Option<String>,
+}
+
+/// Non-ASCII-safe normalised Levenshtein; very long texts are compared by words to bound the cost.
+pub fn normalized_edit_distance(a: &str, b: &str) -> f64 {
+    if a == b {
+        return 0.0;
+    }
+    const MAX_CHARS: usize = 8000;
+    if a.chars().count() <= MAX_CHARS && b.chars().count() <= MAX_CHARS {
+        1.0 - strsim::normalized_levenshtein(a, b)
+    } else {
+        let wa: Vec<&str> = a.split_whitespace().collect();
+        let wb: Vec<&str> = b.split_whitespace().collect();
+        let d = strsim::generic_levenshtein(&wa, &wb);
+        d as f64 / wa.len().max(wb.len()).max(1) as f64
+    }
+}
+
+/// Items per XML section: `<name>…</name>` blocks inside the snapshot, their non-empty lines.
+pub fn snapshot_sections(text: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('>') else { break };
+        let name = &after[..close];
+        let valid = !name.is_empty()
+            && !name.starts_with('/')
+            && name != "state_snapshot"
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if valid {
+            let body_start = open + 1 + close + 1;
+            let end_tag = format!("</{name}>");
+            if let Some(end) = rest[body_start..].find(&end_tag) {
+                let body = &rest[body_start..body_start + end];
+                let items: Vec<String> = body
+                    .lines()
+                    .map(|l| l.trim().trim_start_matches(['-', '*', ' ']).trim().to_string())
+                    .filter(|l| !l.is_empty() && !l.starts_with("<!--"))
+                    .collect();
+                out.insert(name.to_string(), items);
+                rest = &rest[body_start + end + end_tag.len()..];
+                continue;
+            }
+        }
+        rest = &rest[open + 1..];
+    }
+    out
+}
+
+pub fn verification_delta(first: &str, verified: &str, token_delta: i64) -> VerificationDelta {
+    let a = snapshot_sections(first);
+    let b = snapshot_sections(verified);
+    let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let empty = Vec::new();
+    let sections = names
+        .into_iter()
+        .map(|n| {
+            let xa = a.get(n).unwrap_or(&empty);
+            let xb = b.get(n).unwrap_or(&empty);
+            SectionDelta {
+                section: n.clone(),
+                added: xb.iter().filter(|i| !xa.contains(i)).count() as u32,
+                removed: xa.iter().filter(|i| !xb.contains(i)).count() as u32,
+            }
+        })
+        .collect();
+    VerificationDelta {
+        identical: first.trim() == verified.trim(),
+        token_delta,
+        edit_distance: normalized_edit_distance(first, verified),
+        sections,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_and_deltas() {
+        let a = "scratch\n<state_snapshot>\n<overall_goal>\n- fix bug\n</overall_goal>\n<artifact_trail>\n- a.rs\n- b.rs\n</artifact_trail>\n</state_snapshot>";
+        let b = "<state_snapshot>\n<overall_goal>\n- fix bug\n</overall_goal>\n<artifact_trail>\n- a.rs\n- c.rs\n- d.rs\n</artifact_trail>\n</state_snapshot>";
+        let s = snapshot_sections(a);
+        assert_eq!(s["artifact_trail"], ["a.rs", "b.rs"]);
+        let d = verification_delta(a, b, 3);
+        assert!(!d.identical);
+        let trail = d.sections.iter().find(|s| s.section == "artifact_trail").unwrap();
+        assert_eq!((trail.added, trail.removed), (2, 1));
+        assert!(d.edit_distance > 0.0 && d.edit_distance < 1.0);
+        assert!(verification_delta(a, a, 0).identical);
+        assert_eq!(normalized_edit_distance("abc", "abc"), 0.0);
+    }
+}
