@@ -15,7 +15,13 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Manage the embedded model's weights (fetch, path, list).
+    #[command(subcommand)]
+    Models(crate::llm::cli::ModelsCommand),
+    /// Ask a model one question and print the answer.
+    Ask(crate::llm::cli::AskArgs),
+}
 
 /// An error that carries its exit status.
 #[derive(Debug, thiserror::Error)]
@@ -54,5 +60,8 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {}
+    match cli.command {
+        Command::Models(cmd) => crate::llm::cli::run_models(cmd),
+        Command::Ask(args) => crate::llm::cli::run_ask(args),
+    }
 }

@@ -309,3 +309,22 @@ impl Engine {
         })
     }
 }
+
+#[cfg(test)]
+mod probe {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn probe_metadata() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+        let mut file = std::fs::File::open(path).unwrap();
+        let ct = gguf_file::Content::read(&mut file).unwrap();
+        for (k, v) in &ct.metadata {
+            let s = format!("{v:?}");
+            println!("{k} = {}", &s[..s.len().min(300)]);
+        }
+        let tok = tokenizer_from_gguf(&ct).unwrap();
+        let enc = tok.encode("<|im_start|>user\nWhat is the capital of France? 1234<|im_end|>\n", false).unwrap();
+        println!("{:?}\n{:?}", enc.get_ids(), enc.get_tokens());
+    }
+}
