@@ -24,6 +24,11 @@ pub struct Cli {
 pub enum Command {
     /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
     Inspect(inspect::InspectArgs),
+    /// Manage the embedded model's weights (fetch, path, list).
+    #[command(subcommand)]
+    Models(crate::llm::cli::ModelsCommand),
+    /// Ask a model one question and print the answer.
+    Ask(crate::llm::cli::AskArgs),
 }
 
 /// An error that carries its exit status.
@@ -65,5 +70,7 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Inspect(args) => inspect::run(args),
+        Command::Models(cmd) => crate::llm::cli::run_models(cmd),
+        Command::Ask(args) => crate::llm::cli::run_ask(args),
     }
 }

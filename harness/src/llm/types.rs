@@ -65,6 +65,9 @@ pub enum LlmError {
     ContextOverflow { prompt_tokens: u64, context: u64 },
     #[error("HTTP {status}: {body}")]
     Http { status: u16, body: String },
+    /// A 429/503 answer that named a `Retry-After` delay.
+    #[error("HTTP {status} (retry after {retry_after_ms} ms): {body}")]
+    RateLimited { status: u16, retry_after_ms: u64, body: String },
     #[error("request timed out after {seconds} s")]
     Timeout { seconds: u64 },
     #[error("transport error: {0}")]
@@ -88,6 +91,12 @@ pub trait LanguageModel: Send + Sync {
     /// The model spec string (`local:smollm2-135m`, `gemini:gemini-2.5-flash`, `extractive`, …). It names
     /// the backend and model in cache keys and reports, so two different models never share a spec.
     fn spec(&self) -> &str;
+
+    /// What identifies the model in cache keys: the spec without transport details (an OpenAI-compatible
+    /// server's base URL), so recordings replay against any server hosting the same model.
+    fn cache_identity(&self) -> String {
+        self.spec().to_string()
+    }
 
     async fn generate(&self, req: &LlmRequest) -> Result<LlmResponse, LlmError>;
 
