@@ -11,4 +11,5 @@ pub mod history;
 pub mod tokens;
 pub mod models;
 pub mod llm;
+pub mod datasets;
 pub mod cli;

@@ -15,7 +15,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Import, list, summarise and validate recorded conversations.
+    Datasets(crate::datasets::cli::DatasetsArgs),
+}
 
 /// An error that carries its exit status.
 #[derive(Debug, thiserror::Error)]
@@ -54,5 +57,7 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {}
+    match cli.command {
+        Command::Datasets(args) => crate::datasets::cli::run(args),
+    }
 }
