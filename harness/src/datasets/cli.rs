@@ -140,7 +140,8 @@ pub fn parse_provenance(text: &str) -> HashMap<String, Provenance> {
         }
         let unquote = |s: &str| s.trim_matches('`').to_string();
         let path = unquote(cells[1]);
-        let p = Provenance { repository: unquote(cells[2]), commit: unquote(cells[3]), license: unquote(cells[4]), path };
+        let p =
+            Provenance { repository: unquote(cells[2]), commit: unquote(cells[3]), license: unquote(cells[4]), path };
         let key = if dir.is_empty() { p.path.clone() } else { format!("{dir}/{}", p.path) };
         out.insert(key, p);
     }

@@ -55,8 +55,7 @@ pub fn conversation_to_value(c: &Conversation) -> Value {
         v.insert("tools", t.clone());
     }
     if !c.recorded_prompt_tokens.is_empty() {
-        let counts =
-            c.recorded_prompt_tokens.iter().map(|n| n.map_or(Value::Null, |n| Value::num(n as f64))).collect();
+        let counts = c.recorded_prompt_tokens.iter().map(|n| n.map_or(Value::Null, |n| Value::num(n as f64))).collect();
         v.insert("recordedPromptTokens", Value::Array(counts));
     }
     v.insert("history", Value::Array(c.history.clone()));
@@ -75,7 +74,8 @@ pub fn write_conversation(path: &Path, c: &Conversation) -> Result<(), DatasetEr
 
 /// The history as a `Content[]` JSON text, in the layout it was imported from when known.
 pub fn export_history(c: &Conversation) -> String {
-    let layout = c.meta.source_layout.clone().unwrap_or_else(|| Layout { trailing_newline: true, ..Layout::js_pretty() });
+    let layout =
+        c.meta.source_layout.clone().unwrap_or_else(|| Layout { trailing_newline: true, ..Layout::js_pretty() });
     layout.write(&Value::Array(c.history.clone()))
 }
 
@@ -105,7 +105,9 @@ fn meta_from_value(v: &Value, file: &str) -> Result<ConversationMeta, DatasetErr
     let extra = match v.get("extra") {
         None | Some(Value::Null) => None,
         Some(e @ Value::Object(_)) => Some(e.clone()),
-        Some(e) => return Err(DatasetError::field(file, &at.key("extra"), format!("expected an object, found {}", e.kind()))),
+        Some(e) => {
+            return Err(DatasetError::field(file, &at.key("extra"), format!("expected an object, found {}", e.kind())))
+        }
     };
     Ok(ConversationMeta {
         id: get_str(v, "id", &at, file, true)?.unwrap_or_default(),

@@ -135,7 +135,8 @@ impl Layout {
         let mut plain = String::new();
         s.write_json(&mut plain);
         for c in plain.chars() {
-            if c.is_ascii() {
+            // Python's ASCII mode escapes DEL too (it keeps only ' '..='~' unescaped).
+            if c.is_ascii() && c != '\u{7f}' {
                 out.push(c);
             } else {
                 let mut units = [0u16; 2];

@@ -71,10 +71,11 @@ pub fn validate_conversation(c: &Conversation) -> Vec<Problem> {
                 };
                 let id = resp.get("id").and_then(Value::as_str);
                 let answered = open_calls.iter().position(|(cid, cname)| {
-                    cname == name && match (cid.as_deref(), id) {
-                        (Some(a), Some(b)) => a == b,
-                        _ => true,
-                    }
+                    cname == name
+                        && match (cid.as_deref(), id) {
+                            (Some(a), Some(b)) => a == b,
+                            _ => true,
+                        }
                 });
                 match answered {
                     Some(k) => {

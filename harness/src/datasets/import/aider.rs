@@ -125,7 +125,14 @@ struct Session {
 
 impl Session {
     fn new(started: &str, header_line: usize) -> Self {
-        Session { started: started.into(), header_line, kind: Kind::Output, lazy_output: false, block: Vec::new(), builder: HistoryBuilder::default() }
+        Session {
+            started: started.into(),
+            header_line,
+            kind: Kind::Output,
+            lazy_output: false,
+            block: Vec::new(),
+            builder: HistoryBuilder::default(),
+        }
     }
 
     fn line(&mut self, kind: Kind, body: &str) {

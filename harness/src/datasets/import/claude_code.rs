@@ -7,7 +7,9 @@
 //! `tool_use {id, name, input}` and `tool_result {tool_use_id, content, is_error?}`. Assistant
 //! `usage.input_tokens + cache_creation_input_tokens + cache_read_input_tokens` is the prompt size.
 
-use super::{as_object, content_text, function_response_part, opt_count, opt_str, stem_id, Format, HistoryBuilder, Imported};
+use super::{
+    as_object, content_text, function_response_part, opt_count, opt_str, stem_id, Format, HistoryBuilder, Imported,
+};
 use crate::datasets::error::utf8;
 use crate::datasets::{Conversation, ConversationMeta, DatasetError};
 use crate::json::{self, JsonPath, Value};
@@ -100,7 +102,11 @@ fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<()
         Some("user") | None if record.get("type").and_then(Value::as_str) == Some("user") => "user",
         Some("assistant") | None => "model",
         Some(other) => {
-            return Err(DatasetError::field(file, &at.key("role"), format!("unknown role {other:?} (expected user or assistant)")))
+            return Err(DatasetError::field(
+                file,
+                &at.key("role"),
+                format!("unknown role {other:?} (expected user or assistant)"),
+            ))
         }
     };
     let content = message.get("content").unwrap_or(&Value::Null);
@@ -144,8 +150,13 @@ fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<()
                                 format!("tool result answers no earlier tool_use (no call has id {id:?})"),
                             ));
                         };
-                        let output = content_text(block.get("content").unwrap_or(&Value::Null), &bat.key("content"), file)?;
-                        let key = if block.get("is_error").and_then(Value::as_bool) == Some(true) { "error" } else { "output" };
+                        let output =
+                            content_text(block.get("content").unwrap_or(&Value::Null), &bat.key("content"), file)?;
+                        let key = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
+                            "error"
+                        } else {
+                            "output"
+                        };
                         let response = Value::object([(key, Value::str(&output))]);
                         parts.push(function_response_part(Some(&id), &name, response));
                     }
@@ -153,7 +164,11 @@ fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<()
                         parts.push(crate::history::text_part("[image]"));
                     }
                     Some(other) => {
-                        return Err(DatasetError::field(file, &bat.key("type"), format!("unknown content block type {other:?}")))
+                        return Err(DatasetError::field(
+                            file,
+                            &bat.key("type"),
+                            format!("unknown content block type {other:?}"),
+                        ))
                     }
                     None => return Err(DatasetError::field(file, &bat.key("type"), "missing")),
                 }

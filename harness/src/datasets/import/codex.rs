@@ -6,7 +6,10 @@
 //! `local_shell_call`, `reasoning {summary: [{text}]}`. `event_msg` `token_count` events carry the
 //! prompt size (`info.last_token_usage.input_tokens`) of the request just answered.
 
-use super::{args_from_string, as_object, content_text, function_response_part, opt_count, opt_str, req, req_str, stem_id, Format, HistoryBuilder, Imported};
+use super::{
+    args_from_string, as_object, content_text, function_response_part, opt_count, opt_str, req, req_str, stem_id,
+    Format, HistoryBuilder, Imported,
+};
 use crate::datasets::error::utf8;
 use crate::datasets::{Conversation, ConversationMeta, DatasetError};
 use crate::json::{self, JsonPath, Value};
@@ -98,9 +101,7 @@ fn response_item(
                 "user" => b.push_text("user", &text),
                 "assistant" => b.push_text("model", &text),
                 "developer" | "system" => system.push(text),
-                other => {
-                    return Err(DatasetError::field(file, &at.key("role"), format!("unknown role {other:?}")))
-                }
+                other => return Err(DatasetError::field(file, &at.key("role"), format!("unknown role {other:?}"))),
             }
         }
         "reasoning" => {

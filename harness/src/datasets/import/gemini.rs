@@ -150,7 +150,9 @@ fn part_array(v: &Value, at: &JsonPath, file: &str) -> Result<Vec<Value>, Datase
     let one = |p: &Value, at: &JsonPath| match p {
         Value::String(s) => Ok(Value::object([("text", Value::String(s.clone()))])),
         Value::Object(_) => Ok(p.clone()),
-        other => Err(DatasetError::field(file, at, format!("expected a part (object or string), found {}", other.kind()))),
+        other => {
+            Err(DatasetError::field(file, at, format!("expected a part (object or string), found {}", other.kind())))
+        }
     };
     match v {
         Value::Array(items) => items.iter().enumerate().map(|(i, p)| one(p, &at.index(i))).collect(),
@@ -177,8 +179,13 @@ fn convert(
     let mut history: Vec<Content> = Vec::new();
     let mut tokens: Vec<Option<u64>> = Vec::new();
     for (msg, (line, at)) in messages.iter().zip(locs) {
-        convert_message(msg, at, file, &mut history, &mut tokens)
-            .map_err(|e| if let Some(line) = line { e.on_line(*line) } else { e })?;
+        convert_message(msg, at, file, &mut history, &mut tokens).map_err(|e| {
+            if let Some(line) = line {
+                e.on_line(*line)
+            } else {
+                e
+            }
+        })?;
     }
     let mut extra = Value::empty_object();
     for key in ["sessionId", "projectHash", "startTime", "lastUpdated", "summary", "kind"] {
@@ -207,41 +214,45 @@ fn convert_message(
     tokens: &mut Vec<Option<u64>>,
 ) -> Result<(), DatasetError> {
     as_object(msg, at, file)?;
-        let kind = match msg.get("type") {
-            Some(Value::String(s)) => s.to_str_lossy().into_owned(),
-            Some(other) => {
-                return Err(DatasetError::field(file, &at.key("type"), format!("expected a string, found {}", other.kind())))
-            }
-            None => return Err(DatasetError::field(file, &at.key("type"), "missing")),
-        };
-        let content = msg.get("content").unwrap_or(&Value::Null);
-        match kind.as_str() {
-            "info" | "error" | "warning" => {}
-            "user" => {
-                let text = part_list_text(content);
-                let t = text.trim();
-                let ignored = t.is_empty()
-                    || t.starts_with('/')
-                    || t.starts_with('?')
-                    || t.starts_with("<session_context>")
-                    || t.starts_with("<hook_context>");
-                if ignored {
-                    return Ok(());
-                }
-                let parts = part_array(content, &at.key("content"), file)?;
-                history.push(Value::object([("role", Value::str("user")), ("parts", Value::Array(parts))]));
-                tokens.push(None);
-            }
-            "gemini" => convert_model(msg, at, file, history, tokens)?,
-            other => {
-                return Err(DatasetError::field(
-                    file,
-                    &at.key("type"),
-                    format!("unknown message type {other:?} (expected user, gemini, info, error or warning)"),
-                ))
-            }
+    let kind = match msg.get("type") {
+        Some(Value::String(s)) => s.to_str_lossy().into_owned(),
+        Some(other) => {
+            return Err(DatasetError::field(
+                file,
+                &at.key("type"),
+                format!("expected a string, found {}", other.kind()),
+            ))
         }
-        Ok(())
+        None => return Err(DatasetError::field(file, &at.key("type"), "missing")),
+    };
+    let content = msg.get("content").unwrap_or(&Value::Null);
+    match kind.as_str() {
+        "info" | "error" | "warning" => {}
+        "user" => {
+            let text = part_list_text(content);
+            let t = text.trim();
+            let ignored = t.is_empty()
+                || t.starts_with('/')
+                || t.starts_with('?')
+                || t.starts_with("<session_context>")
+                || t.starts_with("<hook_context>");
+            if ignored {
+                return Ok(());
+            }
+            let parts = part_array(content, &at.key("content"), file)?;
+            history.push(Value::object([("role", Value::str("user")), ("parts", Value::Array(parts))]));
+            tokens.push(None);
+        }
+        "gemini" => convert_model(msg, at, file, history, tokens)?,
+        other => {
+            return Err(DatasetError::field(
+                file,
+                &at.key("type"),
+                format!("unknown message type {other:?} (expected user, gemini, info, error or warning)"),
+            ))
+        }
+    }
+    Ok(())
 }
 
 fn convert_model(

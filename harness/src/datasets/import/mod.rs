@@ -122,10 +122,14 @@ pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
     // JSON Lines: look at the first few parseable lines.
     for line in text.lines().filter(|l| !l.trim().is_empty()).take(20) {
         let Ok(v) = json::parse_str(line) else { continue };
+        let kind = v.get("type").and_then(Value::as_str);
+        if matches!(kind, Some("user" | "assistant")) && v.get("message").is_some() {
+            return Ok(Format::ClaudeCode);
+        }
         if v.get("$set").is_some() || v.get("$rewindTo").is_some() || v.get("sessionId").is_some() {
             return Ok(Format::GeminiJsonl);
         }
-        match v.get("type").and_then(Value::as_str) {
+        match kind {
             Some("session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted")
                 if v.get("payload").is_some() =>
             {
@@ -138,7 +142,10 @@ pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
             _ => {}
         }
     }
-    Err(DatasetError::whole(file, "cannot tell the format (not JSON, JSON Lines of a known agent, or aider markdown); pass --format"))
+    Err(DatasetError::whole(
+        file,
+        "cannot tell the format (not JSON, JSON Lines of a known agent, or aider markdown); pass --format",
+    ))
 }
 
 /// Detects the format (unless given) and parses.

@@ -3,8 +3,8 @@
 //! SWE-agent function-calling trajectories (via [`convert_messages`]).
 
 use super::{
-    args_from_string, as_array, as_object, content_text, function_response_part, opt_str, parse_json, req,
-    stem_id, Format, HistoryBuilder, Imported,
+    args_from_string, as_array, as_object, content_text, function_response_part, opt_str, parse_json, req, stem_id,
+    Format, HistoryBuilder, Imported,
 };
 use crate::datasets::{Conversation, ConversationMeta, DatasetError};
 use crate::json::{JsonPath, Value};
@@ -114,7 +114,11 @@ pub(crate) fn convert_messages(
         let role = match m.get("role") {
             Some(Value::String(r)) => r.to_str_lossy().into_owned(),
             Some(other) => {
-                return Err(DatasetError::field(file, &mat.key("role"), format!("expected a string, found {}", other.kind())))
+                return Err(DatasetError::field(
+                    file,
+                    &mat.key("role"),
+                    format!("expected a string, found {}", other.kind()),
+                ))
             }
             None => return Err(DatasetError::field(file, &mat.key("role"), "missing")),
         };
