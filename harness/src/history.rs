@@ -111,10 +111,7 @@ pub fn validate_shape(v: &Value) -> Result<(), ShapeError> {
     for (i, c) in items.iter().enumerate() {
         let at = root.index(i);
         if c.as_object().is_none() {
-            return Err(ShapeError {
-                path: at.to_string(),
-                message: format!("expected a Content object, found {}", c.kind()),
-            });
+            return Err(ShapeError { path: at.to_string(), message: format!("expected a Content object, found {}", c.kind()) });
         }
         if let Some(r) = c.get("role") {
             if r.as_js_str().is_none() {

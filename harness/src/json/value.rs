@@ -176,9 +176,9 @@ impl Value {
             serde_json::Value::Number(n) => Value::Number(JsNumber::parse_lexeme(&n.to_string())),
             serde_json::Value::String(s) => Value::str(s),
             serde_json::Value::Array(a) => Value::Array(a.iter().map(Value::from_serde).collect()),
-            serde_json::Value::Object(m) => {
-                Value::Object(Box::new(m.iter().map(|(k, v)| (JsStr::new(k), Value::from_serde(v))).collect()))
-            }
+            serde_json::Value::Object(m) => Value::Object(Box::new(
+                m.iter().map(|(k, v)| (JsStr::new(k), Value::from_serde(v))).collect(),
+            )),
         }
     }
 }

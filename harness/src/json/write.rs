@@ -152,8 +152,10 @@ fn pretty_len_at(v: &Value, level: usize) -> usize {
             2 + inner + (a.len() - 1) + 1 + 2 * level
         }
         Value::Object(m) if !m.is_empty() => {
-            let inner: usize =
-                m.iter().map(|(k, x)| 1 + 2 * (level + 1) + str_jslen(k) + 2 + pretty_len_at(x, level + 1)).sum();
+            let inner: usize = m
+                .iter()
+                .map(|(k, x)| 1 + 2 * (level + 1) + str_jslen(k) + 2 + pretty_len_at(x, level + 1))
+                .sum();
             2 + inner + (m.len() - 1) + 1 + 2 * level
         }
         _ => jslen(v),
