@@ -29,6 +29,8 @@ pub enum Command {
     Models(crate::llm::cli::ModelsCommand),
     /// Ask a model one question and print the answer.
     Ask(crate::llm::cli::AskArgs),
+    /// Import, list, summarise and validate recorded conversations.
+    Datasets(crate::datasets::cli::DatasetsArgs),
 }
 
 /// An error that carries its exit status.
@@ -72,5 +74,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(args) => inspect::run(args),
         Command::Models(cmd) => crate::llm::cli::run_models(cmd),
         Command::Ask(args) => crate::llm::cli::run_ask(args),
+        Command::Datasets(args) => crate::datasets::cli::run(args),
     }
 }

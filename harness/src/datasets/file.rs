@@ -1,0 +1,263 @@
+//! The canonical conversation file: reading, writing and finding them.
+
+use super::layout::{layout_from_value, layout_to_value, Layout};
+use super::{error::utf8, Conversation, ConversationMeta, DatasetError};
+use crate::history;
+use crate::json::{self, JsonPath, Value};
+use std::path::{Path, PathBuf};
+
+/// Value of the `format` member of every conversation file.
+pub const CONVERSATION_FORMAT: &str = "compactbench.conversation/1";
+/// Per-directory statistics file (not a conversation).
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// A dataset directory: every conversation file under it, each loaded or with its error.
+#[derive(Debug)]
+pub struct Dataset {
+    pub name: String,
+    pub dir: PathBuf,
+    pub conversations: Vec<(PathBuf, Result<Conversation, DatasetError>)>,
+}
+
+fn opt_str(v: &Option<String>) -> Value {
+    v.as_deref().map_or(Value::Null, Value::str)
+}
+
+fn meta_to_value(m: &ConversationMeta) -> Value {
+    let mut v = Value::object([
+        ("id", Value::str(&m.id)),
+        ("source", Value::str(&m.source)),
+        ("format", Value::str(&m.format)),
+        ("license", opt_str(&m.license)),
+        ("repository", opt_str(&m.repository)),
+        ("commit", opt_str(&m.commit)),
+        ("path", opt_str(&m.path)),
+    ]);
+    if let Some(t) = &m.title {
+        v.insert("title", Value::str(t));
+    }
+    if let Some(l) = &m.source_layout {
+        v.insert("sourceLayout", layout_to_value(l));
+    }
+    if let Some(e) = &m.extra {
+        v.insert("extra", e.clone());
+    }
+    v
+}
+
+/// The conversation as the JSON object stored on disk.
+pub fn conversation_to_value(c: &Conversation) -> Value {
+    let mut v = Value::object([("format", Value::str(CONVERSATION_FORMAT)), ("meta", meta_to_value(&c.meta))]);
+    if let Some(s) = &c.system_instruction {
+        v.insert("systemInstruction", Value::str(s));
+    }
+    if let Some(t) = &c.tools {
+        v.insert("tools", t.clone());
+    }
+    if !c.recorded_prompt_tokens.is_empty() {
+        let counts = c.recorded_prompt_tokens.iter().map(|n| n.map_or(Value::Null, |n| Value::num(n as f64))).collect();
+        v.insert("recordedPromptTokens", Value::Array(counts));
+    }
+    v.insert("history", Value::Array(c.history.clone()));
+    v
+}
+
+/// Writes a conversation file (2-space JSON, final newline), creating parent directories.
+pub fn write_conversation(path: &Path, c: &Conversation) -> Result<(), DatasetError> {
+    let file = path.display().to_string();
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(&file, e))?;
+    }
+    let text = Layout { trailing_newline: true, ..Layout::js_pretty() }.write(&conversation_to_value(c));
+    std::fs::write(path, text).map_err(|e| DatasetError::io(&file, e))
+}
+
+/// The history as a `Content[]` JSON text, in the layout it was imported from when known.
+pub fn export_history(c: &Conversation) -> String {
+    let layout =
+        c.meta.source_layout.clone().unwrap_or_else(|| Layout { trailing_newline: true, ..Layout::js_pretty() });
+    layout.write(&Value::Array(c.history.clone()))
+}
+
+fn get_str(v: &Value, key: &str, at: &JsonPath, file: &str, required: bool) -> Result<Option<String>, DatasetError> {
+    match v.get(key) {
+        None | Some(Value::Null) if !required => Ok(None),
+        None => Err(DatasetError::field(file, &at.key(key), "missing")),
+        Some(s) => match s.as_js_str() {
+            Some(s) => Ok(Some(s.to_str_lossy().into_owned())),
+            None => Err(DatasetError::field(file, &at.key(key), format!("expected a string, found {}", s.kind()))),
+        },
+    }
+}
+
+fn meta_from_value(v: &Value, file: &str) -> Result<ConversationMeta, DatasetError> {
+    let at = JsonPath::root().key("meta");
+    if v.as_object().is_none() {
+        return Err(DatasetError::field(file, &at, format!("expected an object, found {}", v.kind())));
+    }
+    let source_layout = match v.get("sourceLayout") {
+        None | Some(Value::Null) => None,
+        Some(l) => Some(
+            layout_from_value(l)
+                .ok_or_else(|| DatasetError::field(file, &at.key("sourceLayout"), "not a valid layout object"))?,
+        ),
+    };
+    let extra = match v.get("extra") {
+        None | Some(Value::Null) => None,
+        Some(e @ Value::Object(_)) => Some(e.clone()),
+        Some(e) => {
+            return Err(DatasetError::field(file, &at.key("extra"), format!("expected an object, found {}", e.kind())))
+        }
+    };
+    Ok(ConversationMeta {
+        id: get_str(v, "id", &at, file, true)?.unwrap_or_default(),
+        source: get_str(v, "source", &at, file, false)?.unwrap_or_default(),
+        format: get_str(v, "format", &at, file, false)?.unwrap_or_default(),
+        license: get_str(v, "license", &at, file, false)?,
+        repository: get_str(v, "repository", &at, file, false)?,
+        commit: get_str(v, "commit", &at, file, false)?,
+        path: get_str(v, "path", &at, file, false)?,
+        title: get_str(v, "title", &at, file, false)?,
+        source_layout,
+        extra,
+    })
+}
+
+/// Reads a conversation from its JSON object; `file` names it in errors.
+pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, DatasetError> {
+    let root = JsonPath::root();
+    if v.as_object().is_none() {
+        return Err(DatasetError::field(file, &root, format!("expected a conversation object, found {}", v.kind())));
+    }
+    match v.get("format").and_then(Value::as_str) {
+        Some(CONVERSATION_FORMAT) => {}
+        Some(other) => {
+            return Err(DatasetError::field(
+                file,
+                &root.key("format"),
+                format!("unsupported format {other:?} (expected {CONVERSATION_FORMAT:?})"),
+            ))
+        }
+        None => {
+            return Err(DatasetError::field(
+                file,
+                &root.key("format"),
+                format!("missing; not a conversation file (expected \"format\": {CONVERSATION_FORMAT:?})"),
+            ))
+        }
+    }
+    let meta = meta_from_value(v.get("meta").unwrap_or(&Value::Null), file)?;
+    let system_instruction = get_str(&v, "systemInstruction", &root, file, false)?;
+    let tools = match v.get("tools") {
+        None | Some(Value::Null) => None,
+        Some(t @ Value::Array(_)) => Some(t.clone()),
+        Some(t) => {
+            return Err(DatasetError::field(file, &root.key("tools"), format!("expected an array, found {}", t.kind())))
+        }
+    };
+    let history_value = v.get("history").ok_or_else(|| DatasetError::field(file, &root.key("history"), "missing"))?;
+    history::validate_shape(history_value).map_err(|e| {
+        // Shape paths are relative to the history array.
+        let path = e.path.replacen('$', "$.history", 1);
+        DatasetError::at(file, path, e.message)
+    })?;
+    let history = history_value.as_array().unwrap_or_default().to_vec();
+    let mut recorded_prompt_tokens = Vec::new();
+    match v.get("recordedPromptTokens") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            let at = root.key("recordedPromptTokens");
+            if items.len() != history.len() {
+                return Err(DatasetError::field(
+                    file,
+                    &at,
+                    format!("has {} entries but history has {} Contents", items.len(), history.len()),
+                ));
+            }
+            for (i, n) in items.iter().enumerate() {
+                recorded_prompt_tokens.push(match n {
+                    Value::Null => None,
+                    n => match n.as_f64() {
+                        Some(x) if x >= 0.0 && x.fract() == 0.0 && x < 9.0e15 => Some(x as u64),
+                        _ => {
+                            return Err(DatasetError::field(
+                                file,
+                                &at.index(i),
+                                "expected a non-negative integer or null",
+                            ))
+                        }
+                    },
+                });
+            }
+        }
+        Some(t) => {
+            return Err(DatasetError::field(
+                file,
+                &root.key("recordedPromptTokens"),
+                format!("expected an array, found {}", t.kind()),
+            ))
+        }
+    }
+    Ok(Conversation { meta, system_instruction, tools, history, recorded_prompt_tokens })
+}
+
+/// Parses a conversation file held in memory.
+pub fn parse_conversation(bytes: &[u8], file: &str) -> Result<Conversation, DatasetError> {
+    utf8(bytes, file)?;
+    let v = json::parse(bytes).map_err(|e| DatasetError::json(file, &e, 0))?;
+    conversation_from_value(v, file)
+}
+
+/// Reads a conversation file.
+pub fn load_conversation(path: &Path) -> Result<Conversation, DatasetError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
+    parse_conversation(&bytes, &file)
+}
+
+fn is_conversation_file(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "json") && p.file_name().is_some_and(|n| n != MANIFEST_FILE)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DatasetError> {
+    let file = dir.display().to_string();
+    let entries = std::fs::read_dir(dir).map_err(|e| DatasetError::io(&file, e))?;
+    for entry in entries {
+        let path = entry.map_err(|e| DatasetError::io(&file, e))?.path();
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if is_conversation_file(&path) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Expands directories (recursively) to their conversation files (`*.json` except manifests); files given
+/// directly are kept. The result is sorted and free of duplicates.
+pub fn find_conversations(paths: &[PathBuf]) -> Result<Vec<PathBuf>, DatasetError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(DatasetError::whole(&p.display().to_string(), "no such file or directory"));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Loads every conversation under `dir`; a bad file is reported in place and does not stop the others.
+pub fn load_dataset(dir: &Path) -> Result<Dataset, DatasetError> {
+    let files = find_conversations(&[dir.to_path_buf()])?;
+    let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let conversations = files.into_iter().map(|p| {
+        let loaded = load_conversation(&p);
+        (p, loaded)
+    });
+    Ok(Dataset { name, dir: dir.to_path_buf(), conversations: conversations.collect() })
+}

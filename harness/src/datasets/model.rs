@@ -1,0 +1,49 @@
+//! The in-memory conversation model (kept free of file-system and CLI code so the importers can be built
+//! alone, e.g. by the fuzz targets).
+
+use crate::history::Content;
+use crate::json::Value;
+
+/// Where a conversation came from. Importers fill `id`, `format` and `extra`; provenance (source, licence,
+/// repository, commit, path) is attached by the caller that knows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConversationMeta {
+    /// Stable id, unique within its dataset; also the file stem.
+    pub id: String,
+    /// Dataset / source name (`mini-swe-agent`, `tau-bench`, …).
+    pub source: String,
+    /// Importer format name (`import::Format::name`).
+    pub format: String,
+    pub license: Option<String>,
+    /// `owner/name` of the repository the recording was published in.
+    pub repository: Option<String>,
+    pub commit: Option<String>,
+    /// Path of the original file inside `repository` (or as given on the command line).
+    pub path: Option<String>,
+    /// Human-readable title (session start time, task id, …).
+    pub title: Option<String>,
+    /// JSON layout of a `Content[]` input, so exporting the history reproduces it byte for byte.
+    pub source_layout: Option<super::layout::Layout>,
+    /// Format-specific facts worth keeping (exit status, reward, session id, …): a JSON object.
+    pub extra: Option<Value>,
+}
+
+/// One recorded conversation ready for replay.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Conversation {
+    pub meta: ConversationMeta,
+    pub system_instruction: Option<String>,
+    /// Tool declarations as the source recorded them (a JSON array), when it did.
+    pub tools: Option<Value>,
+    pub history: Vec<Content>,
+    /// Prompt token count the API reported for the request that produced each Content (aligned with
+    /// `history`; `None` where unknown). Empty when the source records no counts at all.
+    pub recorded_prompt_tokens: Vec<Option<u64>>,
+}
+
+impl Conversation {
+    /// True when any recorded prompt token count is known.
+    pub fn has_recorded_tokens(&self) -> bool {
+        self.recorded_prompt_tokens.iter().any(Option::is_some)
+    }
+}

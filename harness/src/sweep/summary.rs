@@ -1,0 +1,1 @@
+//! The run's summary table (per config point), printed after `run` and rebuilt from stored cells.
