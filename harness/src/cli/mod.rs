@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod inspect;
+pub mod run;
 
 /// Exit status for bad input (unreadable file, wrong shape, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
@@ -22,6 +23,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Replay the corpus through a grid of compressors (the main job).
+    Run(run::RunArgs),
+    /// Print one conversation's compression timeline.
+    Replay(run::ReplayArgs),
+    /// Join shard run directories into one.
+    Merge(run::MergeArgs),
     /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
     Inspect(inspect::InspectArgs),
     /// Manage the embedded model's weights (fetch, path, list).
@@ -71,6 +78,9 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Replay(args) => run::replay_one(args),
+        Command::Merge(args) => run::merge(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Models(cmd) => crate::llm::cli::run_models(cmd),
         Command::Ask(args) => crate::llm::cli::run_ask(args),

@@ -1,0 +1,195 @@
+//! `compactbench run`, `replay` and `merge`.
+
+use super::CliError;
+use crate::datasets;
+use crate::llm::CacheMode;
+use crate::replay::{self, ReplayInput};
+use crate::sweep::summary::{summarize, table};
+use crate::sweep::{self, runner, SweepConfig};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_CONFIG: &str = "configs/default.toml";
+
+/// Replay the corpus through a grid of compressors (the main job).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Sweep config (TOML). Paths inside it are relative to the working directory.
+    #[arg(long, default_value = DEFAULT_CONFIG)]
+    pub config: PathBuf,
+    /// Run directory (default `reports/<config name>`). An interrupted run resumes here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run only the I-th of N deterministic slices of the cells (1-based), e.g. `2/3`.
+    #[arg(long)]
+    pub shard: Option<runner::Shard>,
+    /// Override the config's LLM cache mode: `read-write`, `replay` (a miss is an error) or `off`.
+    #[arg(long)]
+    pub cache: Option<CacheMode>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+}
+
+/// Writes `summary.json` and returns the terminal table.
+pub fn write_summary(run_dir: &Path, plan: &runner::Plan) -> anyhow::Result<String> {
+    let cells = sweep::collect(run_dir, plan);
+    let summaries = summarize(plan, &cells);
+    let mut bytes = serde_json::to_vec_pretty(&summaries)?;
+    bytes.push(b'\n');
+    runner::write_atomic(&run_dir.join("summary.json"), &bytes)?;
+    Ok(table(&summaries))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let config = SweepConfig::load(&args.config).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&config.name));
+    let base_dir = PathBuf::from(".");
+    let plan = runner::make_plan(&config, &base_dir).map_err(CliError::bad_input)?;
+    std::fs::create_dir_all(&out)?;
+    runner::write_atomic(&out.join("config.toml"), &std::fs::read(&args.config)?)?;
+    let opts = runner::RunOptions {
+        run_dir: out.clone(),
+        base_dir,
+        shard: args.shard,
+        cache_mode: args.cache,
+        progress: !args.quiet,
+    };
+    let summary = runtime()?.block_on(runner::run(&config, &plan, &opts)).map_err(CliError::bad_input)?;
+    let table = write_summary(&out, &plan)?;
+    println!("{table}");
+    eprintln!(
+        "{}: {} cells ({} already done, {} run, {} recorded an error) over {} conversations",
+        out.display(),
+        summary.total_cells,
+        summary.skipped,
+        summary.ran,
+        summary.failed,
+        plan.conversations.len()
+    );
+    Ok(())
+}
+
+/// Join shard run directories into one.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The merged run directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Shard run directories (same config and corpus).
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+}
+
+pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
+    let copied = runner::merge(&args.out, &args.shards).map_err(CliError::bad_input)?;
+    let plan = runner::load_plan(&args.out).map_err(CliError::bad_input)?;
+    let total = plan.cells().len();
+    println!("{}", write_summary(&args.out, &plan)?);
+    eprintln!("{}: merged {copied} of {total} cells", args.out.display());
+    if copied < total {
+        eprintln!("warning: {} cells are missing (a shard did not finish?)", total - copied);
+    }
+    Ok(())
+}
+
+/// Print one conversation's compression timeline.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A conversation file (canonical format) or a plain `Content[]` JSON file.
+    pub conversation: PathBuf,
+    /// Take the config point from this sweep config.
+    #[arg(long, default_value = DEFAULT_CONFIG)]
+    pub config: PathBuf,
+    /// Which point of the config: its id, or the first point of this strategy.
+    #[arg(long)]
+    pub point: Option<String>,
+    #[arg(long, default_value = "gemini")]
+    pub strategy: String,
+    /// Override the summarizer model spec.
+    #[arg(long)]
+    pub summarizer: Option<String>,
+    #[arg(long)]
+    pub cache: Option<CacheMode>,
+    /// Print the events as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
+    let config = SweepConfig::load(&args.config).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let points = config.points().map_err(CliError::bad_input)?;
+    let point = match &args.point {
+        Some(id) => points.iter().find(|p| &p.id == id),
+        None => points.iter().find(|p| p.strategy.kind() == args.strategy),
+    }
+    .ok_or_else(|| CliError::bad_input(format!("{}: no matching config point", args.config.display())))?
+    .clone();
+    let conv = match datasets::load_conversation(&args.conversation) {
+        Ok(c) => c,
+        Err(e) => {
+            // A plain Content[] file replays too.
+            let history = crate::history::load_history(&args.conversation)
+                .map_err(|_| CliError::bad_input(e.to_string()))?;
+            datasets::Conversation { history, ..Default::default() }
+        }
+    };
+    let mut opts = crate::llm::BackendOptions::default();
+    opts.cache_dir = config.llm.cache_dir.clone();
+    opts.cache_mode = match args.cache {
+        Some(m) => m,
+        None => config.llm.cache_mode.parse().map_err(|e| CliError::bad_input(format!("llm.cache_mode: {e}")))?,
+    };
+    let spec = args.summarizer.clone().or(point.summarizer.clone()).unwrap_or_else(|| "extractive".into());
+    let llm = crate::llm::from_spec(&spec, &opts).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
+    let strategy = point.strategy.build();
+    let result = runtime()?.block_on(replay::replay(input, strategy.as_ref(), &settings, llm.as_ref()));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        return Ok(());
+    }
+    let mut b = tabled::builder::Builder::default();
+    b.push_record(["turn", "status", "tokens before → after", "reduction", "summarised/kept", "true before → after", "flags"]);
+    for e in &result.events {
+        let mut flags = Vec::new();
+        if e.forced {
+            flags.push("forced");
+        }
+        if e.hidden_inflation {
+            flags.push("hidden inflation");
+        }
+        if e.hidden_deflation {
+            flags.push("hidden deflation");
+        }
+        b.push_record([
+            e.turn.to_string(),
+            e.status.clone(),
+            format!("{} → {}", e.tokens_before, e.tokens_after),
+            format!("{:.1}%", e.reduction * 100.0),
+            format!("{}/{}", e.summarized_contents, e.kept_contents),
+            format!("{} → {}", e.true_tokens_before, e.true_tokens_after),
+            flags.join(", "),
+        ]);
+    }
+    let mut t = b.build();
+    t.with(tabled::settings::Style::sharp());
+    println!("{} ({} strategy, point {}, window {} tokens)", id, point.strategy.kind(), point.id, point.token_limit);
+    println!("{t}");
+    println!(
+        "{} requests, peak context {} tokens, cumulative {} tokens ({:.1}% of no compression), overflow warnings {}{}",
+        result.requests,
+        result.peak_context,
+        result.cumulative_request_tokens,
+        100.0 * result.cumulative_request_tokens as f64 / result.baseline_cumulative_tokens.max(1) as f64,
+        result.overflow_events,
+        result.error.as_deref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
+    );
+    Ok(())
+}
