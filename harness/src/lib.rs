@@ -6,14 +6,14 @@
 //! replay, probes, sweeps and reports. Algorithms are pure functions over data; files, network and clocks
 //! stay in the CLI and backend edges.
 
-pub mod json;
-pub mod history;
-pub mod tokens;
-pub mod models;
+pub mod cli;
 pub mod compress;
-pub mod llm;
 pub mod datasets;
+pub mod history;
+pub mod inspect;
+pub mod json;
+pub mod llm;
+pub mod models;
 pub mod replay;
 pub mod sweep;
-pub mod inspect;
-pub mod cli;
+pub mod tokens;

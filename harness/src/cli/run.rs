@@ -133,8 +133,8 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         Ok(c) => c,
         Err(e) => {
             // A plain Content[] file replays too.
-            let history = crate::history::load_history(&args.conversation)
-                .map_err(|_| CliError::bad_input(e.to_string()))?;
+            let history =
+                crate::history::load_history(&args.conversation).map_err(|_| CliError::bad_input(e.to_string()))?;
             datasets::Conversation { history, ..Default::default() }
         }
     };
@@ -156,7 +156,15 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut b = tabled::builder::Builder::default();
-    b.push_record(["turn", "status", "tokens before → after", "reduction", "summarised/kept", "true before → after", "flags"]);
+    b.push_record([
+        "turn",
+        "status",
+        "tokens before → after",
+        "reduction",
+        "summarised/kept",
+        "true before → after",
+        "flags",
+    ]);
     for e in &result.events {
         let mut flags = Vec::new();
         if e.forced {

@@ -378,7 +378,11 @@ fn record(req: &LlmRequest, alias: &str, usage: &Usage, response_chars: usize) -
         last_content: req.contents.last().cloned().unwrap_or(Value::Null),
         usage: *usage,
         prompt_estimate: Estimator::Current.history(&req.contents)
-            + req.system_instruction.as_deref().map(|s| Estimator::Current.text(&crate::json::JsStr::new(s))).unwrap_or(0),
+            + req
+                .system_instruction
+                .as_deref()
+                .map(|s| Estimator::Current.text(&crate::json::JsStr::new(s)))
+                .unwrap_or(0),
         response_chars,
     }
 }

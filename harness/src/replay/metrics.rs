@@ -42,6 +42,8 @@ pub struct CompressionEvent {
     pub kept_contents: usize,
     pub truncated_outputs: usize,
     pub summary_tokens: u64,
+    /// The summarised head held a previous `<state_snapshot>` (the anchored instruction was used).
+    pub anchored: bool,
     pub verification: Option<VerificationDelta>,
     pub summarizer_calls: u32,
     pub summarizer_input_tokens: u64,

@@ -171,7 +171,8 @@ pub async fn replay(
     settings: &ReplaySettings,
     llm: &dyn LanguageModel,
 ) -> ConversationResult {
-    let mut result = ConversationResult { conversation: input.id.to_string(), contents: input.history.len(), ..Default::default() };
+    let mut result =
+        ConversationResult { conversation: input.id.to_string(), contents: input.history.len(), ..Default::default() };
     let mut session = strategy.start();
     let overhead = settings.overhead();
     let mut stored = Stored::new(settings.measure_true_tokens);
@@ -212,7 +213,8 @@ pub async fn replay(
         };
         let status = outcome.info.compression_status;
         if status != CompressionStatus::Noop || force {
-            let event = build_event(i, result.requests, force, &outcome, before_contents, true_before, overhead, settings);
+            let event =
+                build_event(i, result.requests, force, &outcome, before_contents, true_before, overhead, settings);
             result.events.push(event);
         }
         *result.events_by_status.entry(status.name().to_string()).or_default() += 1;
@@ -291,7 +293,9 @@ fn build_event(
         stored_contents_after: outcome.replaced.as_ref().map(Vec::len).unwrap_or(before_contents),
         true_tokens_before: true_before,
         true_tokens_after: true_after,
-        hidden_inflation: status == CompressionStatus::Compressed && settings.measure_true_tokens && true_after > true_before,
+        hidden_inflation: status == CompressionStatus::Compressed
+            && settings.measure_true_tokens
+            && true_after > true_before,
         hidden_deflation: status == CompressionStatus::FailedInflatedTokenCount
             && settings.measure_true_tokens
             && true_after < true_before,
@@ -302,6 +306,7 @@ fn build_event(
         e.kept_contents = t.kept_contents;
         e.truncated_outputs = t.truncated.len();
         e.summarizer_calls = t.llm_calls.len() as u32;
+        e.anchored = t.anchored_on_previous_snapshot;
         let reported_in: u64 = t.llm_calls.iter().map(|c| c.usage.prompt_tokens).sum();
         let reported_out: u64 = t.llm_calls.iter().map(|c| c.usage.output_tokens).sum();
         // Backends without usage (scripted, extractive): estimate from what was sent and returned.

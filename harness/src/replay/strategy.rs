@@ -40,7 +40,11 @@ pub struct TurnOutcome {
 impl TurnOutcome {
     fn noop(orig: u64) -> Self {
         TurnOutcome {
-            info: CompressionInfo { original_token_count: orig, new_token_count: orig, compression_status: CompressionStatus::Noop },
+            info: CompressionInfo {
+                original_token_count: orig,
+                new_token_count: orig,
+                compression_status: CompressionStatus::Noop,
+            },
             replaced: None,
             trace: None,
             candidate: None,
@@ -51,7 +55,11 @@ impl TurnOutcome {
 /// One conversation's compressor state.
 #[async_trait]
 pub trait CompressorSession: Send {
-    async fn before_request(&mut self, turn: TurnInput<'_>, llm: &dyn LanguageModel) -> Result<TurnOutcome, CompressError>;
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, CompressError>;
 }
 
 /// A strategy: makes a fresh session per conversation.
@@ -124,9 +132,11 @@ impl Strategy for BuiltStrategy {
             StrategySpec::ObservationMasking { keep_last, placeholder } => {
                 Box::new(MaskingSession { keep_last: *keep_last, placeholder: placeholder.clone() })
             }
-            StrategySpec::DropOldest { threshold, keep_fraction, token_limit } => {
-                Box::new(DropOldestSession { threshold: *threshold, keep_fraction: *keep_fraction, token_limit: *token_limit })
-            }
+            StrategySpec::DropOldest { threshold, keep_fraction, token_limit } => Box::new(DropOldestSession {
+                threshold: *threshold,
+                keep_fraction: *keep_fraction,
+                token_limit: *token_limit,
+            }),
             StrategySpec::None => Box::new(NoneSession),
         }
     }
@@ -141,7 +151,11 @@ struct GeminiSession {
 
 #[async_trait]
 impl CompressorSession for GeminiSession {
-    async fn before_request(&mut self, turn: TurnInput<'_>, llm: &dyn LanguageModel) -> Result<TurnOutcome, CompressError> {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, CompressError> {
         // The sub-agent caller never forces.
         let force = turn.force && self.caller.kind == CallerKind::Interactive;
         let req = CompressRequest {
@@ -180,7 +194,11 @@ struct TruncationOnlySession {
 
 #[async_trait]
 impl CompressorSession for TruncationOnlySession {
-    async fn before_request(&mut self, turn: TurnInput<'_>, _llm: &dyn LanguageModel) -> Result<TurnOutcome, CompressError> {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        _llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, CompressError> {
         let orig = turn.last_prompt_tokens;
         let limit = self.settings.token_limit();
         if !turn.force && (orig as f64) < self.settings.effective_threshold() * limit as f64 {
@@ -199,7 +217,11 @@ impl CompressorSession for TruncationOnlySession {
             return Ok(TurnOutcome::noop(orig));
         }
         Ok(TurnOutcome {
-            info: CompressionInfo { original_token_count: orig, new_token_count: tc, compression_status: CompressionStatus::ContentTruncated },
+            info: CompressionInfo {
+                original_token_count: orig,
+                new_token_count: tc,
+                compression_status: CompressionStatus::ContentTruncated,
+            },
             candidate: Some(t.history.clone()),
             replaced: Some(t.history),
             trace: None,
@@ -222,7 +244,11 @@ fn line_count(v: &Value) -> usize {
 
 #[async_trait]
 impl CompressorSession for MaskingSession {
-    async fn before_request(&mut self, turn: TurnInput<'_>, _llm: &dyn LanguageModel) -> Result<TurnOutcome, CompressError> {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        _llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, CompressError> {
         let orig = turn.last_prompt_tokens;
         // Positions of tool outputs, newest last.
         let positions: Vec<(usize, usize)> = turn
@@ -230,7 +256,11 @@ impl CompressorSession for MaskingSession {
             .iter()
             .enumerate()
             .flat_map(|(ci, c)| {
-                history::parts(c).iter().enumerate().filter(|(_, p)| history::function_response(p).is_some()).map(move |(pi, _)| (ci, pi))
+                history::parts(c)
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| history::function_response(p).is_some())
+                    .map(move |(pi, _)| (ci, pi))
             })
             .collect();
         let mask_count = positions.len().saturating_sub(self.keep_last);
@@ -253,7 +283,11 @@ impl CompressorSession for MaskingSession {
         }
         let new = Estimator::Current.history(&history);
         Ok(TurnOutcome {
-            info: CompressionInfo { original_token_count: orig, new_token_count: new, compression_status: CompressionStatus::ContentTruncated },
+            info: CompressionInfo {
+                original_token_count: orig,
+                new_token_count: new,
+                compression_status: CompressionStatus::ContentTruncated,
+            },
             candidate: Some(history.clone()),
             replaced: Some(history),
             trace: None,
@@ -269,7 +303,11 @@ struct DropOldestSession {
 
 #[async_trait]
 impl CompressorSession for DropOldestSession {
-    async fn before_request(&mut self, turn: TurnInput<'_>, _llm: &dyn LanguageModel) -> Result<TurnOutcome, CompressError> {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        _llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, CompressError> {
         let orig = turn.last_prompt_tokens;
         if !turn.force && (orig as f64) < self.threshold * self.token_limit as f64 {
             return Ok(TurnOutcome::noop(orig));
@@ -293,7 +331,11 @@ impl CompressorSession for DropOldestSession {
         let kept = turn.stored[cut..].to_vec();
         let new = Estimator::Current.history(&kept);
         Ok(TurnOutcome {
-            info: CompressionInfo { original_token_count: orig, new_token_count: new, compression_status: CompressionStatus::Compressed },
+            info: CompressionInfo {
+                original_token_count: orig,
+                new_token_count: new,
+                compression_status: CompressionStatus::Compressed,
+            },
             candidate: Some(kept.clone()),
             replaced: Some(kept),
             trace: None,
@@ -305,7 +347,11 @@ struct NoneSession;
 
 #[async_trait]
 impl CompressorSession for NoneSession {
-    async fn before_request(&mut self, turn: TurnInput<'_>, _llm: &dyn LanguageModel) -> Result<TurnOutcome, CompressError> {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        _llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, CompressError> {
         Ok(TurnOutcome::noop(turn.last_prompt_tokens))
     }
 }

@@ -1,7 +1,9 @@
 //! Sweep configs (TOML): which conversations, which replay settings, and a grid of compressor settings.
 //! Unknown keys and bad values are errors that name the key and the file.
 
-use crate::compress::{CallerKind, CompressSettings, CompressionPrompts, FailurePath, Latch, SplitVariant, TruncationVariant};
+use crate::compress::{
+    CallerKind, CompressSettings, CompressionPrompts, FailurePath, Latch, SplitVariant, TruncationVariant,
+};
 use crate::replay::{ReplaySettings, StrategySpec};
 use crate::tokens::Estimator;
 use serde::{Deserialize, Serialize};
@@ -163,8 +165,11 @@ impl Default for Grid {
 #[serde(deny_unknown_fields)]
 pub struct Slice {
     pub name: String,
-    /// The first N conversations of the selection.
+    /// The first N conversations of the selection (after the `source` filter).
     pub conversations: usize,
+    /// Only conversations of this source (dataset name).
+    #[serde(default)]
+    pub source: Option<String>,
     pub grid: Grid,
 }
 
@@ -183,20 +188,23 @@ pub struct ConfigPoint {
     /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
     pub slice: Option<String>,
     pub max_conversations: Option<usize>,
+    /// Only conversations of this source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 pub const STRATEGIES: [&str; 5] = ["gemini", "truncation-only", "observation-masking", "drop-oldest", "none"];
 
 impl SweepConfig {
     pub fn load(path: &Path) -> Result<SweepConfig, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Io { file: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { file: path.display().to_string(), source })?;
         Self::parse(&text, &path.display().to_string())
     }
 
     pub fn parse(text: &str, file: &str) -> Result<SweepConfig, ConfigError> {
-        let cfg: SweepConfig =
-            toml::from_str(text).map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string().trim().to_string() })?;
+        let cfg: SweepConfig = toml::from_str(text)
+            .map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string().trim().to_string() })?;
         cfg.validate().map_err(|message| ConfigError::Invalid { file: file.into(), message })?;
         Ok(cfg)
     }
@@ -220,7 +228,10 @@ impl SweepConfig {
         for (at, g) in grids {
             for s in &g.strategy {
                 if !STRATEGIES.contains(&s.as_str()) {
-                    return Err(format!("key `{at}.strategy`: unknown strategy `{s}` (expected one of: {})", STRATEGIES.join(", ")));
+                    return Err(format!(
+                        "key `{at}.strategy`: unknown strategy `{s}` (expected one of: {})",
+                        STRATEGIES.join(", ")
+                    ));
                 }
             }
             for t in &g.threshold {
@@ -254,11 +265,11 @@ impl SweepConfig {
     pub fn points(&self) -> Result<Vec<ConfigPoint>, String> {
         let mut out: Vec<ConfigPoint> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        let grids = std::iter::once((None, None, &self.grid))
-            .chain(self.slice.iter().map(|s| (Some(s.name.clone()), Some(s.conversations), &s.grid)));
-        for (slice, max, g) in grids {
+        let grids = std::iter::once((None, None, None, &self.grid))
+            .chain(self.slice.iter().map(|s| (Some(s.name.clone()), Some(s.conversations), s.source.clone(), &s.grid)));
+        for (slice, max, source, g) in grids {
             for p in expand(g, &self.base, &self.replay, &self.llm)? {
-                let p = ConfigPoint { slice: slice.clone(), max_conversations: max, ..p };
+                let p = ConfigPoint { slice: slice.clone(), max_conversations: max, source: source.clone(), ..p };
                 let key = (p.id.clone(), p.slice.clone());
                 if seen.insert(key) {
                     out.push(p);
@@ -290,42 +301,80 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                 if let Some(s) = &summarizer {
                     axes.insert("summarizer".into(), s.clone());
                 }
-                out.push(ConfigPoint { id: point_id(&spec, &summarizer, limit), axes, strategy: spec, summarizer, token_limit: limit, slice: None, max_conversations: None });
+                out.push(ConfigPoint {
+                    id: point_id(&spec, &summarizer, limit),
+                    axes,
+                    strategy: spec,
+                    summarizer,
+                    token_limit: limit,
+                    slice: None,
+                    max_conversations: None,
+                    source: None,
+                });
             };
-            let settings_for = |threshold: f64, preserve: f64, prompt: &CompressionPrompts, verification: bool| CompressSettings {
-                model: base.model.clone(),
-                active_model: base.active_model.clone(),
-                approved_plan_path: base.approved_plan_path.clone(),
-                threshold: Some(threshold),
-                preserve_fraction: preserve,
-                token_limit: Some(limit),
-                model_table: base.model_table,
-                high_fidelity: base.high_fidelity,
-                inflation_guard: base.inflation_guard,
-                verification,
-                prompts: prompt.clone(),
-                env_text: base.env_text.clone(),
-                max_output_tokens: llm.max_output_tokens,
-                ..CompressSettings::default()
-            };
+            let settings_for =
+                |threshold: f64, preserve: f64, prompt: &CompressionPrompts, verification: bool| CompressSettings {
+                    model: base.model.clone(),
+                    active_model: base.active_model.clone(),
+                    approved_plan_path: base.approved_plan_path.clone(),
+                    threshold: Some(threshold),
+                    preserve_fraction: preserve,
+                    token_limit: Some(limit),
+                    model_table: base.model_table,
+                    high_fidelity: base.high_fidelity,
+                    inflation_guard: base.inflation_guard,
+                    verification,
+                    prompts: prompt.clone(),
+                    env_text: base.env_text.clone(),
+                    max_output_tokens: llm.max_output_tokens,
+                    ..CompressSettings::default()
+                };
             match strategy.as_str() {
                 "gemini" => {
-                    let mut variants = vec![(settings_for(0.5, 0.3, &CompressionPrompts::current(), true), BTreeMap::new())];
+                    let mut variants =
+                        vec![(settings_for(0.5, 0.3, &CompressionPrompts::current(), true), BTreeMap::new())];
                     variants = axis(variants, "threshold", &g.threshold, |s, v| s.threshold = Some(*v), |v| fmt_f(*v));
-                    variants = axis(variants, "preserve_fraction", &g.preserve_fraction, |s, v| s.preserve_fraction = *v, |v| fmt_f(*v));
+                    variants = axis(
+                        variants,
+                        "preserve_fraction",
+                        &g.preserve_fraction,
+                        |s, v| s.preserve_fraction = *v,
+                        |v| fmt_f(*v),
+                    );
                     let prompts: Vec<(String, CompressionPrompts)> = g
                         .prompt
                         .iter()
                         .map(|p| CompressionPrompts::from_spec(p).map(|c| (p.clone(), c)).map_err(|e| e.to_string()))
                         .collect::<Result<_, _>>()?;
                     variants = axis(variants, "prompt", &prompts, |s, v| s.prompts = v.1.clone(), |v| v.0.clone());
-                    variants = axis(variants, "verification", &g.verification, |s, v| s.verification = *v, bool::to_string);
+                    variants =
+                        axis(variants, "verification", &g.verification, |s, v| s.verification = *v, bool::to_string);
                     variants = axis(variants, "split", &g.split, |s, v| s.split = *v, ToString::to_string);
                     variants = axis(variants, "estimator", &g.estimator, |s, v| s.estimator = *v, ToString::to_string);
-                    variants = axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
-                    variants = axis(variants, "function_response_budget", &g.function_response_budget, |s, v| s.function_response_budget = *v, ToString::to_string);
-                    variants = axis(variants, "truncate_tool_output_threshold", &g.truncate_tool_output_threshold, |s, v| s.truncate_tool_output_threshold = *v, ToString::to_string);
+                    variants =
+                        axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
+                    variants = axis(
+                        variants,
+                        "function_response_budget",
+                        &g.function_response_budget,
+                        |s, v| s.function_response_budget = *v,
+                        ToString::to_string,
+                    );
+                    variants = axis(
+                        variants,
+                        "truncate_tool_output_threshold",
+                        &g.truncate_tool_output_threshold,
+                        |s, v| s.truncate_tool_output_threshold = *v,
+                        ToString::to_string,
+                    );
                     variants = axis(variants, "failure_path", &g.failure_path, |s, v| s.failure_path = *v, serde_plain);
+                    // Prompts without a verification turn make the verification axis moot: one point, not two.
+                    for (settings, axes) in variants.iter_mut() {
+                        if settings.prompts.verification.is_none() {
+                            settings.verification = false;
+                            axes.insert("verification".into(), "n/a".into());
+                        }
+                    }
                     for summarizer in &g.summarizer {
                         for (settings, axes) in &variants {
                             for &caller in &g.caller {
@@ -341,11 +390,25 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                     }
                 }
                 "truncation-only" => {
-                    let mut variants = vec![(settings_for(0.5, 0.3, &CompressionPrompts::current(), false), BTreeMap::new())];
+                    let mut variants =
+                        vec![(settings_for(0.5, 0.3, &CompressionPrompts::current(), false), BTreeMap::new())];
                     variants = axis(variants, "threshold", &g.threshold, |s, v| s.threshold = Some(*v), |v| fmt_f(*v));
-                    variants = axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
-                    variants = axis(variants, "function_response_budget", &g.function_response_budget, |s, v| s.function_response_budget = *v, ToString::to_string);
-                    variants = axis(variants, "truncate_tool_output_threshold", &g.truncate_tool_output_threshold, |s, v| s.truncate_tool_output_threshold = *v, ToString::to_string);
+                    variants =
+                        axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
+                    variants = axis(
+                        variants,
+                        "function_response_budget",
+                        &g.function_response_budget,
+                        |s, v| s.function_response_budget = *v,
+                        ToString::to_string,
+                    );
+                    variants = axis(
+                        variants,
+                        "truncate_tool_output_threshold",
+                        &g.truncate_tool_output_threshold,
+                        |s, v| s.truncate_tool_output_threshold = *v,
+                        ToString::to_string,
+                    );
                     for (settings, axes) in variants {
                         push(StrategySpec::TruncationOnly { settings }, None, axes);
                     }
@@ -353,7 +416,11 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                 "observation-masking" => {
                     for &keep_last in &g.mask_keep_last {
                         let axes = [("mask_keep_last".to_string(), keep_last.to_string())].into_iter().collect();
-                        push(StrategySpec::ObservationMasking { keep_last, placeholder: base.mask_placeholder.clone() }, None, axes);
+                        push(
+                            StrategySpec::ObservationMasking { keep_last, placeholder: base.mask_placeholder.clone() },
+                            None,
+                            axes,
+                        );
                     }
                 }
                 "drop-oldest" => {
@@ -412,17 +479,28 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_bad_values_name_the_key_and_file() {
-        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"gemini\"]\ntreshold = [0.5]\n", "cfg.toml")
+        let e = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"gemini\"]\ntreshold = [0.5]\n",
+            "cfg.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("cfg.toml: ") && e.contains("treshold"), "{e}");
+        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nthreshold = [1.5]\n", "c.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("cfg.toml: ") && e.contains("treshold"), "{e}");
-        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nthreshold = [1.5]\n", "c.toml").unwrap_err().to_string();
         assert!(e.contains("grid.threshold") && e.contains("1.5"), "{e}");
-        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"magic\"]\n", "c.toml").unwrap_err().to_string();
+        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"magic\"]\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown strategy `magic`"), "{e}");
-        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nsplit = [\"2024\"]\n", "c.toml").unwrap_err().to_string();
+        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nsplit = [\"2024\"]\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("split") && e.contains("2024"), "{e}");
-        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[replay]\ntoken_limt = 5\n[grid]\n", "c.toml").unwrap_err().to_string();
+        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[replay]\ntoken_limt = 5\n[grid]\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("token_limt"), "{e}");
     }
 

@@ -65,7 +65,8 @@ impl Plan {
         let mut out = Vec::new();
         for p in &self.points {
             let limit = p.max_conversations.unwrap_or(usize::MAX);
-            for c in self.conversations.iter().take(limit) {
+            let of_source = self.conversations.iter().filter(|c| p.source.as_ref().is_none_or(|s| &c.source == s));
+            for c in of_source.take(limit) {
                 for r in 0..self.repeats {
                     out.push(Cell { point: p.id.clone(), conversation: c.id.clone(), repeat: r });
                 }
@@ -97,7 +98,8 @@ impl std::str::FromStr for Shard {
 
 /// Builds the plan: loads the conversation list (not their contents) and expands the grid.
 pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, String> {
-    let roots: Vec<PathBuf> = config.datasets.iter().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }).collect();
+    let roots: Vec<PathBuf> =
+        config.datasets.iter().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }).collect();
     let mut files = datasets::find_conversations(&roots).map_err(|e| e.to_string())?;
     if config.max_conversations > 0 {
         files.truncate(config.max_conversations);
@@ -121,7 +123,13 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, String> 
         conversations.push(PlannedConversation { id, path: rel, source, error });
     }
     let points = config.points()?;
-    Ok(Plan { name: config.name.clone(), points, conversations, repeats: config.repeats, replay: config.replay.clone() })
+    Ok(Plan {
+        name: config.name.clone(),
+        points,
+        conversations,
+        repeats: config.repeats,
+        replay: config.replay.clone(),
+    })
 }
 
 fn sanitize_id(s: &str) -> String {
@@ -196,7 +204,11 @@ pub fn load_plan(run_dir: &Path) -> Result<Plan, String> {
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn backend_options(config: &SweepConfig, base_dir: &Path, cache_mode: Option<CacheMode>) -> Result<BackendOptions, String> {
+fn backend_options(
+    config: &SweepConfig,
+    base_dir: &Path,
+    cache_mode: Option<CacheMode>,
+) -> Result<BackendOptions, String> {
     let mut opts = BackendOptions::default();
     opts.cache_dir = config.llm.cache_dir.as_ref().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) });
     opts.cache_mode = match cache_mode {
@@ -242,10 +254,25 @@ impl LanguageModel for Unavailable {
     }
 }
 
+/// Removes temporary files a killed run left behind (a kill between writing and renaming a cell).
+fn remove_orphaned_temp_files(run_dir: &Path) {
+    let Ok(points) = std::fs::read_dir(run_dir.join("cells")) else { return };
+    for point in points.flatten() {
+        let Ok(files) = std::fs::read_dir(point.path()) else { continue };
+        for f in files.flatten() {
+            if f.file_name().to_string_lossy().starts_with(".tmp") {
+                let _ = std::fs::remove_file(f.path());
+            }
+        }
+    }
+}
+
 /// Runs (or resumes) every cell of the plan that belongs to this shard.
 pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result<RunSummary, String> {
     ensure_plan(&opts.run_dir, plan)?;
-    let models = Arc::new(Models { opts: backend_options(config, &opts.base_dir, opts.cache_mode)?, built: Default::default() });
+    remove_orphaned_temp_files(&opts.run_dir);
+    let models =
+        Arc::new(Models { opts: backend_options(config, &opts.base_dir, opts.cache_mode)?, built: Default::default() });
     let cells: Vec<Cell> = plan
         .cells()
         .into_iter()
@@ -311,7 +338,11 @@ async fn run_cell(
     settings: &ReplaySettings,
     models: &Models,
 ) -> ConversationResult {
-    let failed = |e: String| ConversationResult { conversation: cell.conversation.clone(), error: Some(e), ..Default::default() };
+    let failed = |e: String| ConversationResult {
+        conversation: cell.conversation.clone(),
+        error: Some(e),
+        ..Default::default()
+    };
     if let Some(e) = &conv.error {
         return failed(e.clone());
     }
@@ -343,7 +374,11 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<usize, String> {
     let plan = load_plan(first)?;
     for s in &shards[1..] {
         if load_plan(s)? != plan {
-            return Err(format!("{}: its plan differs from {}'s (different config or corpus)", s.display(), first.display()));
+            return Err(format!(
+                "{}: its plan differs from {}'s (different config or corpus)",
+                s.display(),
+                first.display()
+            ));
         }
     }
     ensure_plan(out, &plan)?;

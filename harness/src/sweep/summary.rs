@@ -96,8 +96,19 @@ pub fn table(summaries: &[PointSummary]) -> String {
     let mut header: Vec<String> = vec!["strategy".into(), "summarizer".into()];
     header.extend(varying.iter().cloned());
     header.extend(
-        ["convs", "compressed", "inflated", "empty", "truncated", "mean reduction", "hidden infl.", "cum. vs none", "verif. changed", "failed"]
-            .map(String::from),
+        [
+            "convs",
+            "compressed",
+            "inflated",
+            "empty",
+            "truncated",
+            "mean reduction",
+            "hidden infl.",
+            "cum. vs none",
+            "verif. changed",
+            "failed",
+        ]
+        .map(String::from),
     );
     builder.push_record(header);
     for s in summaries {

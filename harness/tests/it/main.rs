@@ -3,5 +3,6 @@
 mod cli;
 mod golden;
 mod properties;
+mod replay;
 mod support;
 mod upstream;

@@ -24,8 +24,15 @@ use tokenizers::{AddedToken, Tokenizer};
 const PREFILL_CHUNK: usize = 256;
 
 enum Job {
-    Generate { req: LlmRequest, cancel: Arc<AtomicBool>, reply: tokio::sync::oneshot::Sender<Result<LlmResponse, LlmError>> },
-    Count { req: LlmRequest, reply: tokio::sync::oneshot::Sender<Result<u64, LlmError>> },
+    Generate {
+        req: LlmRequest,
+        cancel: Arc<AtomicBool>,
+        reply: tokio::sync::oneshot::Sender<Result<LlmResponse, LlmError>>,
+    },
+    Count {
+        req: LlmRequest,
+        reply: tokio::sync::oneshot::Sender<Result<u64, LlmError>>,
+    },
 }
 
 /// A handle on the worker thread that owns one loaded model.
@@ -305,7 +312,11 @@ impl Engine {
             text,
             thoughts: String::new(),
             finish_reason: Some(finish.into()),
-            usage: Usage { prompt_tokens: prompt.len() as u64, output_tokens: generated.len() as u64, thought_tokens: 0 },
+            usage: Usage {
+                prompt_tokens: prompt.len() as u64,
+                output_tokens: generated.len() as u64,
+                thought_tokens: 0,
+            },
         })
     }
 }

@@ -1,0 +1,283 @@
+//! Replays of real shipped conversations, and the sweep runner's resume / determinism / sharding guarantees.
+
+use compactbench::compress::{CallerKind, CompressSettings, CompressionPrompts, Latch};
+use compactbench::datasets;
+use compactbench::history;
+use compactbench::llm::{ExtractiveModel, ScriptedModel};
+use compactbench::replay::{replay, ConversationResult, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench::tokens::Estimator;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn conversation(rel: &str) -> datasets::Conversation {
+    datasets::load_conversation(&repo().join(rel)).unwrap()
+}
+
+fn settings(limit: u64) -> ReplaySettings {
+    ReplaySettings {
+        token_limit: limit,
+        prompt_count_source: PromptCountSource::Heuristic,
+        system_prompt_tokens: 2000,
+        tool_declaration_tokens: 1000,
+        ..ReplaySettings::default()
+    }
+}
+
+fn gemini(limit: u64, threshold: f64) -> StrategySpec {
+    StrategySpec::Gemini {
+        settings: CompressSettings {
+            token_limit: Some(limit),
+            threshold: Some(threshold),
+            prompts: CompressionPrompts::current(),
+            ..CompressSettings::default()
+        },
+        caller: CallerKind::Interactive,
+        latch: Latch::Latched,
+    }
+}
+
+async fn run(conv: &datasets::Conversation, spec: &StrategySpec, s: &ReplaySettings) -> ConversationResult {
+    let llm = ExtractiveModel::new();
+    let input =
+        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    replay(input, spec.build().as_ref(), s, &llm).await
+}
+
+/// The first model turn whose preceding request reached the threshold, computed straight from the
+/// recorded history (what the replay must find without any compression having happened yet).
+fn first_trigger(conv: &datasets::Conversation, limit: u64, threshold: f64, overhead: u64) -> Option<usize> {
+    let mut prev_request: Option<u64> = None;
+    let mut raw = 0.0f64;
+    for (i, c) in conv.history.iter().enumerate() {
+        if history::is_model(c) {
+            if let Some(p) = prev_request {
+                if p as f64 >= threshold * limit as f64 {
+                    return Some(i);
+                }
+            }
+            prev_request = Some(raw.floor() as u64 + overhead);
+        }
+        raw += Estimator::Current.content_raw(c);
+    }
+    None
+}
+
+#[tokio::test]
+async fn reference_replay_of_a_real_trajectory() {
+    let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
+    let (limit, threshold) = (8192, 0.5);
+    let r = run(&conv, &gemini(limit, threshold), &settings(limit)).await;
+    assert_eq!(r.error, None);
+    assert_eq!(r.requests, conv.history.iter().filter(|c| history::is_model(c)).count());
+    let compressed: Vec<_> = r.events.iter().filter(|e| e.status == "COMPRESSED").collect();
+    assert!(
+        compressed.len() >= 2,
+        "a 16k-token session in an 8k window compresses repeatedly: {:?}",
+        r.events_by_status
+    );
+    // The first compression fires exactly where the recorded history first crosses the threshold.
+    assert_eq!(r.events[0].turn, first_trigger(&conv, limit, threshold, 3000).unwrap());
+    for e in &compressed {
+        assert!(e.tokens_after < e.tokens_before, "{e:?}");
+        assert!(e.summarized_contents > 0 && e.summarizer_calls == 2);
+        assert!(e.final_summary.as_deref().unwrap().contains("<state_snapshot>"));
+    }
+    // Later compressions see the earlier snapshot and anchor on it.
+    assert!(!compressed[0].anchored);
+    assert!(compressed[1].anchored);
+    // Compression saves tokens over the whole replay and keeps every request under the window.
+    assert!(r.cumulative_request_tokens < r.baseline_cumulative_tokens);
+    assert!(r.peak_context < r.baseline_cumulative_tokens);
+    insta::assert_json_snapshot!(
+        "aider_session_timeline",
+        r.events.iter().map(|e| (e.turn, e.status.clone(), e.tokens_before, e.tokens_after)).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn a_single_task_tool_loop_has_no_split_point() {
+    // One user task followed only by tool responses: the only split candidate is index 0, so the
+    // reference returns NOOP at every request however large the history grows (spec §5, §7 step 7).
+    let conv = conversation("datasets/mini-swe-agent/django__django-11099.json");
+    let r = run(&conv, &gemini(16_384, 0.5), &settings(16_384)).await;
+    assert!(r.events.is_empty(), "{:?}", r.events_by_status);
+    assert_eq!(r.events_by_status.get("NOOP").copied(), Some(r.requests as u64));
+    assert!(r.overflow_events > 0, "the window overflows instead");
+}
+
+#[tokio::test]
+async fn none_strategy_is_the_uncompressed_baseline() {
+    let conv = conversation("datasets/tau-bench/task000-trial0.json");
+    let r = run(&conv, &StrategySpec::None, &settings(4096)).await;
+    assert!(r.events.is_empty());
+    assert_eq!(r.cumulative_request_tokens, r.baseline_cumulative_tokens);
+    assert_eq!(r.cumulative_true_tokens, r.baseline_cumulative_true_tokens);
+    // The stored history is kept curated (consecutive same-role turns merged, as the reference does) and
+    // ends with the last model turn: user turns after it were never sent.
+    let last_model = conv.history.iter().rposition(history::is_model).unwrap();
+    let curated = compactbench::compress::curated::curated_history(&conv.history[..=last_model]);
+    assert_eq!(r.final_history_contents, curated.len());
+}
+
+#[tokio::test]
+async fn drop_oldest_keeps_the_window_and_cuts_at_user_turns() {
+    let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
+    let spec = StrategySpec::DropOldest { threshold: 0.5, keep_fraction: 0.3, token_limit: 8192 };
+    let r = run(&conv, &spec, &settings(8192)).await;
+    assert!(!r.events.is_empty());
+    for e in &r.events {
+        assert_eq!(e.status, "COMPRESSED");
+        assert!(e.tokens_after as f64 <= 0.3 * 8192.0 + 1.0, "{e:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_llm_failure_is_recorded_and_stops_only_that_replay() {
+    let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
+    let llm = ScriptedModel::with_results(vec![Err(compactbench::llm::LlmError::Timeout { seconds: 1 })]);
+    let input = ReplayInput { id: "x", history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let r = replay(input, gemini(8192, 0.5).build().as_ref(), &settings(8192), &llm).await;
+    assert!(r.error.as_deref().unwrap().contains("timed out"), "{:?}", r.error);
+}
+
+// --- the runner, through the binary -------------------------------------------------------------------
+
+const SMALL: &str = r#"
+name = "small"
+datasets = ["datasets/aider", "datasets/tau-bench"]
+max_conversations = 6
+concurrency = 2
+[replay]
+token_limit = 4096
+prompt_count_source = "heuristic"
+system_prompt_tokens = 500
+[llm]
+cache_mode = "off"
+[grid]
+strategy = ["gemini", "truncation-only", "drop-oldest", "none"]
+summarizer = ["extractive"]
+threshold = [0.5, 0.7]
+"#;
+
+fn compactbench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_compactbench")).args(args).current_dir(repo()).output().unwrap()
+}
+
+/// Every file under `dir` with a digest of its bytes (readable when an assertion fails).
+fn files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                let digest = sha2::Digest::finalize(sha2::Digest::chain_update(sha2::Sha256::default(), &bytes));
+                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), hex::encode(digest)));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Paths present on one side only or with different contents.
+fn differing(a: &[(PathBuf, String)], b: &[(PathBuf, String)]) -> Vec<String> {
+    let ma: std::collections::BTreeMap<_, _> = a.iter().cloned().collect();
+    let mb: std::collections::BTreeMap<_, _> = b.iter().cloned().collect();
+    ma.keys()
+        .chain(mb.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| ma.get(*k) != mb.get(*k))
+        .map(|k| k.display().to_string())
+        .collect()
+}
+
+fn run_small(cfg: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", "--quiet", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend(extra);
+    compactbench(&args)
+}
+
+#[test]
+fn sweep_is_deterministic_resumable_and_shardable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("small.toml");
+    std::fs::write(&cfg, SMALL).unwrap();
+
+    // Two uninterrupted runs are byte-identical.
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    for d in [&a, &b] {
+        let out = run_small(&cfg, d, &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let fa = files(&a);
+    assert!(fa.iter().filter(|(p, _)| p.starts_with("cells")).count() >= 40);
+    let summary = std::fs::read_to_string(a.join("summary.json")).unwrap();
+    assert!(summary.contains("\"COMPRESSED\""), "the small sweep compresses something");
+    assert_eq!(differing(&fa, &files(&b)), Vec::<String>::new());
+
+    // A run killed midway resumes and ends equal to the uninterrupted one.
+    let k = tmp.path().join("killed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compactbench"))
+        .args(["run", "--quiet", "--config", cfg.to_str().unwrap(), "--out", k.to_str().unwrap()])
+        .current_dir(repo())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let n = std::fs::read_dir(k.join("cells")).map(|d| d.count()).unwrap_or(0);
+        if n > 0 || started.elapsed().as_secs() > 60 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial = files(&k).iter().filter(|(p, _)| p.starts_with("cells")).count();
+    let out = run_small(&cfg, &k, &[]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("already done"), "{stderr}");
+    assert_eq!(differing(&files(&k), &fa), Vec::<String>::new(), "resumed after {partial} stored cell files");
+
+    // Three shards merged equal the unsharded run.
+    let mut shard_dirs = Vec::new();
+    for i in 1..=3 {
+        let d = tmp.path().join(format!("shard{i}"));
+        let out = run_small(&cfg, &d, &["--shard", &format!("{i}/3")]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        shard_dirs.push(d);
+    }
+    let merged = tmp.path().join("merged");
+    let mut args = vec!["merge".to_string(), "--out".into(), merged.to_string_lossy().into_owned()];
+    args.extend(shard_dirs.iter().map(|d| d.to_string_lossy().into_owned()));
+    let out = compactbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(differing(&files(&merged), &fa), Vec::<String>::new());
+
+    // Resuming into a directory of another plan is refused with exit 2.
+    std::fs::write(&cfg, SMALL.replace("max_conversations = 6", "max_conversations = 3")).unwrap();
+    let out = run_small(&cfg, &a, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another plan"));
+}
+
+#[test]
+fn config_errors_name_the_key_and_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("bad.toml");
+    std::fs::write(&cfg, SMALL.replace("[grid]", "[grid]\nthreshhold = [0.5]")).unwrap();
+    let out = run_small(&cfg, &tmp.path().join("o"), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("bad.toml") && err.contains("threshhold"), "{err}");
+}
