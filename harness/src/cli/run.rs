@@ -138,12 +138,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
             datasets::Conversation { history, ..Default::default() }
         }
     };
-    let mut opts = crate::llm::BackendOptions::default();
-    opts.cache_dir = config.llm.cache_dir.clone();
-    opts.cache_mode = match args.cache {
-        Some(m) => m,
-        None => config.llm.cache_mode.parse().map_err(|e| CliError::bad_input(format!("llm.cache_mode: {e}")))?,
-    };
+    let opts = runner::backend_options(&config, Path::new("."), args.cache).map_err(CliError::bad_input)?;
     let spec = args.summarizer.clone().or(point.summarizer.clone()).unwrap_or_else(|| "extractive".into());
     let llm = crate::llm::from_spec(&spec, &opts).map_err(|e| CliError::bad_input(e.to_string()))?;
     let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

@@ -204,22 +204,29 @@ pub fn load_plan(run_dir: &Path) -> Result<Plan, String> {
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn backend_options(
+/// The LLM backend options a sweep config asks for; `cache_mode` overrides the config's.
+pub fn backend_options(
     config: &SweepConfig,
     base_dir: &Path,
     cache_mode: Option<CacheMode>,
 ) -> Result<BackendOptions, String> {
-    let mut opts = BackendOptions::default();
-    opts.cache_dir = config.llm.cache_dir.as_ref().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) });
-    opts.cache_mode = match cache_mode {
-        Some(m) => m,
-        None => config.llm.cache_mode.parse().map_err(|e| format!("llm.cache_mode: {e}"))?,
+    let defaults = BackendOptions::default();
+    let reliability = llm::ReliabilityOptions {
+        timeout: Some(std::time::Duration::from_secs(config.llm.timeout_secs)),
+        concurrency: config.llm.concurrency,
+        retry: llm::RetryPolicy { max_attempts: config.llm.max_attempts, ..defaults.reliability.retry.clone() },
+        ..defaults.reliability.clone()
     };
-    opts.reliability.timeout = Some(std::time::Duration::from_secs(config.llm.timeout_secs));
-    opts.reliability.retry.max_attempts = config.llm.max_attempts;
-    opts.reliability.concurrency = config.llm.concurrency;
-    opts.threads = config.llm.threads;
-    Ok(opts)
+    Ok(BackendOptions {
+        cache_dir: config.llm.cache_dir.as_ref().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }),
+        cache_mode: match cache_mode {
+            Some(m) => m,
+            None => config.llm.cache_mode.parse().map_err(|e| format!("llm.cache_mode: {e}"))?,
+        },
+        reliability,
+        threads: config.llm.threads,
+        ..defaults
+    })
 }
 
 /// Models by spec, built on first use and shared by all cells.
