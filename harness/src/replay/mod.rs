@@ -163,6 +163,45 @@ fn true_count(h: &[Content]) -> u64 {
     tokens::o200k_count_history(h)
 }
 
+/// Watches a replay: probes score what the agent still knows at each compression and at the end.
+#[async_trait::async_trait]
+pub trait ReplayObserver: Send {
+    /// After every recorded event (status other than NOOP, or forced), with the stored history the agent
+    /// would now send, and, when a verification pass replaced the first summary, the history the first
+    /// summary would have given.
+    async fn after_event(
+        &mut self,
+        event_index: usize,
+        event: &CompressionEvent,
+        stored: &[Content],
+        first_pass: Option<&[Content]>,
+    );
+    /// After the last request, with the final stored history.
+    async fn at_end(&mut self, stored: &[Content]);
+}
+
+/// Observes nothing.
+pub struct NoObserver;
+
+#[async_trait::async_trait]
+impl ReplayObserver for NoObserver {
+    async fn after_event(&mut self, _: usize, _: &CompressionEvent, _: &[Content], _: Option<&[Content]>) {}
+    async fn at_end(&mut self, _: &[Content]) {}
+}
+
+/// The stored history with the final summary swapped for the first-pass one.
+fn first_pass_history(stored: &[Content], first: &str, final_summary: &str) -> Option<Vec<Content>> {
+    let first = crate::compress::js_trim(first);
+    if first.is_empty() || first == final_summary {
+        return None;
+    }
+    let i = stored.iter().position(|c| history::visible_text(c).contains(final_summary))?;
+    let mut out = stored.to_vec();
+    let replaced = history::visible_text(&out[i]).replacen(final_summary, first, 1);
+    out[i] = history::text_content(history::role(&stored[i]).unwrap_or("user"), &replaced);
+    Some(out)
+}
+
 /// Replays one conversation through one strategy. Never fails: an error stops this conversation's replay
 /// and is recorded in the result.
 pub async fn replay(
@@ -170,6 +209,17 @@ pub async fn replay(
     strategy: &dyn Strategy,
     settings: &ReplaySettings,
     llm: &dyn LanguageModel,
+) -> ConversationResult {
+    replay_observed(input, strategy, settings, llm, &mut NoObserver).await
+}
+
+/// [`replay`] with an observer.
+pub async fn replay_observed(
+    input: ReplayInput<'_>,
+    strategy: &dyn Strategy,
+    settings: &ReplaySettings,
+    llm: &dyn LanguageModel,
+    observer: &mut dyn ReplayObserver,
 ) -> ConversationResult {
     let mut result =
         ConversationResult { conversation: input.id.to_string(), contents: input.history.len(), ..Default::default() };
@@ -212,17 +262,23 @@ pub async fn replay(
             }
         };
         let status = outcome.info.compression_status;
-        if status != CompressionStatus::Noop || force {
-            let event =
-                build_event(i, result.requests, force, &outcome, before_contents, true_before, overhead, settings);
-            result.events.push(event);
-        }
+        let event = (status != CompressionStatus::Noop || force).then(|| {
+            build_event(i, result.requests, force, &outcome, before_contents, true_before, overhead, settings)
+        });
         *result.events_by_status.entry(status.name().to_string()).or_default() += 1;
+        let first_and_final =
+            outcome.trace.as_ref().and_then(|t| Some((t.first_summary.clone()?, t.final_summary.clone()?)));
         if let Some(new) = outcome.replaced {
             stored.replace(new);
             compressed_any = true;
             // After `startChat`/`setHistory` the count is the heuristic of the stored history.
             last_prompt = stored.heuristic();
+        }
+        if let Some(event) = event {
+            let first_pass =
+                first_and_final.and_then(|(first, fin)| first_pass_history(&stored.contents, &first, &fin));
+            observer.after_event(result.events.len(), &event, &stored.contents, first_pass.as_deref()).await;
+            result.events.push(event);
         }
         let pending_parts: Vec<Value> = pending.iter().flat_map(|c| history::parts(c).iter().cloned()).collect();
         if overflow_check(settings.overflow_guard, settings.token_limit, last_prompt, &pending_parts).is_some() {
@@ -252,6 +308,7 @@ pub async fn replay(
         baseline.push(turn);
         pending_start = i + 1;
     }
+    observer.at_end(&stored.contents).await;
     result.summarizer_overhead_tokens =
         result.events.iter().map(|e| e.summarizer_input_tokens + e.summarizer_output_tokens).sum();
     result.final_history_tokens = stored.heuristic();
