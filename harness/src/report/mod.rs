@@ -1,0 +1,3 @@
+//! Reports: aggregation of a run's stored cells, tables, Markdown, plots, and the regression gate.
+
+pub mod plots;
