@@ -6,7 +6,7 @@
 //! replay, probes, sweeps and reports. Algorithms are pure functions over data; files, network and clocks
 //! stay in the CLI and backend edges.
 
-
+pub mod cli;
 pub mod compress;
 pub mod datasets;
 pub mod history;
@@ -15,7 +15,6 @@ pub mod json;
 pub mod llm;
 pub mod models;
 pub mod replay;
+pub mod report;
 pub mod sweep;
 pub mod tokens;
-pub mod report;
-pub mod cli;

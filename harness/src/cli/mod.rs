@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod inspect;
+pub mod report;
 pub mod run;
 
 /// Exit status for bad input (unreadable file, wrong shape, bad flag value).
@@ -29,6 +30,10 @@ pub enum Command {
     Replay(run::ReplayArgs),
     /// Join shard run directories into one.
     Merge(run::MergeArgs),
+    /// Rebuild results, plots and report.md from a run directory.
+    Report(report::ReportArgs),
+    /// Compare a run with a baseline: exit 0 pass, 1 regression, 2 unusable input.
+    Gate(report::GateArgs),
     /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
     Inspect(inspect::InspectArgs),
     /// Manage the embedded model's weights (fetch, path, list).
@@ -81,6 +86,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => run::replay_one(args),
         Command::Merge(args) => run::merge(args),
+        Command::Report(args) => report::run_report(args),
+        Command::Gate(args) => report::run_gate(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Models(cmd) => crate::llm::cli::run_models(cmd),
         Command::Ask(args) => crate::llm::cli::run_ask(args),

@@ -73,6 +73,9 @@ pub struct ConversationResult {
     /// Largest request by the reference heuristic (+ overhead) and by o200k (+ overhead).
     pub peak_context: u64,
     pub peak_true_context: u64,
+    /// Size of every request (heuristic + overhead), in order: the context timeline.
+    #[serde(default)]
+    pub request_tokens: Vec<u64>,
     /// Sum over all requests of the request size, and the same without any compression.
     pub cumulative_request_tokens: u64,
     pub cumulative_true_tokens: u64,

@@ -296,6 +296,7 @@ pub async fn replay_observed(
         result.baseline_cumulative_tokens += baseline.heuristic() + overhead;
         result.baseline_cumulative_true_tokens += baseline.true_tokens() + overhead;
         result.peak_context = result.peak_context.max(request);
+        result.request_tokens.push(request);
         result.peak_true_context = result.peak_true_context.max(true_request);
         last_prompt = match settings.prompt_count_source {
             PromptCountSource::Recorded if !compressed_any => {

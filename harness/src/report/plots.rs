@@ -35,13 +35,26 @@ pub struct PlotError {
 
 /// Context size per request with compression events (the sawtooth), one series per strategy.
 /// Writes `<dir>/<name>.png` and `<dir>/<name>.svg`.
-pub fn timeline(dir: &Path, name: &str, title: &str, series: &[Series], markers: &[Marker]) -> Result<PlotFiles, PlotError> {
+pub fn timeline(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    series: &[Series],
+    markers: &[Marker],
+) -> Result<PlotFiles, PlotError> {
     let _ = (dir, title, series, markers);
     Err(PlotError { name: name.into(), message: "not implemented yet".into() })
 }
 
 /// Lines of y versus x (e.g. token reduction versus threshold, one series per prompt variant).
-pub fn lines(dir: &Path, name: &str, title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<PlotFiles, PlotError> {
+pub fn lines(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<PlotFiles, PlotError> {
     let _ = (dir, title, x_label, y_label, series);
     Err(PlotError { name: name.into(), message: "not implemented yet".into() })
 }
@@ -61,13 +74,27 @@ pub fn heatmap(
 
 /// One point per config (x = cumulative tokens vs none, y = accuracy or retention), the Pareto front
 /// (lower x, higher y) drawn as a line and labelled.
-pub fn pareto(dir: &Path, name: &str, title: &str, x_label: &str, y_label: &str, points: &[(String, f64, f64)]) -> Result<PlotFiles, PlotError> {
+pub fn pareto(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    points: &[(String, f64, f64)],
+) -> Result<PlotFiles, PlotError> {
     let _ = (dir, title, x_label, y_label, points);
     Err(PlotError { name: name.into(), message: "not implemented yet".into() })
 }
 
 /// A histogram of values in `bins` equal-width bins.
-pub fn histogram(dir: &Path, name: &str, title: &str, x_label: &str, values: &[f64], bins: usize) -> Result<PlotFiles, PlotError> {
+pub fn histogram(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    values: &[f64],
+    bins: usize,
+) -> Result<PlotFiles, PlotError> {
     let _ = (dir, title, x_label, values, bins);
     Err(PlotError { name: name.into(), message: "not implemented yet".into() })
 }

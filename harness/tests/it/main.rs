@@ -4,5 +4,6 @@ mod cli;
 mod golden;
 mod properties;
 mod replay;
+mod report;
 mod support;
 mod upstream;
