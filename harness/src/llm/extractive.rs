@@ -15,12 +15,29 @@ use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Sections used when a summarization request names none (the pre-template v0 prompt).
-const DEFAULT_SECTIONS: &[&str] = &["overall_goal", "key_knowledge", "file_system_state", "recent_actions", "current_plan"];
+const DEFAULT_SECTIONS: &[&str] =
+    &["overall_goal", "key_knowledge", "file_system_state", "recent_actions", "current_plan"];
 const ROOT_TAGS: &[&str] = &["state_snapshot", "compressed_chat_history"];
 /// Words that mark a user sentence as a directive.
 const DIRECTIVE_MARKERS: &[&str] = &[
-    "must", "don't", "do not", "dont", "always", "never", "should", "shouldn't", "only", "avoid", "make sure",
-    "ensure", "required", "require", "prefer", "instead of", "keep", "without",
+    "must",
+    "don't",
+    "do not",
+    "dont",
+    "always",
+    "never",
+    "should",
+    "shouldn't",
+    "only",
+    "avoid",
+    "make sure",
+    "ensure",
+    "required",
+    "require",
+    "prefer",
+    "instead of",
+    "keep",
+    "without",
 ];
 const PATH_KEYS: &[&str] = &["path", "file_path", "absolute_path", "dir_path", "filename", "file", "directory"];
 const RECENT_ACTIONS: usize = 6;
@@ -45,7 +62,11 @@ impl LanguageModel for ExtractiveModel {
         let text = respond(req);
         let prompt_chars: usize = req.contents.iter().map(|c| json::to_string(c).len()).sum();
         Ok(LlmResponse {
-            usage: Usage { prompt_tokens: prompt_chars as u64 / 4, output_tokens: text.len() as u64 / 4, thought_tokens: 0 },
+            usage: Usage {
+                prompt_tokens: prompt_chars as u64 / 4,
+                output_tokens: text.len() as u64 / 4,
+                thought_tokens: 0,
+            },
             text,
             thoughts: String::new(),
             finish_reason: Some("STOP".into()),
@@ -63,9 +84,8 @@ pub fn respond(req: &LlmRequest) -> String {
         let context = &req.contents[..last_user.unwrap_or(req.contents.len())];
         return best_passage(context, &question);
     }
-    let (root, sections) = template.unwrap_or_else(|| {
-        ("state_snapshot".to_string(), DEFAULT_SECTIONS.iter().map(|s| s.to_string()).collect())
-    });
+    let (root, sections) = template
+        .unwrap_or_else(|| ("state_snapshot".to_string(), DEFAULT_SECTIONS.iter().map(|s| s.to_string()).collect()));
     let history_end = last_user.unwrap_or(req.contents.len());
     if is_verification(&question) {
         // The previous model turn holds the snapshot under review; the baseline stands by it.
@@ -79,7 +99,8 @@ pub fn respond(req: &LlmRequest) -> String {
 
 fn is_verification(question: &str) -> bool {
     let q = question.to_lowercase();
-    q.contains("critically evaluate") || (q.contains("evaluate") && q.contains("snapshot") && q.contains("you just generated"))
+    q.contains("critically evaluate")
+        || (q.contains("evaluate") && q.contains("snapshot") && q.contains("you just generated"))
 }
 
 /// Finds the output template in a system instruction: the root tag whose opening and closing both appear,
@@ -96,10 +117,10 @@ pub fn parse_template(system: &str) -> Option<(String, Vec<String>)> {
         while let Some(i) = rest.find('<') {
             rest = &rest[i + 1..];
             let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            if !name.is_empty() && rest[name.len()..].starts_with('>') && body.contains(&format!("</{name}>")) {
-                if !sections.contains(&name) {
-                    sections.push(name);
-                }
+            let is_section =
+                !name.is_empty() && rest[name.len()..].starts_with('>') && body.contains(&format!("</{name}>"));
+            if is_section && !sections.contains(&name) {
+                sections.push(name);
             }
         }
         if !sections.is_empty() {
@@ -228,7 +249,8 @@ fn file_action(tool: &str) -> &'static str {
         "DELETED"
     } else if t.contains("read") || t.contains("view") || t.contains("cat") {
         "READ"
-    } else if t.contains("ls") || t.contains("list") || t.contains("glob") || t.contains("grep") || t.contains("search") {
+    } else if t.contains("ls") || t.contains("list") || t.contains("glob") || t.contains("grep") || t.contains("search")
+    {
         "SEARCHED"
     } else {
         "USED"
@@ -268,7 +290,9 @@ fn directives(requests: &[String]) -> Vec<String> {
     for r in requests {
         for s in sentences(r) {
             let lower = format!(" {} ", s.to_lowercase());
-            let marked = DIRECTIVE_MARKERS.iter().any(|m| lower.contains(&format!(" {m} ")) || lower.contains(&format!(" {m},")));
+            let marked = DIRECTIVE_MARKERS
+                .iter()
+                .any(|m| lower.contains(&format!(" {m} ")) || lower.contains(&format!(" {m},")));
             let item = clip(&s, MAX_ITEM_CHARS);
             if marked && !out.contains(&item) {
                 out.push(item);
@@ -321,8 +345,11 @@ fn section_items(name: &str, requests: &[String], events: &[ToolEvent], has_cons
         return directives(requests).into_iter().map(|d| format!("- {d}")).collect();
     }
     if n.contains("knowledge") {
-        let mut items: Vec<String> =
-            if has_constraints { Vec::new() } else { directives(requests).into_iter().map(|d| format!("- {d}")).collect() };
+        let mut items: Vec<String> = if has_constraints {
+            Vec::new()
+        } else {
+            directives(requests).into_iter().map(|d| format!("- {d}")).collect()
+        };
         for ev in events {
             let Some(r) = &ev.result else { continue };
             let lower = r.to_lowercase();

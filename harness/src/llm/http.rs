@@ -81,5 +81,6 @@ pub async fn post_json(
             _ => LlmError::Http { status, body },
         });
     }
-    serde_json::from_str(&text).map_err(|e| LlmError::Malformed(format!("answer is not JSON ({e}): {}", shorten(&text))))
+    serde_json::from_str(&text)
+        .map_err(|e| LlmError::Malformed(format!("answer is not JSON ({e}): {}", shorten(&text))))
 }

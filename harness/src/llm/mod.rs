@@ -26,9 +26,7 @@ pub use cache::{canonical_request, describe_request, request_hash, CacheMode, Ca
 pub use extractive::ExtractiveModel;
 pub use gemini::{GeminiModel, DEFAULT_GEMINI_BASE_URL};
 pub use openai::OpenAiModel;
-pub use reliable::{
-    is_retryable, ReliabilityOptions, ReliableModel, RetryPolicy, SpecUsage, TokenPrices, UsageLedger,
-};
+pub use reliable::{is_retryable, ReliabilityOptions, ReliableModel, RetryPolicy, SpecUsage, TokenPrices, UsageLedger};
 pub use scripted::ScriptedModel;
 pub use types::{GenerationParams, LanguageModel, LlmError, LlmRequest, LlmResponse, RequestLabel, Usage};
 
@@ -116,8 +114,7 @@ pub fn from_spec(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn LanguageMo
         // while their timeouts run.
         reliability.concurrency = 1;
     }
-    let reliable: Arc<dyn LanguageModel> =
-        Arc::new(ReliableModel::new(backend, reliability, Arc::clone(&opts.ledger)));
+    let reliable: Arc<dyn LanguageModel> = Arc::new(ReliableModel::new(backend, reliability, Arc::clone(&opts.ledger)));
     Ok(match &opts.cache_dir {
         Some(dir) if opts.cache_mode != CacheMode::Off => {
             Arc::new(CachedModel::new(reliable, dir, opts.cache_mode).with_ledger(Arc::clone(&opts.ledger)))

@@ -243,7 +243,9 @@ impl Core {
                 self.ledger.record_failure(spec);
                 return Err(match err {
                     Some(e) => e,
-                    None => LlmError::RetriesExhausted { attempts: attempt, last: "empty or whitespace-only answer".into() },
+                    None => {
+                        LlmError::RetriesExhausted { attempts: attempt, last: "empty or whitespace-only answer".into() }
+                    }
                 });
             }
             let delay = match &err {

@@ -24,8 +24,15 @@ use tokenizers::{AddedToken, Tokenizer};
 const PREFILL_CHUNK: usize = 256;
 
 enum Job {
-    Generate { req: LlmRequest, cancel: Arc<AtomicBool>, reply: tokio::sync::oneshot::Sender<Result<LlmResponse, LlmError>> },
-    Count { req: LlmRequest, reply: tokio::sync::oneshot::Sender<Result<u64, LlmError>> },
+    Generate {
+        req: LlmRequest,
+        cancel: Arc<AtomicBool>,
+        reply: tokio::sync::oneshot::Sender<Result<LlmResponse, LlmError>>,
+    },
+    Count {
+        req: LlmRequest,
+        reply: tokio::sync::oneshot::Sender<Result<u64, LlmError>>,
+    },
 }
 
 /// A handle on the worker thread that owns one loaded model.
@@ -305,26 +312,11 @@ impl Engine {
             text,
             thoughts: String::new(),
             finish_reason: Some(finish.into()),
-            usage: Usage { prompt_tokens: prompt.len() as u64, output_tokens: generated.len() as u64, thought_tokens: 0 },
+            usage: Usage {
+                prompt_tokens: prompt.len() as u64,
+                output_tokens: generated.len() as u64,
+                thought_tokens: 0,
+            },
         })
-    }
-}
-
-#[cfg(test)]
-mod probe {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn probe_metadata() {
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/SmolLM2-135M-Instruct.Q4_1.gguf"));
-        let mut file = std::fs::File::open(path).unwrap();
-        let ct = gguf_file::Content::read(&mut file).unwrap();
-        for (k, v) in &ct.metadata {
-            let s = format!("{v:?}");
-            println!("{k} = {}", &s[..s.len().min(300)]);
-        }
-        let tok = tokenizer_from_gguf(&ct).unwrap();
-        let enc = tok.encode("<|im_start|>user\nWhat is the capital of France? 1234<|im_end|>\n", false).unwrap();
-        println!("{:?}\n{:?}", enc.get_ids(), enc.get_tokens());
     }
 }

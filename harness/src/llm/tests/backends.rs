@@ -8,7 +8,11 @@ const SECRET: &str = "sk-test-SECRET-0123456789";
 
 fn gemini_opts(server: &MockServer, key_var: &str, attempts: u32) -> BackendOptions {
     std::env::set_var(key_var, SECRET);
-    BackendOptions { gemini_base_url: format!("{}/v1beta", server.base), gemini_key_var: key_var.into(), ..test_options(attempts) }
+    BackendOptions {
+        gemini_base_url: format!("{}/v1beta", server.base),
+        gemini_key_var: key_var.into(),
+        ..test_options(attempts)
+    }
 }
 
 #[tokio::test]
@@ -38,7 +42,11 @@ async fn gemini_sends_exact_contents_and_parses_parts() {
     let expected_contents = format!("\"contents\":[{}]", json::to_string(&weird));
     assert!(got.body.contains(&expected_contents), "{}", got.body);
     assert!(got.body.contains(r#""systemInstruction":{"parts":[{"text":"You are terse."}]}"#));
-    assert!(got.body.contains(r#""generationConfig":{"maxOutputTokens":64,"temperature":0.2,"stopSequences":["END"]}"#), "{}", got.body);
+    assert!(
+        got.body.contains(r#""generationConfig":{"maxOutputTokens":64,"temperature":0.2,"stopSequences":["END"]}"#),
+        "{}",
+        got.body
+    );
 }
 
 #[tokio::test]
@@ -102,7 +110,8 @@ async fn request_timeout_is_retried_then_reported() {
 
 #[tokio::test]
 async fn empty_answers_are_retried() {
-    let server = MockServer::start(vec![Reply::json(gemini_answer("  \n")), Reply::json(gemini_answer("second try"))]).await;
+    let server =
+        MockServer::start(vec![Reply::json(gemini_answer("  \n")), Reply::json(gemini_answer("second try"))]).await;
     let model = from_spec("gemini:m", &gemini_opts(&server, "CB_TEST_KEY_G7", 5)).unwrap();
     assert_eq!(model.generate(&request("q")).await.unwrap().text, "second try");
     assert_eq!(server.calls(), 2);
@@ -150,7 +159,8 @@ async fn missing_key_is_a_config_error_without_a_call() {
 
 #[tokio::test]
 async fn unreachable_server_is_a_transport_error() {
-    let opts = BackendOptions { gemini_base_url: "http://127.0.0.1:9".into(), ..gemini_opts_unbound("CB_TEST_KEY_G11") };
+    let opts =
+        BackendOptions { gemini_base_url: "http://127.0.0.1:9".into(), ..gemini_opts_unbound("CB_TEST_KEY_G11") };
     let err = from_spec("gemini:m", &opts).unwrap().generate(&request("q")).await.unwrap_err();
     assert!(matches!(err, LlmError::Transport(_)), "{err:?}");
     assert!(!err.to_string().contains(SECRET));

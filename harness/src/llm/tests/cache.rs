@@ -26,7 +26,11 @@ impl LanguageModel for CountingModel {
     async fn generate(&self, _req: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         tokio::time::sleep(self.delay).await;
-        Ok(LlmResponse { text: format!("answer {n}"), usage: Usage { prompt_tokens: 10, output_tokens: 2, thought_tokens: 0 }, ..Default::default() })
+        Ok(LlmResponse {
+            text: format!("answer {n}"),
+            usage: Usage { prompt_tokens: 10, output_tokens: 2, thought_tokens: 0 },
+            ..Default::default()
+        })
     }
 }
 

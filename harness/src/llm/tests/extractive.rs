@@ -27,14 +27,22 @@ fn agent_history() -> Vec<history::Content> {
 }
 
 fn summary_request(contents: Vec<history::Content>) -> LlmRequest {
-    LlmRequest { system_instruction: Some(TEMPLATE.into()), contents, params: GenerationParams::default(), label: RequestLabel::default() }
+    LlmRequest {
+        system_instruction: Some(TEMPLATE.into()),
+        contents,
+        params: GenerationParams::default(),
+        label: RequestLabel::default(),
+    }
 }
 
 #[test]
 fn reads_sections_from_the_template() {
     let (root, sections) = parse_template(TEMPLATE).unwrap();
     assert_eq!(root, "state_snapshot");
-    assert_eq!(sections, ["overall_goal", "active_constraints", "key_knowledge", "artifact_trail", "recent_actions", "task_state"]);
+    assert_eq!(
+        sections,
+        ["overall_goal", "active_constraints", "key_knowledge", "artifact_trail", "recent_actions", "task_state"]
+    );
     assert!(parse_template("Answer the question.").is_none());
 }
 
@@ -64,9 +72,16 @@ fn fills_a_snapshot_from_the_history() {
 #[test]
 fn verification_repeats_the_previous_snapshot() {
     let mut contents = agent_history();
-    contents.push(history::model_text("scratchpad...\n<state_snapshot>\n    <overall_goal>\n        X\n    </overall_goal>\n</state_snapshot>"));
-    contents.push(history::user_text("Critically evaluate the <state_snapshot> you just generated. Did you omit anything?"));
-    assert_eq!(respond(&summary_request(contents)), "<state_snapshot>\n    <overall_goal>\n        X\n    </overall_goal>\n</state_snapshot>");
+    contents.push(history::model_text(
+        "scratchpad...\n<state_snapshot>\n    <overall_goal>\n        X\n    </overall_goal>\n</state_snapshot>",
+    ));
+    contents.push(history::user_text(
+        "Critically evaluate the <state_snapshot> you just generated. Did you omit anything?",
+    ));
+    assert_eq!(
+        respond(&summary_request(contents)),
+        "<state_snapshot>\n    <overall_goal>\n        X\n    </overall_goal>\n</state_snapshot>"
+    );
 }
 
 #[test]
@@ -87,7 +102,12 @@ async fn answers_with_the_best_matching_passage() {
     let model = from_spec("extractive", &test_options(1)).unwrap();
     let mut contents = agent_history();
     contents.push(history::user_text("Which port was already in use?"));
-    let req = LlmRequest { system_instruction: None, contents, params: GenerationParams::default(), label: RequestLabel::default() };
+    let req = LlmRequest {
+        system_instruction: None,
+        contents,
+        params: GenerationParams::default(),
+        label: RequestLabel::default(),
+    };
     let resp = model.generate(&req).await.unwrap();
     assert!(resp.text.contains("port 8080 already in use"), "{}", resp.text);
     assert_eq!(model.spec(), "extractive");

@@ -6,7 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn reliable(inner: Arc<dyn LanguageModel>, concurrency: usize, attempts: u32) -> (ReliableModel, Arc<UsageLedger>) {
     let ledger = Arc::new(UsageLedger::new());
-    let opts = ReliabilityOptions { retry: fast_retry(attempts), timeout: Some(Duration::from_secs(5)), concurrency, coalesce: true };
+    let opts = ReliabilityOptions {
+        retry: fast_retry(attempts),
+        timeout: Some(Duration::from_secs(5)),
+        concurrency,
+        coalesce: true,
+    };
     (ReliableModel::new(inner, opts, Arc::clone(&ledger)), ledger)
 }
 
@@ -78,7 +83,10 @@ async fn retries_count_and_non_retryable_errors_stop() {
         assert_eq!(model.generate(&request("q")).await.unwrap_err(), fatal);
         assert_eq!(once.requests().len(), 1);
     }
-    let timeout408 = Arc::new(ScriptedModel::with_results(vec![Err(LlmError::Http { status: 408, body: "".into() }), Ok("ok".into())]));
+    let timeout408 = Arc::new(ScriptedModel::with_results(vec![
+        Err(LlmError::Http { status: 408, body: "".into() }),
+        Ok("ok".into()),
+    ]));
     let (model, _) = reliable(timeout408, 1, 5);
     assert_eq!(model.generate(&request("q")).await.unwrap().text, "ok");
 }
@@ -86,7 +94,10 @@ async fn retries_count_and_non_retryable_errors_stop() {
 #[test]
 fn backoff_follows_the_reference_schedule() {
     let p = RetryPolicy::default();
-    assert_eq!((p.max_attempts, p.initial_delay, p.max_delay, p.jitter), (5, Duration::from_secs(5), Duration::from_secs(30), 0.3));
+    assert_eq!(
+        (p.max_attempts, p.initial_delay, p.max_delay, p.jitter),
+        (5, Duration::from_secs(5), Duration::from_secs(30), 0.3)
+    );
     for _ in 0..200 {
         for (retry, base) in [(1u32, 5.0f64), (2, 10.0), (3, 20.0), (4, 30.0), (9, 30.0)] {
             let d = p.delay_for(retry).as_secs_f64();
