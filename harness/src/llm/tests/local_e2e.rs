@@ -12,7 +12,7 @@ fn model_dir() -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_model_is_deterministic() {
-    let mut opts = BackendOptions { model_dir: model_dir(), auto_fetch: true, ..test_options(1) };
+    let mut opts = BackendOptions { model_dir: model_dir(), auto_fetch: true, threads: Some(1), ..test_options(1) };
     opts.reliability.timeout = Some(Duration::from_secs(600));
     let model = from_spec(DEFAULT_MODEL_SPEC, &opts).expect("embedded model loads (fetching it when absent)");
     let mut req = request("Name one primary colour.");
