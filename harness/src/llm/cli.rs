@@ -77,6 +77,9 @@ pub struct AskArgs {
     /// Print token usage and speed on stderr.
     #[arg(long)]
     pub stats: bool,
+    /// Ask the same question N times in a row (for speed measurements; with --stats).
+    #[arg(long, default_value_t = 1, hide = true)]
+    pub repeat: u32,
     /// The question (the user turn).
     pub question: String,
 }
@@ -144,7 +147,11 @@ pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
     };
     let answer = runtime.block_on(async {
         let model = from_spec(&args.model, &opts)?;
-        model.generate(&req).await
+        let mut answer = model.generate(&req).await;
+        for _ in 1..args.repeat {
+            answer = model.generate(&req).await;
+        }
+        answer
     });
     let answer = answer.map_err(llm_failure)?;
     println!("{}", answer.text);

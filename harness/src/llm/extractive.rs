@@ -117,11 +117,9 @@ pub fn parse_template(system: &str) -> Option<(String, Vec<String>)> {
         while let Some(i) = rest.find('<') {
             rest = &rest[i + 1..];
             let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            if !name.is_empty()
-                && rest[name.len()..].starts_with('>')
-                && body.contains(&format!("</{name}>"))
-                && !sections.contains(&name)
-            {
+            let is_section =
+                !name.is_empty() && rest[name.len()..].starts_with('>') && body.contains(&format!("</{name}>"));
+            if is_section && !sections.contains(&name) {
                 sections.push(name);
             }
         }

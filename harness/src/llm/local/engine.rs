@@ -5,7 +5,7 @@
 use super::prompt::{chat_messages, ChatTemplate};
 use super::DEFAULT_MAX_NEW_TOKENS;
 use crate::llm::types::{LlmError, LlmRequest, LlmResponse, Usage};
-use candle_core::quantized::gguf_file;
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::{ModelWeights, MAX_SEQ_LEN};
 use std::collections::HashMap;
@@ -197,6 +197,32 @@ fn tokenizer_from_gguf(ct: &gguf_file::Content) -> Result<Tokenizer, LlmError> {
     Ok(tokenizer)
 }
 
+/// Re-quantises Q4_1 tensors to Q8_0 in an in-memory GGUF. candle has only a scalar Q4_1 dot product
+/// (over 80 % of the time in a profile) but SIMD Q8_0 kernels; Q8_0 holds the Q4_1 values to within
+/// 1/254 of each block's range, and the conversion is deterministic, so answers stay reproducible.
+fn transcode_q4_1(ct: &gguf_file::Content, file: &mut std::fs::File) -> Result<std::io::Cursor<Vec<u8>>, LlmError> {
+    let mut names: Vec<&String> = ct.tensor_infos.keys().collect();
+    names.sort();
+    let mut tensors = Vec::with_capacity(names.len());
+    for name in names {
+        let t = ct.tensor(file, name, &Device::Cpu).map_err(model_err("reading a tensor"))?;
+        let t = if t.dtype() == GgmlDType::Q4_1 {
+            let dense = t.dequantize(&Device::Cpu).map_err(model_err("dequantizing"))?;
+            QTensor::quantize(&dense, GgmlDType::Q8_0).map_err(model_err("re-quantizing"))?
+        } else {
+            t
+        };
+        tensors.push((name.as_str(), t));
+    }
+    let mut metadata: Vec<(&str, &gguf_file::Value)> = ct.metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    metadata.sort_by_key(|(k, _)| *k);
+    let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+    let mut out = std::io::Cursor::new(Vec::new());
+    gguf_file::write(&mut out, &metadata, &refs).map_err(model_err("writing transcoded weights"))?;
+    out.set_position(0);
+    Ok(out)
+}
+
 impl Engine {
     fn load(path: &Path) -> Result<Engine, LlmError> {
         let started = Instant::now();
@@ -215,7 +241,14 @@ impl Engine {
                 }
             }
         }
-        let weights = ModelWeights::from_gguf(ct, &mut file, &Device::Cpu).map_err(model_err("loading weights"))?;
+        let weights = if ct.tensor_infos.values().any(|t| t.ggml_dtype == GgmlDType::Q4_1) {
+            let mut transcoded = transcode_q4_1(&ct, &mut file)?;
+            let ct = gguf_file::Content::read(&mut transcoded).map_err(model_err("re-reading transcoded weights"))?;
+            ModelWeights::from_gguf(ct, &mut transcoded, &Device::Cpu)
+        } else {
+            ModelWeights::from_gguf(ct, &mut file, &Device::Cpu)
+        }
+        .map_err(model_err("loading weights"))?;
         tracing::debug!(path = %path.display(), elapsed = ?started.elapsed(), "embedded model loaded");
         Ok(Engine {
             weights,
@@ -318,24 +351,5 @@ impl Engine {
                 thought_tokens: 0,
             },
         })
-    }
-}
-
-#[cfg(test)]
-mod probe {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn probe_metadata() {
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/SmolLM2-135M-Instruct.Q4_1.gguf"));
-        let mut file = std::fs::File::open(path).unwrap();
-        let ct = gguf_file::Content::read(&mut file).unwrap();
-        for (k, v) in &ct.metadata {
-            let s = format!("{v:?}");
-            println!("{k} = {}", &s[..s.len().min(300)]);
-        }
-        let tok = tokenizer_from_gguf(&ct).unwrap();
-        let enc = tok.encode("<|im_start|>user\nWhat is the capital of France? 1234<|im_end|>\n", false).unwrap();
-        println!("{:?}\n{:?}", enc.get_ids(), enc.get_tokens());
     }
 }
