@@ -9,6 +9,7 @@ use super::{
 use crate::cli::CliError;
 use clap::{Args, Subcommand};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use tabled::{settings::Style, Table, Tabled};
 
@@ -254,9 +255,12 @@ fn load_all(paths: &[PathBuf]) -> Result<(Vec<(PathBuf, Conversation)>, usize), 
 
 fn list_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
     let (loaded, errors) = load_all(paths)?;
+    let mut stdout = std::io::stdout().lock();
     for (f, c) in &loaded {
         let s = ConversationStats::of(c);
-        println!(
+        // A closed pipe (`| head`) ends the listing quietly.
+        let written = writeln!(
+            stdout,
             "{}\t{}\t{}\t{} contents\t{} chars\t{} tokens",
             f.display(),
             c.meta.source,
@@ -265,6 +269,9 @@ fn list_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
             s.characters,
             s.estimated_tokens
         );
+        if written.is_err() {
+            break;
+        }
     }
     if errors > 0 {
         return Err(CliError::bad_input(format!("{errors} file(s) could not be read")).into());

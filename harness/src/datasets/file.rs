@@ -1,6 +1,6 @@
 //! The canonical conversation file: reading, writing and finding them.
 
-use super::layout::{layout_from_value, layout_to_value, Layout};
+use super::layout::Layout;
 use super::{error::utf8, Conversation, ConversationMeta, DatasetError};
 use crate::history;
 use crate::json::{self, JsonPath, Value};
@@ -260,4 +260,41 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, DatasetError> {
         (p, loaded)
     });
     Ok(Dataset { name, dir: dir.to_path_buf(), conversations: conversations.collect() })
+}
+
+/// Layout as a JSON object for the conversation file.
+fn layout_to_value(l: &Layout) -> Value {
+    let mut v = Value::empty_object();
+    v.insert("indent", l.indent.map_or(Value::Null, |n| Value::num(n as f64)));
+    v.insert("itemSeparator", Value::str(&l.item_separator));
+    v.insert("keySeparator", Value::str(&l.key_separator));
+    v.insert("asciiOnly", Value::Bool(l.ascii_only));
+    v.insert("trailingNewline", Value::Bool(l.trailing_newline));
+    v
+}
+
+/// Reads a layout object; `None` when a field is missing or has the wrong type.
+fn layout_from_value(v: &Value) -> Option<Layout> {
+    let indent = match v.get("indent")? {
+        Value::Null => None,
+        n => {
+            let n = n.as_f64()?;
+            if !(0.0..=16.0).contains(&n) || n.fract() != 0.0 {
+                return None;
+            }
+            Some(n as usize)
+        }
+    };
+    let item_separator = v.get("itemSeparator")?.as_str()?.to_string();
+    let key_separator = v.get("keySeparator")?.as_str()?.to_string();
+    if !matches!(item_separator.as_str(), "," | ", ") || !matches!(key_separator.as_str(), ":" | ": ") {
+        return None;
+    }
+    Some(Layout {
+        indent,
+        item_separator,
+        key_separator,
+        ascii_only: v.get("asciiOnly")?.as_bool()?,
+        trailing_newline: v.get("trailingNewline")?.as_bool()?,
+    })
 }

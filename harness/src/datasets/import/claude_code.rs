@@ -79,9 +79,10 @@ fn main_chain(lines: &[Line]) -> Vec<usize> {
     }
     let by_uuid: HashMap<String, usize> = lines.iter().enumerate().filter_map(|(i, l)| Some((uuid(l)?, i))).collect();
     let mut chain = Vec::new();
+    let mut visited = vec![false; lines.len()];
     let mut current = Some(lines.len() - 1);
     while let Some(i) = current {
-        if chain.len() > lines.len() || chain.contains(&i) {
+        if std::mem::replace(&mut visited[i], true) {
             break; // a cycle: malformed parents
         }
         chain.push(i);

@@ -217,3 +217,22 @@ fn stats_count_what_they_say() {
     assert_eq!((s.contents, s.user_turns, s.model_turns, s.tool_calls), (6, 3, 3, 2));
     assert!(s.estimated_tokens > 0 && s.characters > 200 && s.longest_tool_output > 100);
 }
+
+/// Every golden input history, when the shared golden directory is present (it is not part of the repo).
+#[test]
+fn all_golden_histories_round_trip_when_available() {
+    let Ok(entries) = std::fs::read_dir("/work/shared/golden/inputs") else { return };
+    let mut checked = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("case0") && name.ends_with(".history.json")) {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let c = only(Format::GeminiContents.parse(&bytes, &name).unwrap_or_else(|e| panic!("{e}")));
+        assert!(export_history(&c).as_bytes() == bytes.as_slice(), "{name}");
+        checked += 1;
+    }
+    assert!(checked > 0);
+}

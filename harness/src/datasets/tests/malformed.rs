@@ -236,3 +236,11 @@ fn provenance_tables_are_read() {
         ("SWE-agent/SWE-agent", "3ea7", "MIT", "a/b.traj")
     );
 }
+
+#[test]
+fn claude_code_parent_cycle_terminates() {
+    let text = "{\"type\":\"user\",\"uuid\":\"a\",\"parentUuid\":\"b\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n\
+                {\"type\":\"assistant\",\"uuid\":\"b\",\"parentUuid\":\"a\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"y\"}]}}\n";
+    let c = Format::ClaudeCode.parse(text.as_bytes(), "cycle.jsonl").unwrap().conversations.remove(0);
+    assert_eq!(outline(&c), "user:text model:text");
+}
