@@ -320,11 +320,14 @@ impl Engine {
                 break;
             }
             generated.push(next);
-            text = self.decode(&generated)?;
-            if let Some(cut) = req.params.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
-                text.truncate(cut);
-                finish = "STOP";
-                break;
+            // Stop strings can span tokens, so the text is re-decoded; without them it is decoded once at the end.
+            if !req.params.stop.is_empty() {
+                text = self.decode(&generated)?;
+                if let Some(cut) = req.params.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
+                    text.truncate(cut);
+                    finish = "STOP";
+                    break;
+                }
             }
             if generated.len() == budget {
                 break;
@@ -332,6 +335,9 @@ impl Engine {
             let input = Tensor::new(&[next], &Device::Cpu).and_then(|t| t.unsqueeze(0)).map_err(model_err("input"))?;
             logits = Some(self.weights.forward(&input, pos).map_err(model_err("generation pass"))?);
             pos += 1;
+        }
+        if req.params.stop.is_empty() {
+            text = self.decode(&generated)?;
         }
         let decode = decode_started.elapsed();
         tracing::info!(

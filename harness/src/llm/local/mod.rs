@@ -62,37 +62,68 @@ pub fn default_model_dir() -> PathBuf {
 /// Generation length when a request sets no `max_output_tokens`.
 pub const DEFAULT_MAX_NEW_TOKENS: u32 = 256;
 
-/// The embedded model as a [`LanguageModel`].
+/// The embedded model as a [`LanguageModel`]. Weights are fetched and loaded on the first call, so a run
+/// answered entirely from recordings never needs them.
 pub struct LocalModel {
     spec: String,
-    engine: Arc<EngineHandle>,
+    info: &'static EmbeddedModelInfo,
+    model_dir: PathBuf,
+    threads: Option<usize>,
+    auto_fetch: bool,
+    engine: tokio::sync::OnceCell<Arc<EngineHandle>>,
 }
 
 impl LocalModel {
-    /// Opens (fetching first when allowed and missing) the embedded model `name`; the loaded model is shared
-    /// by every `LocalModel` of the process that names the same file.
+    /// The embedded model `name` (checked now; fetched when allowed and missing, then loaded, on first use).
+    /// The loaded model is shared by every `LocalModel` of the process that names the same file.
     pub fn open(name: &str, opts: &BackendOptions) -> Result<Self, LlmError> {
-        let info = embedded_model(name)?;
-        let path = if opts.auto_fetch {
-            ensure_model(info, &opts.model_dir)?
-        } else {
-            let p = model_path(info, &opts.model_dir);
-            if !p.is_file() {
-                return Err(LlmError::Config(format!(
-                    "embedded model file {} is missing; run `compactbench models fetch`",
-                    p.display()
-                )));
-            }
-            p
-        };
-        let engine = engine::shared_engine(&path, opts.threads)?;
-        Ok(LocalModel { spec: format!("local:{name}"), engine })
+        Ok(LocalModel {
+            spec: format!("local:{name}"),
+            info: embedded_model(name)?,
+            model_dir: opts.model_dir.clone(),
+            threads: opts.threads,
+            auto_fetch: opts.auto_fetch,
+            engine: tokio::sync::OnceCell::new(),
+        })
     }
 
-    /// The usable context of the model, in tokens.
-    pub fn context_tokens(&self) -> usize {
-        self.engine.context_tokens()
+    async fn engine(&self) -> Result<&Arc<EngineHandle>, LlmError> {
+        self.engine
+            .get_or_try_init(|| async {
+                let (info, dir, threads, auto_fetch) =
+                    (self.info, self.model_dir.clone(), self.threads, self.auto_fetch);
+                tokio::task::spawn_blocking(move || load_engine(info, &dir, threads, auto_fetch))
+                    .await
+                    .map_err(|e| LlmError::Other(format!("loading the embedded model failed: {e}")))?
+            })
+            .await
     }
+
+    /// The usable context of the model, in tokens (loads the model).
+    pub async fn context_tokens(&self) -> Result<usize, LlmError> {
+        Ok(self.engine().await?.context_tokens())
+    }
+}
+
+fn load_engine(
+    info: &EmbeddedModelInfo,
+    dir: &std::path::Path,
+    threads: Option<usize>,
+    auto_fetch: bool,
+) -> Result<Arc<EngineHandle>, LlmError> {
+    let path = if auto_fetch {
+        ensure_model(info, dir)?
+    } else {
+        let p = model_path(info, dir);
+        if !p.is_file() {
+            return Err(LlmError::Config(format!(
+                "embedded model file {} is missing; run `compactbench models fetch`",
+                p.display()
+            )));
+        }
+        p
+    };
+    engine::shared_engine(&path, threads)
 }
 
 #[async_trait]
@@ -102,10 +133,10 @@ impl LanguageModel for LocalModel {
     }
 
     async fn generate(&self, req: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        self.engine.generate(req.clone()).await
+        self.engine().await?.generate(req.clone()).await
     }
 
     async fn count_tokens(&self, req: &LlmRequest) -> Result<Option<u64>, LlmError> {
-        self.engine.count_prompt_tokens(req.clone()).await.map(Some)
+        self.engine().await?.count_prompt_tokens(req.clone()).await.map(Some)
     }
 }

@@ -220,3 +220,19 @@ fn openai_recordings_do_not_depend_on_the_server_url() {
     assert_eq!(a.cache_identity(), b.cache_identity());
     assert_ne!(a.spec(), b.spec());
 }
+
+#[tokio::test]
+async fn replaying_the_local_model_needs_no_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = BackendOptions {
+        model_dir: dir.path().join("no-models-here"),
+        auto_fetch: false,
+        cache_dir: Some(dir.path().join("rec")),
+        cache_mode: CacheMode::Replay,
+        ..test_options(1)
+    };
+    let model = from_spec(DEFAULT_MODEL_SPEC, &opts).unwrap();
+    let err = model.generate(&request("q")).await.unwrap_err();
+    assert!(matches!(err, LlmError::CacheMiss { .. }), "{err:?}");
+    assert!(!dir.path().join("no-models-here").exists());
+}
