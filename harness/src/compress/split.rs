@@ -174,3 +174,59 @@ fn advance(contents: &[Content], mut idx: usize, skip_tool_turns: bool) -> usize
     }
     idx
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{model_text as m, user_text as u};
+    use crate::json::parse_str;
+
+    fn fr() -> Content {
+        parse_str(r#"{"role":"user","parts":[{"functionResponse":{"name":"ls","response":{"output":"x"}}}]}"#).unwrap()
+    }
+
+    fn fc() -> Content {
+        parse_str(r#"{"role":"model","parts":[{"functionCall":{"name":"ls","args":{}}}]}"#).unwrap()
+    }
+
+    #[test]
+    fn historical_variants_differ_where_the_spec_says() {
+        let h: Vec<Content> = vec![u("a"), m("b"), u("c"), fc(), fr(), m("d"), u("e"), m("f")];
+        let sizes: Vec<usize> = h.iter().map(json::jslen).collect();
+        let total: usize = sizes.iter().sum();
+        assert_eq!(SplitVariant::None.split(&h, 0.7).unwrap(), h.len());
+        // 2025-07-07: first index whose cumulative size including it reaches 70 %, then forward to a user turn.
+        let target = total as f64 * 0.7;
+        let mut cum = 0;
+        let first = sizes.iter().position(|s| {
+            cum += s;
+            cum as f64 >= target
+        });
+        let mut expect = first.unwrap();
+        while expect < h.len() && !history::is_user(&h[expect]) {
+            expect += 1;
+        }
+        assert_eq!(SplitVariant::V20250707.split(&h, 0.7).unwrap(), expect);
+        // 2025-07-14 skips the functionResponse turn the 07-07 variant could stop at.
+        let at_tool = vec![u("a"), fc(), fr(), m("d"), u("e")];
+        let s0707 = SplitVariant::V20250707.split(&at_tool, 0.5).unwrap();
+        let s0714 = SplitVariant::V20250714.split(&at_tool, 0.5).unwrap();
+        assert!(history::is_user(&at_tool[s0707]));
+        assert!(s0714 == at_tool.len() || !history::has_function_response(&at_tool[s0714]));
+        assert_eq!(s0714, 4);
+        assert_eq!(s0707, 2);
+        // The candidate rule: ending with a model text turn allows compressing everything in both variants.
+        assert_eq!(SplitVariant::V20250918.split(&h, 0.99).unwrap(), h.len());
+        assert_eq!(SplitVariant::Current.split(&h, 0.99).unwrap(), h.len());
+        // Counting the current item (2025-09-18) or not (current) moves the split on [60, 140, model].
+        let a = u(&"a".repeat(23));
+        let b = u(&"b".repeat(103));
+        assert_eq!((json::jslen(&a), json::jslen(&b)), (60, 140));
+        let h2 = vec![a, b, m("z")];
+        assert_ne!(SplitVariant::V20250918.split(&h2, 0.2).unwrap(), SplitVariant::Current.split(&h2, 0.2).unwrap());
+        for v in SplitVariant::ALL {
+            assert_eq!(v.name().parse::<SplitVariant>().unwrap(), v);
+            assert!(v.split(&h, 1.0).is_err());
+        }
+    }
+}

@@ -469,6 +469,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn last_lines_placeholder_of_2026_01_18() {
+        let many: String = (1..=40).map(|i| format!("line {i}\n")).collect::<String>() + &"x".repeat(1200);
+        let p = format_last_lines(&JsStr::new(&many), "/t/shell_1.txt").to_string();
+        assert!(p.starts_with("Output too large. Showing the last 30 of 41 lines (some long lines truncated). For full output see: /t/shell_1.txt\n...\nline 11\n"));
+        assert!(p.ends_with(&format!("{}... [LINE WIDTH TRUNCATED]", "x".repeat(1000))));
+        let one = format_last_lines(&JsStr::new(&"y".repeat(5000)), "/t/a.txt").to_string();
+        assert_eq!(one, format!("Output too large. Showing the last 4,000 characters of the output. For full output see: /t/a.txt\n...{}", "y".repeat(4000)));
+        // Its file names: lower-case alphanumerics only, no de-duplication of the tool prefix.
+        assert_eq!(file_name("Run-Shell", "run-shell_1", Sanitizer::LowerAlnum, false), "run_shell_run_shell_1.txt");
+    }
+
+    #[test]
     fn grouping() {
         assert_eq!(en_us_grouping(0), "0");
         assert_eq!(en_us_grouping(999), "999");
