@@ -14,6 +14,7 @@ pub mod inspect;
 pub mod json;
 pub mod llm;
 pub mod models;
+mod named;
 pub mod replay;
 pub mod report;
 pub mod sweep;

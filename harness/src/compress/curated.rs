@@ -38,35 +38,46 @@ pub fn extract_curated_history(turns: &[Content]) -> Vec<Content> {
     out
 }
 
-/// `stripThoughts` then `coalesceConsecutiveRoles`.
-pub fn strip_thoughts_and_coalesce(turns: Vec<Content>) -> Vec<Content> {
-    let mut stripped: Vec<Content> = Vec::with_capacity(turns.len());
-    for mut c in turns {
-        if let Some(Value::Array(parts)) = c.get_mut("parts") {
-            let had_thoughts = parts.iter().any(history::is_thought);
-            parts.retain(|p| !history::is_thought(p));
-            if had_thoughts {
-                if let Some(fc) = parts.iter_mut().find(|p| history::function_call(p).is_some()) {
-                    if fc.get("thoughtSignature").is_none() {
-                        fc.insert("thoughtSignature", Value::str("skip_thought_signature_validator"));
-                    }
-                }
-            }
-            if parts.is_empty() {
-                continue;
+/// `stripThoughts` for one Content: removes thought parts and, in a turn that had some, marks the first
+/// remaining function call with the skip signature. Returns false when the turn is left with no parts
+/// (such turns are dropped; a turn without a `parts` key is kept).
+pub fn strip_thoughts(c: &mut Content) -> bool {
+    let Some(Value::Array(parts)) = c.get_mut("parts") else { return true };
+    let had_thoughts = parts.iter().any(history::is_thought);
+    parts.retain(|p| !history::is_thought(p));
+    if had_thoughts {
+        if let Some(fc) = parts.iter_mut().find(|p| history::function_call(p).is_some()) {
+            if fc.get("thoughtSignature").is_none() {
+                fc.insert("thoughtSignature", Value::str("skip_thought_signature_validator"));
             }
         }
-        stripped.push(c);
     }
-    let mut out: Vec<Content> = Vec::with_capacity(stripped.len());
-    for c in stripped {
+    !parts.is_empty()
+}
+
+/// `coalesceConsecutiveRoles` for one step: appends `c`'s parts to `prev` when both have the same role.
+/// Returns false (and leaves `prev` alone) when the roles differ.
+pub fn coalesce_into(prev: &mut Content, c: &Content) -> bool {
+    if history::role(prev) != history::role(c) {
+        return false;
+    }
+    let extra: Vec<Value> = history::parts(c).to_vec();
+    match prev.get_mut("parts") {
+        Some(Value::Array(p)) => p.extend(extra),
+        _ => prev.insert("parts", Value::Array(extra)),
+    }
+    true
+}
+
+/// `stripThoughts` then `coalesceConsecutiveRoles`.
+pub fn strip_thoughts_and_coalesce(turns: Vec<Content>) -> Vec<Content> {
+    let mut out: Vec<Content> = Vec::with_capacity(turns.len());
+    for mut c in turns {
+        if !strip_thoughts(&mut c) {
+            continue;
+        }
         if let Some(prev) = out.last_mut() {
-            if history::role(prev) == history::role(&c) {
-                let extra: Vec<Value> = history::parts(&c).to_vec();
-                match prev.get_mut("parts") {
-                    Some(Value::Array(p)) => p.extend(extra),
-                    _ => prev.insert("parts", Value::Array(extra)),
-                }
+            if coalesce_into(prev, &c) {
                 continue;
             }
         }

@@ -3,8 +3,6 @@
 use crate::history::{self, Content};
 use crate::json;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("Fraction must be between 0 and 1")]
@@ -30,27 +28,16 @@ pub enum SplitVariant {
     Current,
 }
 
+crate::named::named_variants!(SplitVariant, "split variant", {
+    None => "none",
+    V20250707 => "2025-07-07",
+    V20250714 => "2025-07-14",
+    V20250910 => "2025-09-10",
+    V20250918 => "2025-09-18",
+    Current => "current",
+});
+
 impl SplitVariant {
-    pub const ALL: [SplitVariant; 6] = [
-        SplitVariant::None,
-        SplitVariant::V20250707,
-        SplitVariant::V20250714,
-        SplitVariant::V20250910,
-        SplitVariant::V20250918,
-        SplitVariant::Current,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SplitVariant::None => "none",
-            SplitVariant::V20250707 => "2025-07-07",
-            SplitVariant::V20250714 => "2025-07-14",
-            SplitVariant::V20250910 => "2025-09-10",
-            SplitVariant::V20250918 => "2025-09-18",
-            SplitVariant::Current => "current",
-        }
-    }
-
     /// Index of the oldest Content to keep: `contents[..idx]` is summarised, `contents[idx..]` kept.
     pub fn split(self, contents: &[Content], fraction: f64) -> Result<usize, FractionError> {
         if fraction <= 0.0 || fraction >= 1.0 || fraction.is_nan() {
@@ -64,35 +51,6 @@ impl SplitVariant {
             SplitVariant::V20250918 => candidate_split(contents, fraction, true),
             SplitVariant::Current => candidate_split(contents, fraction, false),
         })
-    }
-}
-
-impl fmt::Display for SplitVariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for SplitVariant {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        SplitVariant::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
-            let names: Vec<_> = SplitVariant::ALL.iter().map(|v| v.name()).collect();
-            format!("unknown split variant `{s}` (expected one of: {})", names.join(", "))
-        })
-    }
-}
-
-impl TryFrom<String> for SplitVariant {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<SplitVariant> for String {
-    fn from(v: SplitVariant) -> String {
-        v.name().to_string()
     }
 }
 
@@ -224,7 +182,7 @@ mod tests {
         assert_eq!((json::jslen(&a), json::jslen(&b)), (60, 140));
         let h2 = vec![a, b, m("z")];
         assert_ne!(SplitVariant::V20250918.split(&h2, 0.2).unwrap(), SplitVariant::Current.split(&h2, 0.2).unwrap());
-        for v in SplitVariant::ALL {
+        for &v in SplitVariant::ALL {
             assert_eq!(v.name().parse::<SplitVariant>().unwrap(), v);
             assert!(v.split(&h, 1.0).is_err());
         }

@@ -7,9 +7,7 @@ use crate::json::{self, JsStr, Value};
 use crate::tokens::Estimator;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 pub const COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET: u64 = 50_000;
 pub const DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD: i64 = 40_000;
@@ -55,29 +53,17 @@ struct Rules {
     dedupe_prefix: bool,
 }
 
+crate::named::named_variants!(TruncationVariant, "truncation variant", {
+    None => "none",
+    V20260118 => "2026-01-18",
+    V20260129 => "2026-01-29",
+    V20260205 => "2026-02-05",
+    V20260206Dir => "2026-02-06-dir",
+    V20260206HeadTail => "2026-02-06-head-tail",
+    Current => "current",
+});
+
 impl TruncationVariant {
-    pub const ALL: [TruncationVariant; 7] = [
-        TruncationVariant::None,
-        TruncationVariant::V20260118,
-        TruncationVariant::V20260129,
-        TruncationVariant::V20260205,
-        TruncationVariant::V20260206Dir,
-        TruncationVariant::V20260206HeadTail,
-        TruncationVariant::Current,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            TruncationVariant::None => "none",
-            TruncationVariant::V20260118 => "2026-01-18",
-            TruncationVariant::V20260129 => "2026-01-29",
-            TruncationVariant::V20260205 => "2026-02-05",
-            TruncationVariant::V20260206Dir => "2026-02-06-dir",
-            TruncationVariant::V20260206HeadTail => "2026-02-06-head-tail",
-            TruncationVariant::Current => "current",
-        }
-    }
-
     fn rules(self) -> Option<Rules> {
         let r = |placeholder, dir, sanitizer, dedupe_prefix| Some(Rules { placeholder, dir, sanitizer, dedupe_prefix });
         use Placeholder::*;
@@ -91,35 +77,6 @@ impl TruncationVariant {
             TruncationVariant::V20260206HeadTail => r(HeadTail, TOOL_OUTPUTS_DIR, KeepDashUnderscore, false),
             TruncationVariant::Current => r(HeadTail, TOOL_OUTPUTS_DIR, KeepDashUnderscore, true),
         }
-    }
-}
-
-impl fmt::Display for TruncationVariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for TruncationVariant {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        TruncationVariant::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
-            let names: Vec<_> = TruncationVariant::ALL.iter().map(|v| v.name()).collect();
-            format!("unknown truncation variant `{s}` (expected one of: {})", names.join(", "))
-        })
-    }
-}
-
-impl TryFrom<String> for TruncationVariant {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<TruncationVariant> for String {
-    fn from(v: TruncationVariant) -> String {
-        v.name().to_string()
     }
 }
 
@@ -472,7 +429,10 @@ mod tests {
     fn last_lines_placeholder_of_2026_01_18() {
         let many: String = (1..=40).map(|i| format!("line {i}\n")).collect::<String>() + &"x".repeat(1200);
         let p = format_last_lines(&JsStr::new(&many), "/t/shell_1.txt").to_string();
-        assert!(p.starts_with("Output too large. Showing the last 30 of 41 lines (some long lines truncated). For full output see: /t/shell_1.txt\n...\nline 11\n"));
+        assert!(
+            p.starts_with("Output too large. Showing the last 30 of 41 lines (some long lines truncated). For full output see: /t/shell_1.txt\n...\nline 12\n"),
+            "{p}"
+        );
         assert!(p.ends_with(&format!("{}... [LINE WIDTH TRUNCATED]", "x".repeat(1000))));
         let one = format_last_lines(&JsStr::new(&"y".repeat(5000)), "/t/a.txt").to_string();
         assert_eq!(one, format!("Output too large. Showing the last 4,000 characters of the output. For full output see: /t/a.txt\n...{}", "y".repeat(4000)));

@@ -13,7 +13,7 @@ pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
 pub use strategy::{CompressorSession, Strategy, StrategySpec, TurnInput, TurnOutcome};
 
 use crate::compress::callers::{overflow_check, OverflowGuard};
-use crate::compress::CompressionStatus;
+use crate::compress::{curated, CompressionStatus};
 use crate::history::{self, Content};
 use crate::json::Value;
 use crate::llm::LanguageModel;
@@ -108,28 +108,12 @@ impl Stored {
     /// Appends with the curated-history rules applied incrementally.
     fn push(&mut self, c: &Content) {
         let mut c = c.clone();
-        if let Some(Value::Array(parts)) = c.get_mut("parts") {
-            let had_thoughts = parts.iter().any(history::is_thought);
-            parts.retain(|p| !history::is_thought(p));
-            if had_thoughts {
-                if let Some(fc) = parts.iter_mut().find(|p| history::function_call(p).is_some()) {
-                    if fc.get("thoughtSignature").is_none() {
-                        fc.insert("thoughtSignature", Value::str("skip_thought_signature_validator"));
-                    }
-                }
-            }
-            if parts.is_empty() {
-                return;
-            }
+        if !curated::strip_thoughts(&mut c) {
+            return;
         }
         if let Some(last) = self.contents.last_mut() {
-            if history::role(last) == history::role(&c) {
-                let extra = history::parts(&c).to_vec();
-                match last.get_mut("parts") {
-                    Some(Value::Array(p)) => p.extend(extra),
-                    _ => last.insert("parts", Value::Array(extra)),
-                }
-                let (e, t) = self.measure(self.contents.last().expect("just matched"));
+            if curated::coalesce_into(last, &c) {
+                let (e, t) = self.measure(self.contents.last().expect("just merged"));
                 *self.est.last_mut().expect("aligned") = e;
                 *self.tik.last_mut().expect("aligned") = t;
                 return;

@@ -513,7 +513,8 @@ mod tests {
         .unwrap();
         let points = cfg.points().unwrap();
         let count = |s: &str| points.iter().filter(|p| p.strategy.kind() == s).count();
-        assert_eq!((count("gemini"), count("none"), count("observation-masking")), (8, 1, 1));
+        // 2 thresholds × (v5 with and without verification + v2, which has no verification pass) = 6.
+        assert_eq!((count("gemini"), count("none"), count("observation-masking")), (6, 1, 1));
         let ids: std::collections::BTreeSet<_> = points.iter().map(|p| &p.id).collect();
         assert_eq!(ids.len(), points.len());
         // Stable ids: the same config gives the same points.

@@ -3,8 +3,6 @@
 use crate::history::{self, Content};
 use crate::json::{self, JsStr, Value};
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 pub const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
 pub const NON_ASCII_TOKENS_PER_CHAR: f64 = 1.5;
@@ -36,31 +34,18 @@ pub enum Estimator {
     Current,
 }
 
+crate::named::named_variants!(Estimator, "estimator", {
+    ContentJslen => "content-jslen",
+    V20251126 => "2025-11-26",
+    V20260106 => "2026-01-06",
+    V20260114 => "2026-01-14",
+    V20260116 => "2026-01-16",
+    V20260130 => "2026-01-30",
+    V20260501 => "2026-05-01",
+    Current => "current",
+});
+
 impl Estimator {
-    pub const ALL: [Estimator; 8] = [
-        Estimator::ContentJslen,
-        Estimator::V20251126,
-        Estimator::V20260106,
-        Estimator::V20260114,
-        Estimator::V20260116,
-        Estimator::V20260130,
-        Estimator::V20260501,
-        Estimator::Current,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Estimator::ContentJslen => "content-jslen",
-            Estimator::V20251126 => "2025-11-26",
-            Estimator::V20260106 => "2026-01-06",
-            Estimator::V20260114 => "2026-01-14",
-            Estimator::V20260116 => "2026-01-16",
-            Estimator::V20260130 => "2026-01-30",
-            Estimator::V20260501 => "2026-05-01",
-            Estimator::Current => "current",
-        }
-    }
-
     fn rules(self) -> Rules {
         let base = Rules {
             per_code_point: false,
@@ -138,35 +123,6 @@ impl Estimator {
         }
         let ascii = (len16 - non_ascii16) as f64;
         (ascii * r.ascii_weight(cpt) + non_ascii16 as f64 * r.non_ascii).floor() as u64
-    }
-}
-
-impl fmt::Display for Estimator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Estimator {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Estimator::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Estimator::ALL.iter().map(|e| e.name()).collect();
-            format!("unknown estimator `{s}` (expected one of: {})", names.join(", "))
-        })
-    }
-}
-
-impl TryFrom<String> for Estimator {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<Estimator> for String {
-    fn from(e: Estimator) -> String {
-        e.name().to_string()
     }
 }
 

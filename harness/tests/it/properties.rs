@@ -131,7 +131,7 @@ proptest! {
         if history::validate_shape(&v).is_ok() {
             let h = v.as_array().unwrap();
             let _ = find_compress_split_point(h, 0.5);
-            for e in Estimator::ALL { let _ = e.history(h); }
+            for &e in Estimator::ALL { let _ = e.history(h); }
             let settings = TruncationSettings { variant: TruncationVariant::Current, budget: 0, max_chars: 0, estimator: Estimator::Current };
             let mut ids = 0;
             let _ = truncate_history_to_budget(h, &settings, &mut ids, &mut MemoryToolOutputStore::new("/t"));

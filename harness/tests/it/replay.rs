@@ -9,9 +9,7 @@ use compactbench::tokens::Estimator;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
+use crate::support::repo;
 
 fn conversation(rel: &str) -> datasets::Conversation {
     datasets::load_conversation(&repo().join(rel)).unwrap()

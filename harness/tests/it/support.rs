@@ -3,6 +3,11 @@
 use compactbench::json::{self, Value};
 use std::path::{Path, PathBuf};
 
+/// The repository root (the shipped datasets live there).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("harness is inside the workspace").to_path_buf()
+}
+
 pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }

@@ -1,0 +1,48 @@
+//! Enums whose values are named by strings in configs and on the command line (`current`, `2025-09-27`, …).
+
+/// Implements `name()`, `ALL`, `Display`, `FromStr` (with an error listing the names) and the serde string
+/// conversions for an enum of named variants. `$what` names the kind in error messages.
+macro_rules! named_variants {
+    ($ty:ident, $what:literal, { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $ty::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
+                    let names: Vec<_> = $ty::ALL.iter().map(|v| v.name()).collect();
+                    format!(concat!("unknown ", $what, " `{}` (expected one of: {})"), s, names.join(", "))
+                })
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                s.parse()
+            }
+        }
+
+        impl From<$ty> for String {
+            fn from(v: $ty) -> String {
+                v.name().to_string()
+            }
+        }
+    };
+}
+
+pub(crate) use named_variants;
