@@ -6,7 +6,7 @@ use std::path::Path;
 
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::{RangedCoordf64, RangedCoordu32};
-use plotters::coord::Shift;
+use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -67,7 +67,11 @@ fn anchored(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
     font(size).pos(Pos::new(h, v))
 }
 
-fn text_width<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str, style: &TextStyle) -> DrawResult<i32>
+fn text_width<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    text: &str,
+    style: &TextStyle,
+) -> DrawResult<i32>
 where
     DB::ErrorType: 'static,
 {
@@ -75,8 +79,8 @@ where
 }
 
 /// `text`, shortened with an ellipsis until it is at most `max_w` pixels wide.
-fn fit<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
+fn fit<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
     text: &str,
     style: &TextStyle,
     max_w: i32,
@@ -88,13 +92,18 @@ where
         return Ok(text.to_string());
     }
     let chars: Vec<char> = text.chars().collect();
-    for keep in (0..chars.len()).rev() {
-        let candidate: String = chars[..keep].iter().collect::<String>().trim_end().to_string() + "…";
-        if text_width(area, &candidate, style)? <= max_w {
-            return Ok(candidate);
+    let shortened = |keep: usize| chars[..keep].iter().collect::<String>().trim_end().to_string() + "…";
+    // The longest prefix that fits (width grows with the prefix), by bisection.
+    let (mut lo, mut hi) = (0, chars.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if text_width(area, &shortened(mid), style)? <= max_w {
+            lo = mid;
+        } else {
+            hi = mid - 1;
         }
     }
-    Ok("…".into())
+    Ok(shortened(lo))
 }
 
 /// Draws a point marker centred on the pixel `at` (in `area`'s coordinates).
@@ -204,7 +213,7 @@ where
         widest = widest.max(text_width(root, &label, &text_style)?);
         labels.push(label);
     }
-    let panel_w = (widest + 58).max(120);
+    let panel_w = (widest + 68).max(120);
     let (chart, panel) = area.split_horizontally(w as i32 - panel_w);
     let (_, panel_h) = panel.dim_in_pixel();
     let fits = ((panel_h as i32 - CHART_MARGIN_TOP - 10) / LEGEND_ROW).max(1) as usize;
@@ -274,6 +283,10 @@ fn mesh<DB: DrawingBackend, Y: Ranged + ValueFormatter<Y::ValueType>>(
 where
     DB::ErrorType: 'static,
 {
+    let (w, h) = chart.plotting_area().dim_in_pixel();
+    let desc = font(style::DESC_SIZE);
+    let x_desc = fit(chart.plotting_area(), x_desc, &desc, w as i32)?;
+    let y_desc = fit(chart.plotting_area(), y_desc, &desc, h as i32)?;
     chart
         .configure_mesh()
         .x_labels(10)
@@ -282,7 +295,7 @@ where
         .y_label_formatter(yf)
         .x_desc(x_desc)
         .y_desc(y_desc)
-        .axis_desc_style(font(style::DESC_SIZE))
+        .axis_desc_style(desc.clone())
         .label_style(font(style::TICK_SIZE))
         .bold_line_style(style::GRID)
         .light_line_style(style::GRID_LIGHT)
@@ -341,6 +354,10 @@ fn overlaps(a: &Rect, b: &Rect) -> bool {
     a.0 .0 < b.1 .0 && b.0 .0 < a.1 .0 && a.0 .1 < b.1 .1 && b.0 .1 < a.1 .1
 }
 
+fn contains(r: &Rect, p: (i32, i32)) -> bool {
+    p.0 >= r.0 .0 && p.0 <= r.1 .0 && p.1 >= r.0 .1 && p.1 <= r.1 .1
+}
+
 fn inside(a: &Rect, outer: &Rect) -> bool {
     a.0 .0 >= outer.0 .0 && a.0 .1 >= outer.0 .1 && a.1 .0 <= outer.1 .0 && a.1 .1 <= outer.1 .1
 }
@@ -361,7 +378,8 @@ where
         }
     }
     for (i, pts) in series.iter().enumerate() {
-        if with_markers || pts.len() == 1 {
+        let single = pts.iter().all(|p| *p == pts[0]);
+        if with_markers || single {
             let r = if pts.len() > 80 { 2 } else { 4 };
             for p in pts {
                 marker(root, chart.backend_coord(p), style::shape(i), r, colour(i))?;
@@ -536,6 +554,16 @@ impl Figure for Pareto<'_> {
         // Labels: front first, each at the first of a few spots around its point that stays inside
         // the plot and clear of other labels and points; else at the least crowded spot.
         let bounds = plot_rect(&chart);
+        // The front line, sampled every few pixels, so labels keep off it too.
+        let front_px: Vec<(i32, i32)> = front.iter().map(|&i| chart.backend_coord(&pts[i])).collect();
+        let front_samples: Vec<(i32, i32)> = front_px
+            .windows(2)
+            .flat_map(|w| {
+                let (a, b) = (w[0], w[1]);
+                let n = ((b.0 - a.0).abs().max((b.1 - a.1).abs()) / 3).clamp(1, 2000);
+                (0..=n).map(move |t| (a.0 + (b.0 - a.0) * t / n, a.1 + (b.1 - a.1) * t / n))
+            })
+            .collect();
         let point_boxes: Vec<Rect> = px.iter().map(|&(x, y)| ((x - 6, y - 6), (x + 6, y + 6))).collect();
         let mut order: Vec<usize> = (0..finite.len()).collect();
         order.sort_by_key(|&k| !on_front(finite[k]));
@@ -564,7 +592,8 @@ impl Figure for Pareto<'_> {
             let crowding = |r: &Rect| {
                 let labels = placed.iter().filter(|p| overlaps(p, r)).count();
                 let points = point_boxes.iter().enumerate().filter(|(j, p)| *j != k && overlaps(p, r)).count();
-                labels * 3 + points + if inside(r, &bounds) { 0 } else { 100 }
+                let line = front_samples.iter().filter(|p| contains(r, **p)).count().min(3);
+                labels * 3 + points + line + if inside(r, &bounds) { 0 } else { 100 }
             };
             let best = spots.iter().min_by_key(|s| crowding(&s.3)).copied().unwrap_or(spots[0]);
             root.draw(&Text::new(text, best.0, base.pos(Pos::new(best.1, best.2))))?;
@@ -581,7 +610,8 @@ pub struct Histogram<'a> {
     pub bins: usize,
 }
 
-const MAX_BINS: usize = 10_000;
+/// More bins than pixels across would draw nothing more.
+const MAX_BINS: usize = 1_000;
 
 impl Figure for Histogram<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
@@ -643,22 +673,16 @@ impl Figure for Histogram<'_> {
         }
         let edge = |k: usize| lo + width * k as f64;
         let bar = colour(0);
-        chart.draw_series(
-            counts
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| c > 0)
-                .map(|(k, &c)| Rectangle::new([(edge(k), 0), (edge(k + 1), c)], bar.filled())),
-        )?;
+        // Bars in pixels, at least one pixel wide so that narrow bins stay visible.
         let bar_px = ((px1 - px0) as f64 * width / (x.1 - x.0)) as i32;
-        if bar_px >= 6 {
-            chart.draw_series(
-                counts
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &c)| c > 0)
-                    .map(|(k, &c)| Rectangle::new([(edge(k), 0), (edge(k + 1), c)], WHITE.stroke_width(1))),
-            )?;
+        for (k, &c) in counts.iter().enumerate().filter(|(_, &c)| c > 0) {
+            let (x0, y0) = chart.backend_coord(&(edge(k), c));
+            let (x1, y1) = chart.backend_coord(&(edge(k + 1), 0));
+            let x1 = x1.max(x0 + 1);
+            root.draw(&Rectangle::new([(x0, y0), (x1, y1)], bar.filled()))?;
+            if bar_px >= 6 {
+                root.draw(&Rectangle::new([(x0, y0), (x1, y1)], WHITE.stroke_width(1)))?;
+            }
         }
         let label = anchored(style::NOTE_SIZE, HPos::Center, VPos::Bottom);
         for (k, &c) in counts.iter().enumerate() {
@@ -736,7 +760,7 @@ impl Figure for Heatmap<'_> {
         let (vlo, vhi) = bounds.unwrap_or((0.0, 1.0));
         let t_of = |v: f64| if vhi > vlo { (v - vlo) / (vhi - vlo) } else { 0.5 };
 
-        let cell_font = (ch * 0.32).min(cw / 4.5).clamp(8.0, 18.0);
+        let cell_font = (ch * 0.35).min(cw / 4.0).clamp(8.0, 22.0);
         let cell_style = anchored(cell_font, HPos::Center, VPos::Center);
         for r in 0..rows {
             for c in 0..cols {

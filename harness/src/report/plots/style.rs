@@ -134,10 +134,28 @@ fn scale(a: f64) -> (f64, &'static str) {
     }
 }
 
+/// Too large or too small for the compact form.
+fn needs_sci(v: f64) -> bool {
+    let a = v.abs();
+    a != 0.0 && !(1e-4..1e15).contains(&a)
+}
+
+/// Scientific notation with three significant digits (`1.5e-7`).
+fn sci(v: f64) -> String {
+    let rounded: f64 = format!("{v:.2e}").parse().unwrap_or(v);
+    format!("{rounded:e}")
+}
+
 /// A tick label: compact (`12k`, `1.5M`) with as many decimals as ticks `step` apart need.
 pub fn tick(v: f64, step: f64) -> String {
     if !v.is_finite() {
         return String::new();
+    }
+    if v.abs() <= step.abs() * 1e-6 {
+        return "0".into();
+    }
+    if needs_sci(v) {
+        return sci(v);
     }
     let (div, suffix) = scale(v.abs());
     let s = (step / div).abs();
@@ -154,6 +172,9 @@ pub fn tick(v: f64, step: f64) -> String {
 pub fn value(v: f64) -> String {
     if !v.is_finite() {
         return String::new();
+    }
+    if needs_sci(v) {
+        return sci(v);
     }
     let (div, suffix) = scale(v.abs());
     let x = v / div;
@@ -213,6 +234,10 @@ mod tests {
         assert_eq!(value(0.0), "0");
         assert_eq!(value(-0.0123), "-0.0123");
         assert_eq!(value(f64::NAN), "");
+        assert_eq!(tick(1e-17, 0.1), "0");
+        assert_eq!(tick(2e-300, 1e-300), "2e-300");
+        assert_eq!(tick(-1.2345e300, 1e299), "-1.23e300");
+        assert_eq!(value(0.00001234), "1.23e-5");
     }
 
     #[test]
