@@ -159,7 +159,11 @@ pub fn tick(v: f64, step: f64) -> String {
     }
     let (div, suffix) = scale(v.abs());
     let s = (step / div).abs();
-    let decimals = if !(s > 0.0) || s >= 1.0 || !s.is_finite() { 0 } else { ((-s.log10()).ceil() as usize + 1).min(8) };
+    let decimals = if s.is_nan() || s <= 0.0 || s >= 1.0 || !s.is_finite() {
+        0
+    } else {
+        ((-s.log10()).ceil() as usize + 1).min(8)
+    };
     let body = trim_zeros(format!("{:.*}", decimals, v / div));
     if body == "0" {
         body
