@@ -1,0 +1,308 @@
+//! Every plot kind rendered to PNG and SVG in a temp dir, checked as files, as images and as SVG text.
+//! Set `COMPACTBENCH_PLOT_EXAMPLES=<dir>` to keep the example plots for looking at.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// Deterministic pseudo-random numbers in [0, 1) (an LCG), so the examples need no `rand` seed setup.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// A sawtooth per strategy over 60 requests, with 4 compression events in all.
+fn timeline_data() -> (Vec<Series>, Vec<Marker>) {
+    let mut series = Vec::new();
+    let mut markers = Vec::new();
+    let strategies = [("none", f64::INFINITY, 1.0), ("summary-50%", 90_000.0, 0.5), ("llm-compact", 120_000.0, 0.3)];
+    for (s, &(name, limit, keep)) in strategies.iter().enumerate() {
+        let mut ctx = 4_000.0;
+        let mut points = Vec::new();
+        for i in 0..60 {
+            ctx += 2_200.0 + (i % 7) as f64 * 300.0;
+            if ctx > limit {
+                ctx *= keep;
+                markers.push(Marker { x: i as f64, series: s, label: format!("#{}", markers.len() + 1) });
+            }
+            points.push((i as f64, ctx));
+        }
+        series.push(Series { name: name.into(), points });
+    }
+    assert_eq!(markers.len(), 4, "the example should have 4 events");
+    (series, markers)
+}
+
+fn lines_data() -> Vec<Series> {
+    ["default prompt", "terse prompt", "structured prompt"]
+        .iter()
+        .enumerate()
+        .map(|(v, name)| Series {
+            name: (*name).into(),
+            points: [0.5, 0.6, 0.7, 0.8, 0.9]
+                .iter()
+                .map(|&t| (t, 0.15 + 0.1 * v as f64 + 0.5 * (t - 0.5) * (1.0 - 0.2 * v as f64)))
+                .collect(),
+        })
+        .collect()
+}
+
+fn heatmap_data() -> (Vec<String>, Vec<String>, Vec<Vec<Option<f64>>>) {
+    let x = vec!["0.5".to_string(), "0.7".into(), "0.9".into()];
+    let y = vec!["none".to_string(), "truncate-middle".into(), "summary".into(), "llm-compact".into()];
+    let v = vec![
+        vec![Some(0.0), Some(0.0), Some(0.0)],
+        vec![Some(0.31), Some(0.42), Some(0.55)],
+        vec![Some(0.28), None, Some(0.61)],
+        vec![Some(0.12), Some(0.37), Some(0.48)],
+    ];
+    (x, y, v)
+}
+
+fn pareto_data() -> Vec<(String, f64, f64)> {
+    // A trade-off: more tokens kept, more retained, minus noise (so some configs are dominated).
+    let mut rng = Lcg(7);
+    (0..10)
+        .map(|i| {
+            let x = 0.25 + 0.7 * rng.next();
+            let y = 0.5 + 0.45 * ((x - 0.25) / 0.7).sqrt() - 0.15 * rng.next();
+            (format!("cfg-{i}"), x, y)
+        })
+        .collect()
+}
+
+fn histogram_data() -> Vec<f64> {
+    let mut rng = Lcg(42);
+    (0..200).map(|_| -0.3 + 0.9 * (rng.next() + rng.next() + rng.next()) / 3.0).collect()
+}
+
+/// Renders every example into `dir`; returns (files, expected title, expected texts in the SVG).
+fn render_all(dir: &Path) -> Vec<(PlotFiles, Vec<String>)> {
+    let mut out = Vec::new();
+    let (series, markers) = timeline_data();
+    let files = timeline(dir, "timeline", "Context per request", &series, &markers).unwrap();
+    let mut texts = vec!["Context per request".to_string(), "request index".into(), "context (tokens)".into()];
+    texts.extend(series.iter().map(|s| s.name.clone()));
+    out.push((files, texts));
+
+    let series = lines_data();
+    let files = lines(
+        dir,
+        "lines",
+        "Token reduction by threshold",
+        "threshold (fraction of window)",
+        "reduction (fraction)",
+        &series,
+    )
+    .unwrap();
+    let mut texts = vec![
+        "Token reduction by threshold".to_string(),
+        "threshold (fraction of window)".into(),
+        "reduction (fraction)".into(),
+    ];
+    texts.extend(series.iter().map(|s| s.name.clone()));
+    out.push((files, texts));
+
+    let (x, y, v) = heatmap_data();
+    let files = heatmap_described(
+        dir,
+        "heatmap",
+        "Reduction by strategy and threshold",
+        &x,
+        &y,
+        &v,
+        "threshold",
+        "strategy",
+        "reduction",
+    )
+    .unwrap();
+    let mut texts =
+        vec!["Reduction by strategy and threshold".to_string(), "threshold".into(), "strategy".into(), "n/a".into()];
+    texts.extend(x.iter().chain(&y).cloned());
+    out.push((files, texts));
+
+    let points = pareto_data();
+    let files =
+        pareto(dir, "pareto", "Cost versus retention", "cumulative tokens (vs none)", "retention", &points).unwrap();
+    let mut texts = vec![
+        "Cost versus retention".to_string(),
+        "cumulative tokens (vs none)".into(),
+        "retention".into(),
+        "Pareto front".into(),
+    ];
+    texts.extend(points.iter().map(|p| p.0.clone()));
+    out.push((files, texts));
+
+    let values = histogram_data();
+    let files = histogram(dir, "histogram", "Score change after compression", "score delta", &values, 20).unwrap();
+    let texts =
+        vec!["Score change after compression".to_string(), "score delta".into(), "count".into(), "n = 200".into()];
+    out.push((files, texts));
+    out
+}
+
+fn check_png(path: &Path) {
+    let img = image::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).to_rgb8();
+    assert_eq!(img.dimensions(), PLOT_SIZE, "{}", path.display());
+    let first = *img.get_pixel(0, 0);
+    assert!(img.pixels().any(|p| *p != first), "{} is a single flat colour", path.display());
+    // Text is rasterised: some dark, nearly black pixels exist (title, labels).
+    assert!(img.pixels().any(|p| p.0.iter().all(|&c| c < 60)), "{} has no text-dark pixels", path.display());
+}
+
+/// Texts of `<text>` elements (unescaped minimally).
+fn svg_texts(svg: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut rest = svg;
+    while let Some(start) = rest.find("<text") {
+        let after = &rest[start..];
+        let Some(open_end) = after.find('>') else { break };
+        let Some(close) = after.find("</text>") else { break };
+        texts.push(after[open_end + 1..close].trim().replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"));
+        rest = &after[close..];
+    }
+    texts
+}
+
+fn examples_dir() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir =
+        std::env::var_os("COMPACTBENCH_PLOT_EXAMPLES").map(PathBuf::from).unwrap_or_else(|| tmp.path().to_path_buf());
+    (tmp, dir)
+}
+
+#[test]
+fn every_kind_renders_png_and_svg() {
+    let (_tmp, dir) = examples_dir();
+    for (files, texts) in render_all(&dir) {
+        for p in [&files.png, &files.svg] {
+            assert!(std::fs::metadata(p).unwrap().len() > 0, "{} is empty", p.display());
+        }
+        check_png(&files.png);
+        let svg = std::fs::read_to_string(&files.svg).unwrap();
+        assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{}", files.svg.display());
+        let found = svg_texts(&svg);
+        for t in &texts {
+            assert!(
+                found.iter().any(|f| f.contains(t.as_str())),
+                "{}: no text {t:?} in {found:?}",
+                files.svg.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn one_legend_entry_per_series() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (series, markers) = timeline_data();
+    let files = timeline(tmp.path(), "t", "T", &series, &markers).unwrap();
+    let found = svg_texts(&std::fs::read_to_string(&files.svg).unwrap());
+    for s in &series {
+        assert_eq!(found.iter().filter(|t| **t == s.name).count(), 1, "{}", s.name);
+    }
+    assert_eq!(found.iter().filter(|t| *t == "compression").count(), 1);
+
+    let series = lines_data();
+    let files = lines(tmp.path(), "l", "L", "x", "y", &series).unwrap();
+    let found = svg_texts(&std::fs::read_to_string(&files.svg).unwrap());
+    for s in &series {
+        assert_eq!(found.iter().filter(|t| **t == s.name).count(), 1, "{}", s.name);
+    }
+}
+
+#[test]
+fn svg_is_byte_identical_across_runs() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ra, rb) = (render_all(a.path()), render_all(b.path()));
+    for ((fa, _), (fb, _)) in ra.iter().zip(&rb) {
+        assert_eq!(std::fs::read(&fa.svg).unwrap(), std::fs::read(&fb.svg).unwrap(), "{}", fa.svg.display());
+        assert_eq!(std::fs::read(&fa.png).unwrap(), std::fs::read(&fb.png).unwrap(), "{}", fa.png.display());
+    }
+}
+
+#[test]
+fn degenerate_inputs_draw_without_panicking() {
+    let (_tmp, dir) = examples_dir();
+    let d = &dir.join("degenerate");
+    let s = |name: &str, points: Vec<(f64, f64)>| Series { name: name.into(), points };
+    let nan = f64::NAN;
+    let inf = f64::INFINITY;
+    let cases: Vec<Vec<Series>> = vec![
+        vec![],
+        vec![s("empty", vec![])],
+        vec![s("one", vec![(3.0, 5.0)])],
+        vec![s("flat", vec![(0.0, 7.0), (1.0, 7.0), (2.0, 7.0)])],
+        vec![s("same x", vec![(1.0, 1.0), (1.0, 2.0)])],
+        vec![s("zeros", vec![(0.0, 0.0), (0.0, 0.0)])],
+        vec![s("nan", vec![(nan, 1.0), (1.0, nan), (inf, 2.0), (2.0, -inf)])],
+        vec![s("mixed", vec![(nan, 1.0), (1.0, 2.0)]), s("", vec![(-1e300, 1e300), (1e300, -1e300)])],
+        vec![s("tiny", vec![(0.0, 1e-300), (1e-300, 2e-300)])],
+    ];
+    let markers = vec![
+        Marker { x: 1.0, series: 0, label: "a".into() },
+        Marker { x: nan, series: 0, label: "nan".into() },
+        Marker { x: 2.0, series: 99, label: "out of range".into() },
+    ];
+    // Each render costs about half a second unoptimised, so the variants are spread over the cases.
+    for (i, series) in cases.iter().enumerate() {
+        if i % 2 == 0 {
+            timeline(d, &format!("t{i}"), "degenerate", series, &markers).unwrap();
+        } else {
+            timeline(d, &format!("t{i}"), "", series, &[]).unwrap();
+        }
+        lines(d, &format!("l{i}"), "degenerate", "x", "y", series).unwrap();
+        let points: Vec<(String, f64, f64)> =
+            series.iter().flat_map(|s| s.points.iter().map(|p| (s.name.clone(), p.0, p.1))).collect();
+        pareto(d, &format!("p{i}"), "degenerate", "x", "y", &points).unwrap();
+        let values: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+        let bins = [0, 1, 20][i % 3];
+        histogram(d, &format!("h{i}"), "degenerate", "x", &values, bins).unwrap();
+    }
+    histogram(d, "h-huge-bins", "huge bins", "x", &[0.0, 1.0, 2.0], usize::MAX).unwrap();
+    let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    heatmap(d, "hm-empty", "empty", &[], &[], &[]).unwrap();
+    heatmap(d, "hm-none", "all none", &strs(&["a"]), &strs(&["r"]), &[vec![None]]).unwrap();
+    heatmap(d, "hm-nan", "nan", &strs(&["a", "b"]), &strs(&["r"]), &[vec![Some(nan), Some(1.0)]]).unwrap();
+    heatmap(d, "hm-flat", "flat", &strs(&["a", "b"]), &strs(&["r", "s"]), &[vec![Some(2.0); 2], vec![Some(2.0); 2]])
+        .unwrap();
+    heatmap(d, "hm-ragged", "ragged", &strs(&["a"]), &strs(&[]), &[vec![Some(1.0), Some(2.0)], vec![]]).unwrap();
+    let long = "a very long label that will never fit in the space available for it at all".to_string();
+    heatmap(
+        d,
+        "hm-long",
+        &long.repeat(3),
+        &vec![long.clone(); 12],
+        &vec![long.clone(); 30],
+        &vec![vec![Some(1.0); 12]; 30],
+    )
+    .unwrap();
+    let many: Vec<Series> = (0..40).map(|i| s(&format!("{long} {i}"), vec![(i as f64, i as f64)])).collect();
+    lines(d, "many", &long, &long, &long, &many).unwrap();
+    for name in ["t0", "l1", "p2", "h3", "hm-empty", "hm-none", "many"] {
+        check_png(&d.join(format!("{name}.png")));
+    }
+    let svg = std::fs::read_to_string(d.join("l0.svg")).unwrap();
+    assert!(svg_texts(&svg).iter().any(|t| t == "no data"));
+}
+
+#[test]
+fn pareto_front_is_lower_x_higher_y() {
+    let pts = [(1.0, 0.5), (2.0, 0.9), (1.5, 0.4), (3.0, 0.95), (2.5, 0.8), (f64::NAN, 1.0), (0.5, 0.5)];
+    assert_eq!(pareto_front(&pts), vec![6, 1, 3]);
+    assert_eq!(pareto_front(&[]), Vec::<usize>::new());
+    assert_eq!(pareto_front(&[(1.0, 1.0), (1.0, 1.0)]), vec![0, 1]);
+}
+
+#[test]
+fn unwritable_dir_is_an_error_not_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let err = histogram(&file, "h", "t", "x", &[1.0], 3).unwrap_err();
+    assert_eq!(err.name, "h");
+}
