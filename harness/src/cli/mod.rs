@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod bench_split;
 pub mod inspect;
 
 /// Exit status for bad input (unreadable file, wrong shape, bad flag value).
@@ -20,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
     Inspect(inspect::InspectArgs),
+    /// Time the reference's split point, token estimate and truncation on one history (medians in ms).
+    BenchSplit(bench_split::BenchSplitArgs),
 }
 
 /// An error that carries its exit status.
@@ -61,5 +64,6 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Inspect(args) => inspect::run(args),
+        Command::BenchSplit(args) => bench_split::run(args),
     }
 }
