@@ -8,6 +8,7 @@
 use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// Per-string figures computed once when the string is built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,10 +25,11 @@ pub struct StrMetrics {
     pub lone: u32,
 }
 
-/// An immutable JS string.
+/// An immutable JS string. The bytes are shared: cloning a string (as truncation and `compress` do with
+/// every kept part, and requests with every Content they send) bumps a count instead of copying the text.
 #[derive(Clone)]
 pub struct JsStr {
-    bytes: Box<[u8]>,
+    bytes: Arc<[u8]>,
     metrics: StrMetrics,
 }
 
@@ -35,7 +37,7 @@ impl JsStr {
     /// Builds from a Rust string (always well formed).
     pub fn new(s: &str) -> Self {
         let metrics = measure_utf8(s.as_bytes());
-        JsStr { bytes: s.as_bytes().into(), metrics }
+        JsStr { bytes: Arc::from(s.as_bytes()), metrics }
     }
 
     /// Builds from UTF-16 code units, keeping lone surrogates.
@@ -56,7 +58,7 @@ impl JsStr {
     /// Builds from WTF-8 bytes produced by this module (parser, slicing).
     pub(crate) fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
         let metrics = measure_utf8(&bytes);
-        JsStr { bytes: bytes.into_boxed_slice(), metrics }
+        JsStr { bytes: Arc::from(bytes), metrics }
     }
 
     pub fn metrics(&self) -> StrMetrics {
@@ -387,7 +389,7 @@ impl From<&str> for JsStr {
 impl From<String> for JsStr {
     fn from(s: String) -> Self {
         let metrics = measure_utf8(s.as_bytes());
-        JsStr { bytes: s.into_bytes().into_boxed_slice(), metrics }
+        JsStr { bytes: Arc::from(s.into_bytes()), metrics }
     }
 }
 
