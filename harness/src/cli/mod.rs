@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod bench_split;
 pub mod inspect;
 pub mod report;
 pub mod run;
@@ -43,6 +44,8 @@ pub enum Command {
     Ask(crate::llm::cli::AskArgs),
     /// Import, list, summarise and validate recorded conversations.
     Datasets(crate::datasets::cli::DatasetsArgs),
+    /// Time the reference's split point, token estimate and truncation on one history (medians in ms).
+    BenchSplit(bench_split::BenchSplitArgs),
 }
 
 /// An error that carries its exit status.
@@ -92,5 +95,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Models(cmd) => crate::llm::cli::run_models(cmd),
         Command::Ask(args) => crate::llm::cli::run_ask(args),
         Command::Datasets(args) => crate::datasets::cli::run(args),
+        Command::BenchSplit(args) => bench_split::run(args),
     }
 }

@@ -184,36 +184,58 @@ fn content_str(response: Option<&Value>) -> Option<ContentStr<'_>> {
                     return Some(ContentStr::Borrowed(s));
                 }
             }
-            Some(ContentStr::Pretty(v))
+            Some(ContentStr::Pretty(v, None))
         }
-        v => Some(ContentStr::Pretty(v)),
+        v => Some(ContentStr::Pretty(v, None)),
     }
 }
 
-/// The string a response stands for; pretty JSON is only built when it must be written out.
+/// The string a response stands for. Pretty JSON is built at most once per response, and only when an
+/// estimator needs the text or the output must be written out.
 enum ContentStr<'a> {
     Borrowed(&'a JsStr),
-    Pretty(&'a Value),
+    Pretty(&'a Value, Option<JsStr>),
 }
 
 impl ContentStr<'_> {
-    fn tokens(&self, estimator: Estimator) -> u64 {
+    fn tokens(&mut self, estimator: Estimator) -> u64 {
         match self {
             ContentStr::Borrowed(s) => estimator.text(s),
-            ContentStr::Pretty(v) if estimator == Estimator::Current => {
+            ContentStr::Pretty(v, None) if estimator == Estimator::Current => {
                 // Escapes are ASCII, so the pretty form has the same non-ASCII units as its strings.
                 estimator.text_from_counts(json::pretty_len(v), json::non_ascii16(v))
             }
-            ContentStr::Pretty(v) => estimator.text(&JsStr::from(json::to_string_pretty(v))),
+            ContentStr::Pretty(..) => estimator.text(self.text()),
         }
     }
 
-    fn build(&self) -> JsStr {
+    fn text(&mut self) -> &JsStr {
         match self {
-            ContentStr::Borrowed(s) => (*s).clone(),
-            ContentStr::Pretty(v) => JsStr::from(json::to_string_pretty(v)),
+            ContentStr::Borrowed(s) => s,
+            ContentStr::Pretty(v, built) => built.get_or_insert_with(|| JsStr::from(json::to_string_pretty(v))),
         }
     }
+}
+
+/// `{...v, [key]: value}` for an object (an existing key keeps its position, a new one goes last), without
+/// cloning the member being replaced; a non-object comes back unchanged.
+fn with_member(v: &Value, key: &str, value: Value) -> Value {
+    let Value::Object(m) = v else {
+        return v.clone();
+    };
+    let mut out = json::Map::with_capacity(m.len() + 1);
+    let mut value = Some(value);
+    for (k, x) in m.iter() {
+        let x = match value.take_if(|_| k.as_wtf8() == key.as_bytes()) {
+            Some(new) => new,
+            None => x.clone(),
+        };
+        out.insert(k.clone(), x);
+    }
+    if let Some(new) = value {
+        out.insert(JsStr::new(key), new);
+    }
+    Value::Object(Box::new(out))
 }
 
 /// `sanitizeFilenamePart`, per UTF-16 unit.
@@ -349,8 +371,8 @@ pub fn truncate_history_to_budget(
                 new_parts.push(part.clone());
                 continue;
             };
-            let s = content_str(fr.get("response"));
-            let t = s.as_ref().map(|s| s.tokens(settings.estimator)).unwrap_or(0);
+            let mut s = content_str(fr.get("response"));
+            let t = s.as_mut().map(|s| s.tokens(settings.estimator)).unwrap_or(0);
             if counter + t <= settings.budget {
                 new_parts.push(part.clone());
                 counter += t;
@@ -358,19 +380,19 @@ pub fn truncate_history_to_budget(
             }
             *next_id += 1;
             let id = *next_id;
-            match replace_part(fr, s.as_ref(), id, &rules, settings, store) {
-                Some((new_part, msg, file, name)) => {
-                    counter += settings.estimator.text(&msg);
+            match replace_part(fr, s.as_mut(), id, &rules, settings, store) {
+                Some(r) => {
+                    counter += r.msg_tokens;
                     changed.push(ChangedPart {
                         content_index: ci,
                         part_index: pi,
-                        name,
+                        name: r.name,
                         original_chars: json::jslen(part),
-                        new_output_chars: msg.len16(),
-                        output_head: msg.js_slice(0, Some(200)),
-                        file,
+                        new_output_chars: r.msg_len16,
+                        output_head: r.msg_head,
+                        file: r.file,
                     });
-                    new_parts.push(new_part);
+                    new_parts.push(r.part);
                 }
                 None => {
                     new_parts.push(part.clone());
@@ -379,27 +401,33 @@ pub fn truncate_history_to_budget(
             }
         }
         new_parts.reverse();
-        let mut c = content.clone();
-        if let Some(m) = c.as_object_mut() {
-            // A Content without parts comes back with `parts: []`, as `{...content, parts}` does.
-            m.insert(JsStr::new("parts"), Value::Array(new_parts));
-        }
-        out.push(c);
+        // A Content without parts comes back with `parts: []`, as `{...content, parts}` does.
+        out.push(with_member(content, "parts", Value::Array(new_parts)));
     }
     out.reverse();
     changed.sort_by_key(|c: &ChangedPart| (c.content_index, c.part_index));
     Truncation { history: out, changed }
 }
 
+/// A replacement part and what the caller records about its placeholder.
+struct Replacement {
+    part: Value,
+    msg_tokens: u64,
+    msg_len16: usize,
+    msg_head: JsStr,
+    file: String,
+    name: String,
+}
+
 /// Saves the output and builds the replacement part; `None` when the save throws (the original is kept).
 fn replace_part(
     fr: &Value,
-    s: Option<&ContentStr<'_>>,
+    s: Option<&mut ContentStr<'_>>,
     id: u64,
     rules: &Rules,
     settings: &TruncationSettings,
     store: &mut dyn ToolOutputStore,
-) -> Option<(Value, JsStr, String, String)> {
+) -> Option<Replacement> {
     // `fr.name ?? "unknown_tool"`; a non-string name makes the sanitizer throw.
     let name = match fr.get("name") {
         None | Some(Value::Null) => "unknown_tool".to_string(),
@@ -407,18 +435,22 @@ fn replace_part(
         Some(_) => return None,
     };
     // A missing response is JS `undefined`: writing it throws.
-    let s = s?.build();
+    let s = s?.text();
     let fname = file_name(&name, &id.to_string(), rules.sanitizer, rules.dedupe_prefix);
     let relative = if rules.dir.is_empty() { fname.clone() } else { format!("{}/{}", rules.dir, fname) };
     let path = store.save(&relative, &s.to_str_lossy()).ok()?;
     let msg = match rules.placeholder {
-        Placeholder::HeadTail => format_truncated_tool_output(&s, &path, settings.max_chars),
-        Placeholder::LastLines => format_last_lines(&s, &path),
+        Placeholder::HeadTail => format_truncated_tool_output(s, &path, settings.max_chars),
+        Placeholder::LastLines => format_last_lines(s, &path),
     };
-    let mut new_fr = fr.clone();
-    new_fr.insert("response", Value::object([("output", Value::String(msg.clone()))]));
-    let new_part = Value::object([("functionResponse", new_fr)]);
-    Some((new_part, msg, fname, name))
+    let msg_tokens = settings.estimator.text(&msg);
+    let msg_len16 = msg.len16();
+    let msg_head = msg.js_slice(0, Some(200));
+    let part = Value::object([(
+        "functionResponse",
+        with_member(fr, "response", Value::object([("output", Value::String(msg))])),
+    )]);
+    Some(Replacement { part, msg_tokens, msg_len16, msg_head, file: fname, name })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// Per-string figures computed once when the string is built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,10 +25,11 @@ pub struct StrMetrics {
     pub lone: u32,
 }
 
-/// An immutable JS string.
+/// An immutable JS string. The bytes are shared: cloning a string (as truncation and `compress` do with
+/// every kept part, and requests with every Content they send) bumps a count instead of copying the text.
 #[derive(Clone)]
 pub struct JsStr {
-    bytes: Box<[u8]>,
+    bytes: Arc<[u8]>,
     metrics: StrMetrics,
 }
 
@@ -35,7 +37,7 @@ impl JsStr {
     /// Builds from a Rust string (always well formed).
     pub fn new(s: &str) -> Self {
         let metrics = measure_utf8(s.as_bytes());
-        JsStr { bytes: s.as_bytes().into(), metrics }
+        JsStr { bytes: Arc::from(s.as_bytes()), metrics }
     }
 
     /// Builds from UTF-16 code units, keeping lone surrogates.
@@ -56,7 +58,7 @@ impl JsStr {
     /// Builds from WTF-8 bytes produced by this module (parser, slicing).
     pub(crate) fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
         let metrics = measure_utf8(&bytes);
-        JsStr { bytes: bytes.into_boxed_slice(), metrics }
+        JsStr { bytes: Arc::from(bytes), metrics }
     }
 
     pub fn metrics(&self) -> StrMetrics {
@@ -147,8 +149,45 @@ impl JsStr {
         if self.metrics.astral == 0 && self.metrics.lone == 0 && self.metrics.non_ascii16 == 0 {
             return JsStr::from_wtf8_unchecked(self.bytes[start..end].to_vec());
         }
+        // Both bounds on character boundaries: a byte slice of well-formed WTF-8 is the same string.
+        if let (Some(a), Some(b)) = (self.byte_offset16(start), self.byte_offset16(end)) {
+            return JsStr::from_wtf8_unchecked(self.bytes[a..b].to_vec());
+        }
         let units = self.to_utf16();
         JsStr::from_utf16(&units[start..end])
+    }
+
+    /// Byte offset of UTF-16 unit `u` (`u <= len16`), walking from the nearer end; `None` when `u` falls
+    /// between the two halves of a surrogate pair.
+    fn byte_offset16(&self, u: usize) -> Option<usize> {
+        let b = &self.bytes;
+        let len = self.len16();
+        if u <= len / 2 {
+            let (mut units, mut i) = (0, 0);
+            while units < u {
+                let x = b[i];
+                let (bytes, width) = match x {
+                    0..=0x7F => (1, 1),
+                    0x80..=0xDF => (2, 1),
+                    0xE0..=0xEF => (3, 1),
+                    _ => (4, 2),
+                };
+                units += width;
+                i += bytes;
+            }
+            (units == u).then_some(i)
+        } else {
+            let back = len - u;
+            let (mut units, mut i) = (0, b.len());
+            while units < back {
+                i -= 1;
+                while b[i] & 0xC0 == 0x80 {
+                    i -= 1;
+                }
+                units += if b[i] >= 0xF0 { 2 } else { 1 };
+            }
+            (units == back).then_some(i)
+        }
     }
 
     /// JS `String.prototype.slice` with JS index rules (negative from the end, clamped).
@@ -350,7 +389,7 @@ impl From<&str> for JsStr {
 impl From<String> for JsStr {
     fn from(s: String) -> Self {
         let metrics = measure_utf8(s.as_bytes());
-        JsStr { bytes: s.into_bytes().into_boxed_slice(), metrics }
+        JsStr { bytes: Arc::from(s.into_bytes()), metrics }
     }
 }
 
@@ -394,6 +433,27 @@ mod tests {
         let tail = s.slice16(2, 4);
         let joined = JsStr::concat(&[&head, &tail]);
         assert_eq!(joined, s);
+    }
+
+    #[test]
+    fn slicing_by_bytes_matches_slicing_units() {
+        let pieces = ["a", "é", "中", "😀", "\u{1}", "\""];
+        let mut s = JsStr::new("");
+        for i in 0..24 {
+            s = JsStr::concat(&[&s, &JsStr::new(pieces[(i * 7 + i / 3) % pieces.len()])]);
+        }
+        let lone = JsStr::concat(&[&s.slice16(0, 5), &JsStr::new("x"), &JsStr::new("😀").slice16(1, 2), &s]);
+        for s in [s, lone] {
+            let units = s.to_utf16();
+            for start in 0..=units.len() {
+                for end in start..=units.len() {
+                    let got = s.slice16(start, end);
+                    let want = JsStr::from_utf16(&units[start..end]);
+                    assert_eq!(got, want, "{start}..{end}");
+                    assert_eq!(got.metrics(), want.metrics(), "{start}..{end}");
+                }
+            }
+        }
     }
 
     #[test]

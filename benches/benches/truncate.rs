@@ -1,0 +1,58 @@
+//! `truncateHistoryToBudget` on every fixture with the reference's settings (50 000-token budget,
+//! 40 000-character placeholders), in bytes of history JSON per second: once with the in-memory store and
+//! once writing the full outputs to a fresh temporary directory per iteration (created before and removed
+//! after the timed call).
+
+use compactbench::compress::{truncate_history_to_budget, FsToolOutputStore, MemoryToolOutputStore};
+use compactbench_benches::{all, truncation_settings};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
+use std::time::Duration;
+
+fn truncation(c: &mut Criterion) {
+    let fixtures = all();
+    let settings = truncation_settings();
+    let mut g = c.benchmark_group("truncate_mem");
+    for fx in &fixtures {
+        g.throughput(Throughput::Bytes(fx.bytes()));
+        g.bench_with_input(BenchmarkId::from_parameter(&fx.name), fx, |b, fx| {
+            b.iter_batched(
+                || MemoryToolOutputStore::new("/tmp/compactbench"),
+                |mut store| {
+                    let mut id = 0;
+                    let t = truncate_history_to_budget(black_box(&fx.history), &settings, &mut id, &mut store);
+                    (t, store)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("truncate_fs");
+    for fx in &fixtures {
+        g.throughput(Throughput::Bytes(fx.bytes()));
+        g.bench_with_input(BenchmarkId::from_parameter(&fx.name), fx, |b, fx| {
+            b.iter_batched(
+                || tempfile::tempdir().expect("temp dir"),
+                |dir| {
+                    let mut store = FsToolOutputStore { root: dir.path().to_path_buf() };
+                    let mut id = 0;
+                    let t = truncate_history_to_budget(black_box(&fx.history), &settings, &mut id, &mut store);
+                    (t, dir)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    targets = truncation
+}
+criterion_main!(benches);
