@@ -14,6 +14,7 @@ pub mod inspect;
 pub mod json;
 pub mod llm;
 pub mod models;
+pub mod probes;
 pub mod replay;
 pub mod sweep;
 pub mod tokens;

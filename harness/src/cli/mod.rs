@@ -38,6 +38,8 @@ pub enum Command {
     Ask(crate::llm::cli::AskArgs),
     /// Import, list, summarise and validate recorded conversations.
     Datasets(crate::datasets::cli::DatasetsArgs),
+    /// Extract, draft and check probe questions stored with the datasets.
+    Probes(crate::probes::cli::ProbesArgs),
 }
 
 /// An error that carries its exit status.
@@ -85,5 +87,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Models(cmd) => crate::llm::cli::run_models(cmd),
         Command::Ask(args) => crate::llm::cli::run_ask(args),
         Command::Datasets(args) => crate::datasets::cli::run(args),
+        Command::Probes(args) => crate::probes::cli::run(args),
     }
 }
