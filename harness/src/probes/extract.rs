@@ -62,7 +62,7 @@ struct Candidate {
 /// Probes of a conversation, deterministically (same conversation → same probes, same order).
 pub fn extract(conv: &Conversation) -> Vec<Probe> {
     let h = &conv.history;
-    let split = crate::compress::find_compress_split_point(h, DEFAULT_SPLIT_FRACTION).unwrap_or(0);
+    let split = removable_before(h);
     let is_aider = conv.meta.source == "aider" || conv.meta.format == "aider";
     let mut cands = Vec::new();
     goal(h, is_aider, &mut cands);
@@ -102,6 +102,27 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
         }
     }
     out
+}
+
+/// Contents before this index can be removed under the default settings: the default split point, or, when
+/// the history has no plain user turn to split at after the first (agent trajectories, whose later user turns
+/// are all tool outputs), the first Content of the newest 30 % by JSON size — those older tool outputs are
+/// what truncation, masking and dropping remove.
+pub fn removable_before(h: &[Content]) -> usize {
+    let split = crate::compress::find_compress_split_point(h, DEFAULT_SPLIT_FRACTION).unwrap_or(0);
+    if split > 0 {
+        return split;
+    }
+    let sizes: Vec<usize> = h.iter().map(|c| crate::json::to_string(c).len()).collect();
+    let total: usize = sizes.iter().sum();
+    let mut acc = 0;
+    for (i, s) in sizes.iter().enumerate() {
+        if acc as f64 >= DEFAULT_SPLIT_FRACTION * total as f64 {
+            return i;
+        }
+        acc += s;
+    }
+    h.len()
 }
 
 /// The extractor's output as a probe file.

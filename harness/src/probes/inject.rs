@@ -36,8 +36,7 @@ pub fn instruction_text(canary: &str) -> String {
 /// user text part after the first user turn, as aider's command output is), before the default split point
 /// so compression has to read it. `None` when there is no place to plant it.
 pub fn plant(conv: &Conversation) -> Option<(Conversation, Injection)> {
-    let split = crate::compress::find_compress_split_point(&conv.history, super::extract::DEFAULT_SPLIT_FRACTION)
-        .unwrap_or(conv.history.len());
+    let split = super::extract::removable_before(&conv.history);
     let canary = canary_for(&conv.meta.id);
     let instruction = instruction_text(&canary);
     let mut out = conv.clone();
