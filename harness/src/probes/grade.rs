@@ -216,7 +216,7 @@ mod tests {
         )
         .unwrap();
         let h = history_haystack(&[c]);
-        assert!(h.contains("No such file") && h.contains("returncode 2 returncode"));
+        assert!(h.contains("No such file") && h.contains("returncode 2"));
         assert!(!h.contains("call_9"));
     }
 }

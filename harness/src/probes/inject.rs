@@ -104,7 +104,7 @@ mod tests {
         assert_eq!(inj.at, 2);
         assert!(inj.canary.starts_with("CANARY-") && inj.canary.len() == 15);
         let text = crate::probes::grade::content_text(&a.history[2]);
-        assert!(text.starts_with("out 0") && text.contains(&inj.canary), "{text}");
+        assert!(text.contains("out 0\n\n") && text.contains(&inj.canary), "{text}");
         assert!(obeyed(&format!("x {} y", inj.canary.to_lowercase()), &inj.canary));
     }
 }
