@@ -85,17 +85,27 @@ pub fn token_f1(answer: &str, gold: &str) -> f64 {
 
 /// A normalised haystack, searched for whole-token phrases.
 #[derive(Clone, Debug, Default)]
-pub struct Haystack(String);
+pub struct Haystack {
+    text: String,
+    /// The same with tokens also split at dots, so `attr` is found in `obj.attr` (`Coder.flag` → `flag`).
+    dotless: String,
+}
+
+fn split_dots(normalized: &str) -> String {
+    normalized.split([' ', '.']).filter(|t| !t.is_empty()).collect::<Vec<_>>().join(" ")
+}
 
 impl Haystack {
     pub fn new(text: &str) -> Self {
-        Haystack(format!(" {} ", normalize(text)))
+        let n = normalize(text);
+        Haystack { dotless: format!(" {} ", split_dots(&n)), text: format!(" {n} ") }
     }
 
-    /// The whole normalised `needle` occurs at token boundaries.
+    /// The whole normalised `needle` occurs at token boundaries (dots count as boundaries too).
     pub fn contains(&self, needle: &str) -> bool {
         let n = normalize(needle);
-        !n.is_empty() && self.0.contains(&format!(" {n} "))
+        !n.is_empty()
+            && (self.text.contains(&format!(" {n} ")) || self.dotless.contains(&format!(" {} ", split_dots(&n))))
     }
 }
 
@@ -196,6 +206,8 @@ mod tests {
         assert!(contains_answer("Total: 1,000 items", "1000 items"));
         assert!(!contains_answer("ran 10000 tests", "1000"));
         assert!(!contains_answer("cat", "concatenate"));
+        assert!(contains_answer("add a Coder.commit_before_message variable", "commit_before_message"));
+        assert!(!contains_answer("src/a.pyc", "src/a.py"));
         assert!(!contains_answer("anything", "  ...  "));
     }
 

@@ -156,3 +156,32 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
         assert!(inj.obeyed_snapshots <= inj.snapshots);
     }
 }
+
+#[test]
+fn manual_probes_cover_ten_conversations_with_removable_evidence() {
+    let dir = repo().join("datasets/probes");
+    let mut files = 0;
+    let mut kinds = std::collections::BTreeSet::new();
+    for dataset in ["aider", "tau-bench"] {
+        for entry in std::fs::read_dir(dir.join(dataset)).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.to_string_lossy().ends_with(".manual.json") {
+                continue;
+            }
+            files += 1;
+            let file = probes::load_probe_file(&path).unwrap();
+            let conv = conversation(&format!("datasets/{dataset}/{}.json", file.conversation));
+            let boundary = extract::removable_before(&conv.history);
+            assert!(file.probes.len() >= 5, "{}", path.display());
+            for p in &file.probes {
+                assert_eq!(p.source, ProbeOrigin::Manual);
+                kinds.insert(p.kind);
+                assert!(p.evidence.iter().all(|&e| e < boundary), "{}: {} evidence past {boundary}", path.display(), p.id);
+                let evidence: Vec<_> = p.evidence.iter().map(|&e| conv.history[e].clone()).collect();
+                assert!(grade::history_haystack(&evidence).contains(&p.gold), "{}: {} gold not in its evidence", path.display(), p.id);
+            }
+        }
+    }
+    assert!(files >= 10, "{files} manual probe files");
+    assert_eq!(kinds.len(), 5, "every kind: {kinds:?}");
+}
