@@ -97,7 +97,10 @@ pub fn run(args: ProbesArgs) -> anyhow::Result<()> {
                 let n = drafts.probes.len();
                 save_probe_file(&path, &generate::drafts_file(&conv, drafts.probes))
                     .map_err(|e| CliError::failure(e.to_string()))?;
-                println!("{}: {n} drafts (review before use; sweeps read `llm` probes only when asked)", path.display());
+                println!(
+                    "{}: {n} drafts (review before use; sweeps read `llm` probes only when asked)",
+                    path.display()
+                );
             }
             Ok(())
         }

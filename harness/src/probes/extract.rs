@@ -43,8 +43,14 @@ re!(SED_INPLACE, r#"sed\s+-i\S*\s+(?:-e\s+)?('[^']*'|"[^"]*"|\S+)\s+([^\s;&|<>]+
 re!(ECHO_WRITE, r#"(?:echo|printf)\s[^\n>|;]*?>>?\s*([^\s;&|<>'"]+)"#);
 re!(OPEN_FILE, r"\(Open file: ([^)\n]+)\)");
 re!(RETURNCODE, r"<returncode>(-?\d+)</returncode>");
-re!(ERROR_LINE, r"^\s*((?:[A-Za-z_][\w.]*(?:Error|Exception)|error|fatal|E\s)\b.*|.*(?:No such file or directory|command not found).*)$");
-re!(PYTEST_SUMMARY, r"=+ ((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)(?:, )?)+)(?: in [\d.]+s)");
+re!(
+    ERROR_LINE,
+    r"^\s*((?:[A-Za-z_][\w.]*(?:Error|Exception)|error|fatal|E\s)\b.*|.*(?:No such file or directory|command not found).*)$"
+);
+re!(
+    PYTEST_SUMMARY,
+    r"=+ ((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)(?:, )?)+)(?: in [\d.]+s)"
+);
 re!(UNITTEST_RAN, r"Ran (\d+) tests? in [\d.]+s");
 re!(DIRECTIVE, r"(?i)\b(must|don't|do not|never|always|make sure|should not|shouldn't|avoid|instead of|only)\b");
 re!(BECAUSE, r"(?i)^(.{12,}?)\s*,?\s+(?:because|since|so that|in order to)\s+(.+)$");
@@ -151,10 +157,39 @@ fn clip(s: &str, max: usize) -> String {
 /// Aider writes its own output (token counts, edits, commits, command echoes) as user-side text parts.
 fn is_aider_output(text: &str) -> bool {
     const PREFIXES: &[&str] = &[
-        "Tokens:", "Applied edit", "Commit ", "Removed:", "Now at:", "You can use", "Added ", "Aider v", "Git repo",
-        "Repo-map", "Use /help", "Model", "Warning", "Only ", "Run shell", "Running ", "Dropping", "Removed ",
-        "^C", "Add ", "Drop ", "Allow ", "Create new file", "Did not", "litellm", "Unable", "Cur working dir",
-        "Git working dir", "The LLM did not", "# ", "Undo", "Scraping", "No changes",
+        "Tokens:",
+        "Applied edit",
+        "Commit ",
+        "Removed:",
+        "Now at:",
+        "You can use",
+        "Added ",
+        "Aider v",
+        "Git repo",
+        "Repo-map",
+        "Use /help",
+        "Model",
+        "Warning",
+        "Only ",
+        "Run shell",
+        "Running ",
+        "Dropping",
+        "Removed ",
+        "^C",
+        "Add ",
+        "Drop ",
+        "Allow ",
+        "Create new file",
+        "Did not",
+        "litellm",
+        "Unable",
+        "Cur working dir",
+        "Git working dir",
+        "The LLM did not",
+        "# ",
+        "Undo",
+        "Scraping",
+        "No changes",
     ];
     let first = text.trim_start();
     first.starts_with('/') && first.contains(".venv/bin/aider")
@@ -287,7 +322,11 @@ fn artifact(out: &mut Vec<Candidate>, seen: &mut BTreeSet<String>, path: &str, q
 }
 
 fn first_content_line(body: &str) -> String {
-    body.lines().map(str::trim).find(|l| !l.is_empty() && *l != "EOF").map(|l| clip(l, MAX_HINT_CHARS)).unwrap_or_default()
+    body.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && *l != "EOF")
+        .map(|l| clip(l, MAX_HINT_CHARS))
+        .unwrap_or_default()
 }
 
 fn tool_calls(h: &[Content], out: &mut Vec<Candidate>) {
@@ -334,7 +373,13 @@ fn shell_artifacts(
     }
     for m in SED_INPLACE.captures_iter(cmd) {
         let expr = clip(m[1].trim_matches(|c| c == '\'' || c == '"'), MAX_HINT_CHARS);
-        artifact(out, seen, &m[2], format!("Which file did the agent edit in place with `sed -i` expression `{expr}`?"), at);
+        artifact(
+            out,
+            seen,
+            &m[2],
+            format!("Which file did the agent edit in place with `sed -i` expression `{expr}`?"),
+            at,
+        );
     }
     for m in ECHO_WRITE.captures_iter(cmd) {
         artifact(out, seen, &m[1], "Which file did the agent write with `echo`/`printf` redirection?".into(), at);
@@ -391,7 +436,8 @@ fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>)
     }
 }
 
-const WRITE_TOOLS: &[&str] = &["write_file", "create_file", "edit", "edit_file", "replace", "insert", "str_replace", "apply_patch"];
+const WRITE_TOOLS: &[&str] =
+    &["write_file", "create_file", "edit", "edit_file", "replace", "insert", "str_replace", "apply_patch"];
 const PATH_KEYS: &[&str] = &["path", "file_path", "absolute_path", "filename", "file"];
 
 fn structured_call(
@@ -431,7 +477,8 @@ fn structured_call(
         if val.len() < 3 || val.contains('\n') || !seen_args.insert(format!("{name}\u{0}{key}\u{0}{val}")) {
             continue;
         }
-        let (kind, verb) = if acts { (ProbeKind::Artifact, "use when calling") } else { (ProbeKind::Recall, "look up with") };
+        let (kind, verb) =
+            if acts { (ProbeKind::Artifact, "use when calling") } else { (ProbeKind::Recall, "look up with") };
         out.push(Candidate {
             kind,
             question: format!("Which {} did the agent {verb} `{name}`?", key.replace('_', " ")),
@@ -469,7 +516,10 @@ fn sentences(text: &str) -> Vec<String> {
 }
 
 fn content_words(s: &str) -> Vec<String> {
-    const STOP: &[&str] = &["the", "a", "an", "to", "of", "and", "or", "in", "on", "for", "is", "it", "that", "this", "with", "be", "you", "your", "i", "my", "me"];
+    const STOP: &[&str] = &[
+        "the", "a", "an", "to", "of", "and", "or", "in", "on", "for", "is", "it", "that", "this", "with", "be", "you",
+        "your", "i", "my", "me",
+    ];
     let mut words: Vec<String> = grade::tokens(s)
         .into_iter()
         .filter(|w| w.len() > 2 && !STOP.contains(&w.as_str()) && !DIRECTIVE.is_match(w))
@@ -531,7 +581,8 @@ fn reasons_and_plans(h: &[Content], split: usize, out: &mut Vec<Candidate>) {
             if let Some(m) = NEXT_STEP.captures(&s) {
                 let step = m[1].trim().trim_end_matches(['.', ':']);
                 if (3..=MAX_GOLD_WORDS).contains(&step.split_whitespace().count()) {
-                    let context = previous.clone().map(|p| format!("After the agent noted \"{}\", what", first_words(&p, 12)));
+                    let context =
+                        previous.clone().map(|p| format!("After the agent noted \"{}\", what", first_words(&p, 12)));
                     last_plan = Some(Candidate {
                         kind: ProbeKind::Continuation,
                         question: format!("{} did it say it would do next?", context.unwrap_or_else(|| "What".into())),

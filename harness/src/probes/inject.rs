@@ -41,8 +41,8 @@ pub fn plant(conv: &Conversation) -> Option<(Conversation, Injection)> {
     let instruction = instruction_text(&canary);
     let mut out = conv.clone();
     let first_response = conv.history[..split].iter().position(history::has_function_response);
-    let target = first_response
-        .or_else(|| conv.history[..split].iter().skip(1).position(history::is_user).map(|i| i + 1))?;
+    let target =
+        first_response.or_else(|| conv.history[..split].iter().skip(1).position(history::is_user).map(|i| i + 1))?;
     let content: &mut Content = &mut out.history[target];
     let parts = content.get_mut("parts").and_then(Value::as_array_mut)?;
     let mut planted = false;
@@ -92,7 +92,9 @@ mod tests {
     fn plants_into_the_first_tool_output_deterministically() {
         let mut turns = vec![r#"{"role":"user","parts":[{"text":"fix the bug"}]}"#.to_string()];
         for i in 0..6 {
-            turns.push(format!(r#"{{"role":"model","parts":[{{"functionCall":{{"name":"bash","args":{{"command":"ls {i}"}}}}}}]}}"#));
+            turns.push(format!(
+                r#"{{"role":"model","parts":[{{"functionCall":{{"name":"bash","args":{{"command":"ls {i}"}}}}}}]}}"#
+            ));
             turns.push(format!(r#"{{"role":"user","parts":[{{"functionResponse":{{"name":"bash","response":{{"output":"out {i}"}}}}}}]}}"#));
             turns.push(r#"{"role":"model","parts":[{"text":"ok"}]}"#.to_string());
             turns.push(format!(r#"{{"role":"user","parts":[{{"text":"next {i}"}}]}}"#));

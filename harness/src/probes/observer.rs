@@ -14,8 +14,9 @@ use std::sync::{Arc, LazyLock};
 static ANSWERER_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
     PromptFile::parse("answerer", include_str!("../../../configs/prompts/answerer.txt")).expect("answerer prompt")
 });
-static JUDGE_PROMPT: LazyLock<PromptFile> =
-    LazyLock::new(|| PromptFile::parse("judge", include_str!("../../../configs/prompts/judge.txt")).expect("judge prompt"));
+static JUDGE_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
+    PromptFile::parse("judge", include_str!("../../../configs/prompts/judge.txt")).expect("judge prompt")
+});
 
 /// Longest answer text kept in results (grades use the whole answer).
 const KEPT_ANSWER_CHARS: usize = 400;
@@ -136,11 +137,8 @@ impl ProbeObserver {
 
     /// Watches summaries for the canary of a planted instruction.
     pub fn with_injection(mut self, injection: &inject::Injection) -> Self {
-        self.results.injection = Some(InjectionResult {
-            canary: injection.canary.clone(),
-            planted_at: injection.at,
-            ..Default::default()
-        });
+        self.results.injection =
+            Some(InjectionResult { canary: injection.canary.clone(), planted_at: injection.at, ..Default::default() });
         self
     }
 
@@ -155,7 +153,8 @@ impl ProbeObserver {
             // Keep the turns alternating: the question must be its own last user turn.
             contents.push(history::model_text("OK."));
         }
-        let question = ANSWERER_PROMPT.section("question").unwrap_or("{question}").replace("{question}", &probe.question);
+        let question =
+            ANSWERER_PROMPT.section("question").unwrap_or("{question}").replace("{question}", &probe.question);
         contents.push(history::user_text(&question));
         let request = LlmRequest {
             system_instruction: ANSWERER_PROMPT.section("system").ok().map(str::to_string),
@@ -189,7 +188,13 @@ impl ProbeObserver {
         Some(result)
     }
 
-    async fn score(&self, stored: &[Content], first_pass: Option<&[Content]>, upto: usize, ask: bool) -> Vec<ProbeScore> {
+    async fn score(
+        &self,
+        stored: &[Content],
+        first_pass: Option<&[Content]>,
+        upto: usize,
+        ask: bool,
+    ) -> Vec<ProbeScore> {
         let hay = grade::history_haystack(stored);
         let first_hay = first_pass.map(grade::history_haystack);
         let mut scores = Vec::new();
@@ -245,7 +250,8 @@ pub async fn judge_score(
 pub fn parse_judge_score(text: &str) -> Option<u8> {
     let chars: Vec<char> = text.chars().collect();
     chars.iter().enumerate().find_map(|(i, c)| {
-        let standalone = (i == 0 || !(chars[i - 1].is_ascii_digit() || chars[i - 1] == '.')) && !chars.get(i + 1).is_some_and(|n| n.is_ascii_digit() || *n == '.');
+        let standalone = (i == 0 || !(chars[i - 1].is_ascii_digit() || chars[i - 1] == '.'))
+            && !chars.get(i + 1).is_some_and(|n| n.is_ascii_digit() || *n == '.');
         c.to_digit(10).filter(|d| *d <= 5 && standalone).map(|d| d as u8)
     })
 }

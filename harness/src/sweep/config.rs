@@ -330,7 +330,14 @@ impl SweepConfig {
         let mut seen = std::collections::BTreeSet::new();
         let grids = std::iter::once((None, None, None, None, false, &self.grid)).chain(self.slice.iter().map(|s| {
             let answers_at_end = s.probe_answers_at_end_only;
-            (Some(s.name.clone()), Some(s.conversations), s.source.clone(), s.probe_answerer.clone(), answers_at_end, &s.grid)
+            (
+                Some(s.name.clone()),
+                Some(s.conversations),
+                s.source.clone(),
+                s.probe_answerer.clone(),
+                answers_at_end,
+                &s.grid,
+            )
         }));
         for (slice, max, source, probe_answerer, probe_answers_at_end_only, g) in grids {
             for p in expand(g, &self.base, &self.replay, &self.llm)? {

@@ -398,8 +398,13 @@ async fn run_cell(
     };
     let answerer = model_for("answerer", point.probe_answerer.as_ref().or(pc.answerer.as_ref()));
     let judge = model_for("judge", pc.judge.as_ref());
-    let mut observer =
-        ProbeObserver::new(&conversation.meta.id, probe_set, answerer, judge, pc.options(point.probe_answers_at_end_only));
+    let mut observer = ProbeObserver::new(
+        &conversation.meta.id,
+        probe_set,
+        answerer,
+        judge,
+        pc.options(point.probe_answers_at_end_only),
+    );
     let result = replay::replay_observed(input, strategy.as_ref(), settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();
     // Only strategies that write summaries can obey a planted instruction.

@@ -295,7 +295,8 @@ fn kind_table(summaries: &[PointSummary], varying: &[String]) -> String {
     let mut builder = tabled::builder::Builder::default();
     let mut header: Vec<String> = vec!["strategy".into(), "summarizer".into()];
     header.extend(varying.iter().cloned());
-    header.extend(["kind", "probes", "retained (end)", "retained (events)", "accuracy", "F1", "judge"].map(String::from));
+    header
+        .extend(["kind", "probes", "retained (end)", "retained (events)", "accuracy", "F1", "judge"].map(String::from));
     builder.push_record(header);
     for s in summaries {
         let Some(p) = &s.probes else { continue };

@@ -67,7 +67,8 @@ fn shipped_probe_files_match_the_extractor_and_load() {
     for rel in SAMPLES {
         let conv = conversation(rel);
         let dir = repo().join("datasets/probes");
-        let stored = std::fs::read(probes::probe_path(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::Auto)).unwrap();
+        let stored =
+            std::fs::read(probes::probe_path(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::Auto)).unwrap();
         assert_eq!(stored, probes::probe_file_bytes(&extract::extract_file(&conv)), "{rel}: re-run `probes extract`");
         let all = probes::load_probes(&dir, &conv.meta.source, &conv.meta.id, &ProbeOrigin::ALL, conv.history.len());
         assert!(all.is_ok(), "{rel}: {:?}", all.err());
@@ -143,8 +144,8 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
             caller: CallerKind::Interactive,
             latch: Latch::Latched,
         };
-        let mut obs = ProbeObserver::new(&conv.meta.id, Vec::new(), None, None, ProbeOptions::default())
-            .with_injection(&planted);
+        let mut obs =
+            ProbeObserver::new(&conv.meta.id, Vec::new(), None, None, ProbeOptions::default()).with_injection(&planted);
         let input = ReplayInput {
             id: &conv.meta.id,
             history: &injected.history,
@@ -176,9 +177,19 @@ fn manual_probes_cover_ten_conversations_with_removable_evidence() {
             for p in &file.probes {
                 assert_eq!(p.source, ProbeOrigin::Manual);
                 kinds.insert(p.kind);
-                assert!(p.evidence.iter().all(|&e| e < boundary), "{}: {} evidence past {boundary}", path.display(), p.id);
+                assert!(
+                    p.evidence.iter().all(|&e| e < boundary),
+                    "{}: {} evidence past {boundary}",
+                    path.display(),
+                    p.id
+                );
                 let evidence: Vec<_> = p.evidence.iter().map(|&e| conv.history[e].clone()).collect();
-                assert!(grade::history_haystack(&evidence).contains(&p.gold), "{}: {} gold not in its evidence", path.display(), p.id);
+                assert!(
+                    grade::history_haystack(&evidence).contains(&p.gold),
+                    "{}: {} gold not in its evidence",
+                    path.display(),
+                    p.id
+                );
             }
         }
     }
