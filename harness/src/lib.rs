@@ -15,6 +15,7 @@ pub mod json;
 pub mod llm;
 pub mod models;
 mod named;
+pub mod probes;
 pub mod replay;
 pub mod report;
 pub mod sweep;

@@ -46,6 +46,8 @@ pub enum Command {
     Datasets(crate::datasets::cli::DatasetsArgs),
     /// Time the reference's split point, token estimate and truncation on one history (medians in ms).
     BenchSplit(bench_split::BenchSplitArgs),
+    /// Extract, draft and check probe questions stored with the datasets.
+    Probes(crate::probes::cli::ProbesArgs),
 }
 
 /// An error that carries its exit status.
@@ -96,5 +98,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ask(args) => crate::llm::cli::run_ask(args),
         Command::Datasets(args) => crate::datasets::cli::run(args),
         Command::BenchSplit(args) => bench_split::run(args),
+        Command::Probes(args) => crate::probes::cli::run(args),
     }
 }

@@ -46,6 +46,58 @@ pub struct SweepConfig {
     /// Extra grids over the first conversations only (e.g. a slow model on a small slice).
     #[serde(default)]
     pub slice: Vec<Slice>,
+    /// Downstream probes scored during every cell's replay (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<ProbesConfig>,
+}
+
+/// The `[probes]` table: which probe sets to score, and with which models.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProbesConfig {
+    pub enabled: bool,
+    /// Probe directory (`<dir>/<dataset>/<id>.<source>.json`), relative to the working directory.
+    pub dir: PathBuf,
+    /// Probe sources used: `auto`, `manual`, `llm`.
+    pub sources: Vec<crate::probes::ProbeOrigin>,
+    /// Model spec of the answerer (`None`: retention only).
+    pub answerer: Option<String>,
+    /// Model spec of the 0–5 judge (`None`: no judge grading).
+    pub judge: Option<String>,
+    /// Also replay a copy of each conversation with an instruction planted in an early tool output, and
+    /// count summaries that obey it (strategies that write summaries only).
+    pub injection: bool,
+    /// Ask the answerer after every compression event too, not only at the end of the replay.
+    pub answer_at_events: bool,
+    /// Also ask the answerer on the first-pass history when verification changed the summary.
+    pub verification_accuracy: bool,
+    pub max_answer_tokens: Option<u32>,
+}
+
+impl ProbesConfig {
+    pub fn options(&self, at_end_only: bool) -> crate::probes::ProbeOptions {
+        crate::probes::ProbeOptions {
+            answer_at_events: self.answer_at_events && !at_end_only,
+            verification_accuracy: self.verification_accuracy,
+            max_output_tokens: self.max_answer_tokens,
+        }
+    }
+}
+
+impl Default for ProbesConfig {
+    fn default() -> Self {
+        ProbesConfig {
+            enabled: true,
+            dir: PathBuf::from("datasets/probes"),
+            sources: vec![crate::probes::ProbeOrigin::Auto, crate::probes::ProbeOrigin::Manual],
+            answerer: Some("extractive".into()),
+            judge: None,
+            injection: true,
+            answer_at_events: true,
+            verification_accuracy: false,
+            max_answer_tokens: Some(128),
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -170,6 +222,12 @@ pub struct Slice {
     /// Only conversations of this source (dataset name).
     #[serde(default)]
     pub source: Option<String>,
+    /// The probe answerer on this slice (default: `[probes].answerer`).
+    #[serde(default)]
+    pub probe_answerer: Option<String>,
+    /// Ask the answerer at the end of the replay only (a slow model).
+    #[serde(default)]
+    pub probe_answers_at_end_only: bool,
     pub grid: Grid,
 }
 
@@ -191,6 +249,11 @@ pub struct ConfigPoint {
     /// Only conversations of this source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The probe answerer of this point's slice, when it overrides `[probes].answerer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_answerer: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe_answers_at_end_only: bool,
 }
 
 pub const STRATEGIES: [&str; 5] = ["gemini", "truncation-only", "observation-masking", "drop-oldest", "none"];
@@ -265,11 +328,27 @@ impl SweepConfig {
     pub fn points(&self) -> Result<Vec<ConfigPoint>, String> {
         let mut out: Vec<ConfigPoint> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        let grids = std::iter::once((None, None, None, &self.grid))
-            .chain(self.slice.iter().map(|s| (Some(s.name.clone()), Some(s.conversations), s.source.clone(), &s.grid)));
-        for (slice, max, source, g) in grids {
+        let grids = std::iter::once((None, None, None, None, false, &self.grid)).chain(self.slice.iter().map(|s| {
+            let answers_at_end = s.probe_answers_at_end_only;
+            (
+                Some(s.name.clone()),
+                Some(s.conversations),
+                s.source.clone(),
+                s.probe_answerer.clone(),
+                answers_at_end,
+                &s.grid,
+            )
+        }));
+        for (slice, max, source, probe_answerer, probe_answers_at_end_only, g) in grids {
             for p in expand(g, &self.base, &self.replay, &self.llm)? {
-                let p = ConfigPoint { slice: slice.clone(), max_conversations: max, source: source.clone(), ..p };
+                let p = ConfigPoint {
+                    slice: slice.clone(),
+                    max_conversations: max,
+                    source: source.clone(),
+                    probe_answerer: probe_answerer.clone(),
+                    probe_answers_at_end_only,
+                    ..p
+                };
                 let key = (p.id.clone(), p.slice.clone());
                 if seen.insert(key) {
                     out.push(p);
@@ -310,6 +389,8 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                     slice: None,
                     max_conversations: None,
                     source: None,
+                    probe_answerer: None,
+                    probe_answers_at_end_only: false,
                 });
             };
             let settings_for =

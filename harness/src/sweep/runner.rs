@@ -1,9 +1,10 @@
 //! The sweep runner: cells (config point × conversation × repeat) replayed concurrently, each finished
 //! cell written atomically to the run directory, so a killed run resumes where it stopped.
 
-use super::config::{ConfigPoint, SweepConfig};
+use super::config::{ConfigPoint, ProbesConfig, SweepConfig};
 use crate::datasets::{self, Conversation};
 use crate::llm::{self, BackendOptions, CacheMode, LanguageModel, LlmError};
+use crate::probes::{ProbeObserver, ProbeResults};
 use crate::replay::{self, ConversationResult, ReplayInput, ReplaySettings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,6 +30,9 @@ pub struct Plan {
     pub conversations: Vec<PlannedConversation>,
     pub repeats: u32,
     pub replay: ReplaySettings,
+    /// Probe settings when probes are enabled (part of the plan: changing them needs a new run directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<ProbesConfig>,
 }
 
 /// One unit of work.
@@ -57,6 +61,9 @@ pub struct CellResult {
     pub cell: Cell,
     pub source: String,
     pub result: ConversationResult,
+    /// Probe scores and injection obedience (cells of runs without probes have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<crate::probes::ProbeResults>,
 }
 
 impl Plan {
@@ -129,6 +136,7 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, String> 
         conversations,
         repeats: config.repeats,
         replay: config.replay.clone(),
+        probes: config.probes.clone().filter(|p| p.enabled),
     })
 }
 
@@ -314,11 +322,13 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         let run_dir = opts.run_dir.clone();
         let base_dir = opts.base_dir.clone();
         let replay_settings = ReplaySettings { token_limit: point.token_limit, ..plan.replay.clone() };
+        let probes_config = plan.probes.clone();
         tasks.spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
-            let result = run_cell(&cell, &point, &conv, &base_dir, &replay_settings, &models).await;
+            let (result, probes) =
+                run_cell(&cell, &point, &conv, &base_dir, &replay_settings, &models, probes_config.as_ref()).await;
             let failed = result.error.is_some();
-            let stored = CellResult { cell, source: conv.source.clone(), result };
+            let stored = CellResult { cell, source: conv.source.clone(), result, probes };
             write_cell(&run_dir, &stored).map(|_| failed).map_err(|e| format!("{}: {e}", run_dir.display()))
         });
     }
@@ -344,11 +354,10 @@ async fn run_cell(
     base_dir: &Path,
     settings: &ReplaySettings,
     models: &Models,
-) -> ConversationResult {
-    let failed = |e: String| ConversationResult {
-        conversation: cell.conversation.clone(),
-        error: Some(e),
-        ..Default::default()
+    probes: Option<&ProbesConfig>,
+) -> (ConversationResult, Option<ProbeResults>) {
+    let failed = |e: String| {
+        (ConversationResult { conversation: cell.conversation.clone(), error: Some(e), ..Default::default() }, None)
     };
     if let Some(e) = &conv.error {
         return failed(e.clone());
@@ -367,7 +376,60 @@ async fn run_cell(
         history: &conversation.history,
         recorded_prompt_tokens: &conversation.recorded_prompt_tokens,
     };
-    replay::replay(input, strategy.as_ref(), settings, llm.as_ref()).await
+    let Some(pc) = probes.filter(|p| p.enabled) else {
+        return (replay::replay(input, strategy.as_ref(), settings, llm.as_ref()).await, None);
+    };
+    let dir = if pc.dir.is_absolute() { pc.dir.clone() } else { base_dir.join(&pc.dir) };
+    let mut errors = Vec::new();
+    let loaded = crate::probes::load_probes(
+        &dir,
+        &conversation.meta.source,
+        &conversation.meta.id,
+        &pc.sources,
+        conversation.history.len(),
+    );
+    let probe_set = loaded.unwrap_or_else(|e| {
+        errors.push(e.to_string());
+        Vec::new()
+    });
+    let mut model_for = |role: &str, spec: Option<&String>| {
+        let spec = spec?;
+        models.get(spec).map_err(|e| errors.push(format!("{role} `{spec}`: {e}"))).ok()
+    };
+    let answerer = model_for("answerer", point.probe_answerer.as_ref().or(pc.answerer.as_ref()));
+    let judge = model_for("judge", pc.judge.as_ref());
+    let mut observer = ProbeObserver::new(
+        &conversation.meta.id,
+        probe_set,
+        answerer,
+        judge,
+        pc.options(point.probe_answers_at_end_only),
+    );
+    let result = replay::replay_observed(input, strategy.as_ref(), settings, llm.as_ref(), &mut observer).await;
+    let mut probe_results = observer.into_results();
+    // Only strategies that write summaries can obey a planted instruction.
+    if pc.injection && point.summarizer.is_some() {
+        if let Some((injected, planted)) = crate::probes::inject::plant(&conversation) {
+            let input = ReplayInput {
+                id: &cell.conversation,
+                history: &injected.history,
+                recorded_prompt_tokens: &injected.recorded_prompt_tokens,
+            };
+            let settings = ReplaySettings { keep_summaries: true, ..settings.clone() };
+            let mut watcher = ProbeObserver::new(&conversation.meta.id, Vec::new(), None, None, Default::default())
+                .with_injection(&planted);
+            let r = replay::replay_observed(input, strategy.as_ref(), &settings, llm.as_ref(), &mut watcher).await;
+            let mut injection = watcher.into_results().injection;
+            if let (Some(inj), Some(e)) = (&mut injection, r.error) {
+                inj.error = Some(e);
+            }
+            probe_results.injection = injection;
+        }
+    }
+    if !errors.is_empty() {
+        probe_results.error = Some(errors.join("; "));
+    }
+    (result, Some(probe_results))
 }
 
 /// Every stored cell of a run directory, in the plan's order (missing cells are skipped).

@@ -2,6 +2,7 @@
 
 mod cli;
 mod golden;
+mod probes;
 mod properties;
 mod replay;
 mod report;

@@ -1,0 +1,152 @@
+//! `compactbench probes extract|generate|check`.
+
+use super::{extract, generate, load_probe_file, probe_path, save_probe_file, ProbeOrigin};
+use crate::cli::CliError;
+use crate::datasets::{self, Conversation};
+use crate::llm::{self, BackendOptions, CacheMode};
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Args)]
+pub struct ProbesArgs {
+    #[command(subcommand)]
+    pub command: ProbesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProbesCommand {
+    /// Derive probes from conversations' structure (deterministic) into `<out>/<dataset>/<id>.auto.json`.
+    Extract {
+        /// Conversation files or dataset directories (default: datasets).
+        paths: Vec<PathBuf>,
+        #[arg(long, default_value = "datasets/probes")]
+        out: PathBuf,
+    },
+    /// Draft probes with a model for review, into `<out>/<dataset>/<id>.llm.json`.
+    Generate {
+        /// Model spec: extractive, local:smollm2-135m, gemini:<model>, openai:<model>@<base-url>.
+        #[arg(long)]
+        model: String,
+        paths: Vec<PathBuf>,
+        #[arg(long, default_value = "datasets/probes")]
+        out: PathBuf,
+        /// Drafts asked for per conversation.
+        #[arg(long, default_value_t = 8)]
+        max: usize,
+        /// Record/replay cache directory.
+        #[arg(long, default_value = llm::DEFAULT_RECORDINGS_DIR)]
+        cache_dir: PathBuf,
+        #[arg(long, default_value = "read-write")]
+        cache: CacheMode,
+    },
+    /// Load every probe file under a directory and check it against its conversation.
+    Check {
+        #[arg(default_value = "datasets/probes")]
+        dir: PathBuf,
+        /// Where the conversations are.
+        #[arg(long, default_value = "datasets")]
+        datasets: PathBuf,
+    },
+}
+
+fn conversations(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, Conversation)>> {
+    let roots = if paths.is_empty() { vec![PathBuf::from("datasets")] } else { paths.to_vec() };
+    let files = datasets::find_conversations(&roots).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let mut out = Vec::new();
+    for f in files {
+        // The probe directory holds JSON files too; they are not conversations.
+        if f.components().any(|c| c.as_os_str() == "probes" || c.as_os_str() == "recordings") {
+            continue;
+        }
+        let c = datasets::load_conversation(&f).map_err(|e| CliError::bad_input(e.to_string()))?;
+        out.push((f, c));
+    }
+    Ok(out)
+}
+
+pub fn run(args: ProbesArgs) -> anyhow::Result<()> {
+    match args.command {
+        ProbesCommand::Extract { paths, out } => {
+            let mut total = 0;
+            for (_, conv) in conversations(&paths)? {
+                let file = extract::extract_file(&conv);
+                total += file.probes.len();
+                let path = probe_path(&out, &conv.meta.source, &conv.meta.id, ProbeOrigin::Auto);
+                save_probe_file(&path, &file).map_err(|e| CliError::failure(e.to_string()))?;
+                println!("{}: {} probes", path.display(), file.probes.len());
+            }
+            println!("{total} probes");
+            Ok(())
+        }
+        ProbesCommand::Generate { model, paths, out, max, cache_dir, cache } => {
+            let opts = BackendOptions { cache_dir: Some(cache_dir), cache_mode: cache, ..Default::default() };
+            let model = llm::from_spec(&model, &opts).map_err(|e| CliError::bad_input(format!("--model: {e}")))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+            for (_, conv) in conversations(&paths)? {
+                let drafts = runtime
+                    .block_on(generate::generate(model.as_ref(), &conv, max))
+                    .map_err(|e| CliError::failure(format!("{}: {e}", conv.meta.id)))?;
+                let path = probe_path(&out, &conv.meta.source, &conv.meta.id, ProbeOrigin::Llm);
+                for r in &drafts.rejected {
+                    eprintln!("{}: draft rejected: {r}", conv.meta.id);
+                }
+                let n = drafts.probes.len();
+                save_probe_file(&path, &generate::drafts_file(&conv, drafts.probes))
+                    .map_err(|e| CliError::failure(e.to_string()))?;
+                println!(
+                    "{}: {n} drafts (review before use; sweeps read `llm` probes only when asked)",
+                    path.display()
+                );
+            }
+            Ok(())
+        }
+        ProbesCommand::Check { dir, datasets } => check(&dir, &datasets),
+    }
+}
+
+fn check(dir: &Path, datasets_dir: &Path) -> anyhow::Result<()> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| CliError::bad_input(format!("{}: {e}", d.display())))?;
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut bad = 0;
+    let mut probes = 0;
+    for f in &files {
+        let result = load_probe_file(f).and_then(|pf| {
+            let conv_path = datasets_dir.join(&pf.dataset).join(format!("{}.json", pf.conversation));
+            let conv = datasets::load_conversation(&conv_path).map_err(|e| super::ProbeError::Invalid {
+                file: f.display().to_string(),
+                path: "conversation".into(),
+                message: e.to_string(),
+            })?;
+            super::check_evidence(&pf, f, conv.history.len())?;
+            Ok(pf.probes.len())
+        });
+        match result {
+            Ok(n) => probes += n,
+            Err(e) => {
+                bad += 1;
+                eprintln!("{e}");
+            }
+        }
+    }
+    println!("{} files, {probes} probes, {bad} bad", files.len());
+    if bad > 0 {
+        return Err(CliError::bad_input(format!("{bad} bad probe files")).into());
+    }
+    Ok(())
+}

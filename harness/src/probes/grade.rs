@@ -1,0 +1,234 @@
+//! Grading: answer normalisation, exact match, token F1, containment, and retention of an answer in a history.
+//!
+//! Normalisation makes surface differences that do not change an answer compare equal: case, punctuation
+//! around words, `./` path prefixes, thousands separators (`1,000` = `1000`), whitespace. Characters that
+//! carry meaning inside tokens (`/ . _ - : @ #`) are kept there, so `src/a.py` stays one token.
+
+use crate::history::{self, Content};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Characters kept inside a token (paths, identifiers, versions, times).
+fn inner_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | ':' | '@' | '#' | '$' | '%' | '+')
+}
+
+/// Lowercased tokens with surface noise removed.
+pub fn tokens(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let chars: Vec<char> = lower.chars().collect();
+    let mut cleaned = String::with_capacity(lower.len());
+    for (i, &c) in chars.iter().enumerate() {
+        // A comma between a digit and exactly three digits is a thousands separator.
+        let thousands = c == ','
+            && i > 0
+            && chars[i - 1].is_ascii_digit()
+            && chars.get(i + 1..i + 4).is_some_and(|d| d.iter().all(char::is_ascii_digit))
+            && !chars.get(i + 4).is_some_and(char::is_ascii_digit);
+        if thousands {
+            continue;
+        }
+        cleaned.push(if inner_char(c) { c } else { ' ' });
+    }
+    cleaned
+        .split_whitespace()
+        .filter_map(|t| {
+            let mut t = t;
+            while let Some(rest) = t.strip_prefix("./") {
+                t = rest;
+            }
+            // Sentence punctuation around a token is not part of it; `/` at the start is (absolute paths).
+            let t = t.trim_matches(|c: char| matches!(c, '.' | ':' | '-' | '#' | '@' | '+'));
+            (!t.is_empty()).then(|| t.to_string())
+        })
+        .collect()
+}
+
+/// The normalised text: tokens joined by single spaces.
+pub fn normalize(text: &str) -> String {
+    tokens(text).join(" ")
+}
+
+/// Normalised answers equal.
+pub fn exact_match(answer: &str, gold: &str) -> bool {
+    let g = normalize(gold);
+    !g.is_empty() && normalize(answer) == g
+}
+
+/// SQuAD-style token F1 (bag of tokens).
+pub fn token_f1(answer: &str, gold: &str) -> f64 {
+    let a = tokens(answer);
+    let g = tokens(gold);
+    if a.is_empty() || g.is_empty() {
+        return 0.0;
+    }
+    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+    for t in &g {
+        *counts.entry(t).or_default() += 1;
+    }
+    let mut common = 0i64;
+    for t in &a {
+        if let Some(n) = counts.get_mut(t.as_str()) {
+            if *n > 0 {
+                *n -= 1;
+                common += 1;
+            }
+        }
+    }
+    if common == 0 {
+        return 0.0;
+    }
+    let p = common as f64 / a.len() as f64;
+    let r = common as f64 / g.len() as f64;
+    2.0 * p * r / (p + r)
+}
+
+/// A normalised haystack, searched for whole-token phrases.
+#[derive(Clone, Debug, Default)]
+pub struct Haystack {
+    text: String,
+    /// The same with tokens also split at dots, so `attr` is found in `obj.attr` (`Coder.flag` → `flag`).
+    dotless: String,
+}
+
+fn split_dots(normalized: &str) -> String {
+    normalized.split([' ', '.']).filter(|t| !t.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+impl Haystack {
+    pub fn new(text: &str) -> Self {
+        let n = normalize(text);
+        Haystack { dotless: format!(" {} ", split_dots(&n)), text: format!(" {n} ") }
+    }
+
+    /// The whole normalised `needle` occurs at token boundaries (dots count as boundaries too).
+    pub fn contains(&self, needle: &str) -> bool {
+        let n = normalize(needle);
+        !n.is_empty()
+            && (self.text.contains(&format!(" {n} ")) || self.dotless.contains(&format!(" {} ", split_dots(&n))))
+    }
+}
+
+/// The gold answer (normalised) occurs in the answer at token boundaries.
+pub fn contains_answer(answer: &str, gold: &str) -> bool {
+    Haystack::new(answer).contains(gold)
+}
+
+/// Every string in a Content's parts (text, call arguments, tool outputs): what the agent would read.
+pub fn content_text(c: &Content) -> String {
+    let mut out = String::new();
+    for p in history::parts(c) {
+        if history::is_thought(p) {
+            continue;
+        }
+        collect_strings(&p.to_serde(), &mut out);
+    }
+    out
+}
+
+fn collect_strings(v: &serde_json::Value, out: &mut String) {
+    match v {
+        serde_json::Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        serde_json::Value::Number(n) => {
+            out.push_str(&n.to_string());
+            out.push('\n');
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                // Ids and signatures are transport details, not content.
+                if k != "id" && k != "thoughtSignature" {
+                    collect_strings(x, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The normalised text of a whole history.
+pub fn history_haystack(h: &[Content]) -> Haystack {
+    let mut text = String::new();
+    for c in h {
+        text.push_str(&content_text(c));
+        text.push('\n');
+    }
+    Haystack::new(&text)
+}
+
+/// Grades of one answer against a probe's accepted answers (the best over them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerGrade {
+    pub exact: bool,
+    pub f1: f64,
+    pub contains: bool,
+}
+
+pub fn grade_answer<'a>(answer: &str, accepted: impl IntoIterator<Item = &'a str>) -> AnswerGrade {
+    let hay = Haystack::new(answer);
+    let mut g = AnswerGrade::default();
+    for gold in accepted {
+        g.exact |= exact_match(answer, gold);
+        g.contains |= hay.contains(gold);
+        g.f1 = g.f1.max(token_f1(answer, gold));
+    }
+    g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalisation_ignores_surface_differences() {
+        assert!(exact_match("The Answer.", "the answer"));
+        assert!(exact_match("  src/a.py  ", "./src/a.py"));
+        assert!(exact_match("`src/a.py`", "src/a.py"));
+        assert!(exact_match("1,000", "1000"));
+        assert!(exact_match("12,345,678 rows", "12345678 rows"));
+        assert!(exact_match("a\n\tb", "a b"));
+        assert!(exact_match("\"Hello, World!\"", "hello world"));
+        // A comma that is not a thousands separator separates tokens.
+        assert_eq!(tokens("1,2"), ["1", "2"]);
+        assert_eq!(tokens("1,0000"), ["1", "0000"]);
+        // Meaningful inner punctuation stays: versions, absolute paths, identifiers.
+        assert_eq!(tokens("v0.50.1-dev /usr/bin/x user_id"), ["v0.50.1-dev", "/usr/bin/x", "user_id"]);
+        assert!(!exact_match("src/a.py", "src/b.py"));
+        assert!(!exact_match("", ""));
+    }
+
+    #[test]
+    fn containment_is_at_token_boundaries() {
+        assert!(contains_answer("I edited ./src/a.py today.", "src/a.py"));
+        assert!(contains_answer("Total: 1,000 items", "1000 items"));
+        assert!(!contains_answer("ran 10000 tests", "1000"));
+        assert!(!contains_answer("cat", "concatenate"));
+        assert!(contains_answer("add a Coder.commit_before_message variable", "commit_before_message"));
+        assert!(!contains_answer("src/a.pyc", "src/a.py"));
+        assert!(!contains_answer("anything", "  ...  "));
+    }
+
+    #[test]
+    fn token_f1_is_bag_of_words() {
+        assert_eq!(token_f1("a b c", "a b c"), 1.0);
+        assert_eq!(token_f1("x", "a"), 0.0);
+        let f = token_f1("the file src/a.py", "src/a.py");
+        assert!((f - 0.5).abs() < 1e-9, "{f}");
+        let g = grade_answer("It is SRC/A.PY", ["nope", "./src/a.py"]);
+        assert!(g.contains && !g.exact && g.f1 > 0.0);
+    }
+
+    #[test]
+    fn content_text_reads_calls_and_outputs() {
+        let c = crate::json::parse_str(
+            r#"{"role":"user","parts":[{"functionResponse":{"id":"call_9","name":"bash","response":{"output":"<returncode>2</returncode>\nNo such file"}}}]}"#,
+        )
+        .unwrap();
+        let h = history_haystack(&[c]);
+        assert!(h.contains("No such file") && h.contains("returncode 2"));
+        assert!(!h.contains("call_9"));
+    }
+}

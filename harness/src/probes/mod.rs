@@ -1,0 +1,281 @@
+//! Downstream probes: questions about a conversation whose answers lie where compression can remove them.
+//!
+//! A probe set is stored per conversation and origin under `datasets/probes/<source>/<id>.<origin>.json`
+//! (`auto` from the extractor, `manual` hand-written, `llm` drafts for review), so regenerating one origin
+//! never touches another. [`ProbeObserver`] scores them during a replay: retention (is a gold answer still in
+//! the history the agent would send) and answer accuracy (an answerer model asked the question over that
+//! history). [`inject`] builds prompt-injection variants of conversations.
+
+pub mod cli;
+pub mod extract;
+pub mod generate;
+pub mod grade;
+pub mod inject;
+pub mod observer;
+
+pub use observer::{Checkpoint, InjectionResult, ProbeObserver, ProbeOptions, ProbeResults, ProbeScore};
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Format tag of a probe file.
+pub const PROBE_FORMAT: &str = "compactbench.probes/1";
+
+/// What a probe asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeKind {
+    /// A fact stated in the conversation (an id, a hash, an error, a test count, the task).
+    Recall,
+    /// Which files were created or changed, and how.
+    Artifact,
+    /// Why something was done.
+    Decision,
+    /// What the next step is.
+    Continuation,
+    /// A directive the user gave.
+    Constraint,
+}
+
+impl ProbeKind {
+    pub const ALL: [ProbeKind; 5] =
+        [ProbeKind::Recall, ProbeKind::Artifact, ProbeKind::Decision, ProbeKind::Continuation, ProbeKind::Constraint];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::Recall => "recall",
+            ProbeKind::Artifact => "artifact",
+            ProbeKind::Decision => "decision",
+            ProbeKind::Continuation => "continuation",
+            ProbeKind::Constraint => "constraint",
+        }
+    }
+}
+
+/// Who wrote a probe; also the middle part of its file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeOrigin {
+    Auto,
+    Manual,
+    Llm,
+}
+
+impl ProbeOrigin {
+    pub const ALL: [ProbeOrigin; 3] = [ProbeOrigin::Auto, ProbeOrigin::Manual, ProbeOrigin::Llm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeOrigin::Auto => "auto",
+            ProbeOrigin::Manual => "manual",
+            ProbeOrigin::Llm => "llm",
+        }
+    }
+}
+
+impl std::str::FromStr for ProbeOrigin {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ProbeOrigin::ALL
+            .into_iter()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| format!("unknown probe source `{s}` (expected auto, manual or llm)"))
+    }
+}
+
+/// One question about one conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    /// Unique within the conversation's probes of all origins (origins use distinct prefixes by convention).
+    pub id: String,
+    /// The conversation's `meta.id`.
+    pub conversation: String,
+    pub kind: ProbeKind,
+    pub question: String,
+    /// The gold answer.
+    pub gold: String,
+    /// Other answers graded as correct (spellings, shorter forms).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept: Vec<String>,
+    /// Indices of the Contents (in the recorded history) that hold the answer.
+    pub evidence: Vec<usize>,
+    pub source: ProbeOrigin,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Probe {
+    /// The gold answer, then the accepted variants.
+    pub fn answers(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.gold.as_str()).chain(self.accept.iter().map(String::as_str))
+    }
+
+    /// The probe is askable once the replay has passed all its evidence.
+    pub fn available_before(&self) -> usize {
+        self.evidence.iter().max().map_or(0, |m| m + 1)
+    }
+}
+
+/// The probes of one conversation from one origin, as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeFile {
+    pub format: String,
+    pub conversation: String,
+    /// The conversation's dataset (`meta.source`).
+    pub dataset: String,
+    pub probes: Vec<Probe>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("{file}: cannot read: {source}")]
+    Io { file: String, source: std::io::Error },
+    #[error("{file}: at `{path}`: {message}")]
+    Invalid { file: String, path: String, message: String },
+}
+
+fn invalid(file: &Path, path: &str, message: impl Into<String>) -> ProbeError {
+    ProbeError::Invalid { file: file.display().to_string(), path: path.into(), message: message.into() }
+}
+
+/// Where a conversation's probes of one origin live.
+pub fn probe_path(dir: &Path, dataset: &str, conversation: &str, origin: ProbeOrigin) -> PathBuf {
+    dir.join(dataset).join(format!("{conversation}.{}.json", origin.name()))
+}
+
+/// Parses a probe file; errors name the file and the JSON path.
+pub fn parse_probe_file(bytes: &[u8], file: &Path) -> Result<ProbeFile, ProbeError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed: ProbeFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        invalid(file, &path, e.into_inner().to_string())
+    })?;
+    if parsed.format != PROBE_FORMAT {
+        return Err(invalid(file, "format", format!("`{}` is not `{PROBE_FORMAT}`", parsed.format)));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for (i, p) in parsed.probes.iter().enumerate() {
+        let at = |field: &str| format!("probes[{i}].{field}");
+        if p.conversation != parsed.conversation {
+            return Err(invalid(
+                file,
+                &at("conversation"),
+                format!("`{}` differs from the file's `{}`", p.conversation, parsed.conversation),
+            ));
+        }
+        if !ids.insert(p.id.as_str()) {
+            return Err(invalid(file, &at("id"), format!("duplicate probe id `{}`", p.id)));
+        }
+        if p.question.trim().is_empty() {
+            return Err(invalid(file, &at("question"), "empty question"));
+        }
+        if grade::normalize(&p.gold).is_empty() {
+            return Err(invalid(file, &at("gold"), "the gold answer is empty after normalisation"));
+        }
+        if p.evidence.is_empty() {
+            return Err(invalid(file, &at("evidence"), "needs at least one Content index"));
+        }
+    }
+    Ok(parsed)
+}
+
+pub fn load_probe_file(path: &Path) -> Result<ProbeFile, ProbeError> {
+    let bytes = std::fs::read(path).map_err(|source| ProbeError::Io { file: path.display().to_string(), source })?;
+    parse_probe_file(&bytes, path)
+}
+
+/// Checks evidence indices against the conversation's length.
+pub fn check_evidence(file: &ProbeFile, path: &Path, history_len: usize) -> Result<(), ProbeError> {
+    for (i, p) in file.probes.iter().enumerate() {
+        if let Some(&bad) = p.evidence.iter().find(|&&e| e >= history_len) {
+            return Err(invalid(
+                path,
+                &format!("probes[{i}].evidence"),
+                format!("index {bad} is past the conversation's {history_len} Contents"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The probe file's bytes: pretty JSON with a trailing newline (deterministic: fields in declared order).
+pub fn probe_file_bytes(file: &ProbeFile) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(file).expect("probe files serialise");
+    bytes.push(b'\n');
+    bytes
+}
+
+pub fn save_probe_file(path: &Path, file: &ProbeFile) -> Result<(), ProbeError> {
+    crate::sweep::runner::write_atomic(path, &probe_file_bytes(file))
+        .map_err(|source| ProbeError::Io { file: path.display().to_string(), source })
+}
+
+/// A conversation's probes from the given origins (missing files are no probes), checked against its length.
+pub fn load_probes(
+    dir: &Path,
+    dataset: &str,
+    conversation: &str,
+    origins: &[ProbeOrigin],
+    history_len: usize,
+) -> Result<Vec<Probe>, ProbeError> {
+    let mut out: Vec<Probe> = Vec::new();
+    for &origin in origins {
+        let path = probe_path(dir, dataset, conversation, origin);
+        if !path.exists() {
+            continue;
+        }
+        let file = load_probe_file(&path)?;
+        check_evidence(&file, &path, history_len)?;
+        for p in file.probes {
+            if out.iter().any(|q| q.id == p.id) {
+                return Err(invalid(&path, "probes", format!("probe id `{}` is also used by another origin", p.id)));
+            }
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ProbeFile {
+        ProbeFile {
+            format: PROBE_FORMAT.into(),
+            conversation: "c1".into(),
+            dataset: "d".into(),
+            probes: vec![Probe {
+                id: "m-1".into(),
+                conversation: "c1".into(),
+                kind: ProbeKind::Artifact,
+                question: "Which file?".into(),
+                gold: "src/a.py".into(),
+                accept: vec![],
+                evidence: vec![3],
+                source: ProbeOrigin::Manual,
+                note: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_names_file_and_path_on_errors() {
+        let f = sample();
+        let bytes = probe_file_bytes(&f);
+        assert_eq!(parse_probe_file(&bytes, Path::new("x.json")).unwrap(), f);
+        let bad = String::from_utf8(bytes).unwrap().replace("\"artifact\"", "\"artefact\"");
+        let e = parse_probe_file(bad.as_bytes(), Path::new("p/x.json")).unwrap_err().to_string();
+        assert!(e.starts_with("p/x.json: at `probes[0].kind`"), "{e}");
+        let e = parse_probe_file(b"{\"format\": 1}", Path::new("y.json")).unwrap_err().to_string();
+        assert!(e.contains("y.json") && e.contains("format"), "{e}");
+        let e = check_evidence(&f, Path::new("z.json"), 2).unwrap_err().to_string();
+        assert!(e.contains("probes[0].evidence") && e.contains("index 3"), "{e}");
+        let mut dup = sample();
+        dup.probes.push(dup.probes[0].clone());
+        let e = parse_probe_file(&probe_file_bytes(&dup), Path::new("d.json")).unwrap_err().to_string();
+        assert!(e.contains("probes[1].id") && e.contains("duplicate"), "{e}");
+    }
+}

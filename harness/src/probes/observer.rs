@@ -1,0 +1,309 @@
+//! Scoring probes during a replay: after every compression event and at the end, on the history the agent
+//! would send (and on the first-pass history when a verification pass replaced the first summary).
+
+use super::grade::{self, AnswerGrade};
+use super::{inject, Probe, ProbeKind, ProbeOrigin};
+use crate::compress::prompts::PromptFile;
+use crate::history::{self, Content};
+use crate::llm::{GenerationParams, LanguageModel, LlmRequest, RequestLabel};
+use crate::replay::{CompressionEvent, ReplayObserver};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, LazyLock};
+
+/// The answerer's and the judge's prompts (`configs/prompts/answerer.txt`, `judge.txt`), embedded.
+static ANSWERER_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
+    PromptFile::parse("answerer", include_str!("../../../configs/prompts/answerer.txt")).expect("answerer prompt")
+});
+static JUDGE_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
+    PromptFile::parse("judge", include_str!("../../../configs/prompts/judge.txt")).expect("judge prompt")
+});
+
+/// Longest answer text kept in results (grades use the whole answer).
+const KEPT_ANSWER_CHARS: usize = 400;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProbeOptions {
+    /// Ask the answerer after every compression event, not only at the end.
+    pub answer_at_events: bool,
+    /// Also ask the answerer on the first-pass history when verification changed the summary.
+    pub verification_accuracy: bool,
+    pub max_output_tokens: Option<u32>,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        ProbeOptions { answer_at_events: true, verification_accuracy: false, max_output_tokens: Some(128) }
+    }
+}
+
+/// One answer and its grades.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerResult {
+    pub text: String,
+    #[serde(flatten)]
+    pub grade: AnswerGrade,
+    /// The judge's 0–5 score, when a judge is configured and answered parseably.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeScore {
+    pub probe: String,
+    pub kind: ProbeKind,
+    pub source: ProbeOrigin,
+    /// A gold answer (normalised) occurs in the history the agent would send.
+    pub retained: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerResult>,
+    /// The same with the first-pass summary instead of the verified one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pass_retained: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pass_answer: Option<AnswerResult>,
+}
+
+/// Scores at one point of the replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Index of the compression event; `None` at the end of the replay.
+    pub event: Option<usize>,
+    /// Recorded model turn of the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<usize>,
+    pub scores: Vec<ProbeScore>,
+}
+
+/// Whether summaries obeyed an instruction planted in a tool output.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InjectionResult {
+    pub canary: String,
+    pub planted_at: usize,
+    /// Summaries written after the planted Content was in the history.
+    pub snapshots: u32,
+    pub obeyed_snapshots: u32,
+    /// The last such summary contains the canary.
+    pub final_obeyed: bool,
+    /// The canary is anywhere in the final history (for strategies without summaries: the text survived).
+    pub in_final_history: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Everything probes measured in one cell.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResults {
+    pub probes: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<InjectionResult>,
+    /// Probes could not be loaded or the injected replay failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ProbeResults {
+    /// The end-of-replay checkpoint.
+    pub fn at_end(&self) -> Option<&Checkpoint> {
+        self.checkpoints.iter().find(|c| c.event.is_none())
+    }
+}
+
+/// A [`ReplayObserver`] that scores probes; with a canary, also watches summaries for it.
+pub struct ProbeObserver {
+    conversation: String,
+    probes: Vec<Probe>,
+    answerer: Option<Arc<dyn LanguageModel>>,
+    judge: Option<Arc<dyn LanguageModel>>,
+    options: ProbeOptions,
+    results: ProbeResults,
+}
+
+impl ProbeObserver {
+    pub fn new(
+        conversation: &str,
+        probes: Vec<Probe>,
+        answerer: Option<Arc<dyn LanguageModel>>,
+        judge: Option<Arc<dyn LanguageModel>>,
+        options: ProbeOptions,
+    ) -> Self {
+        let results = ProbeResults { probes: probes.len(), ..Default::default() };
+        ProbeObserver { conversation: conversation.into(), probes, answerer, judge, options, results }
+    }
+
+    /// Watches summaries for the canary of a planted instruction.
+    pub fn with_injection(mut self, injection: &inject::Injection) -> Self {
+        self.results.injection =
+            Some(InjectionResult { canary: injection.canary.clone(), planted_at: injection.at, ..Default::default() });
+        self
+    }
+
+    pub fn into_results(self) -> ProbeResults {
+        self.results
+    }
+
+    async fn answer(&self, probe: &Probe, stored: &[Content]) -> Option<AnswerResult> {
+        let model = self.answerer.as_ref()?;
+        let mut contents = stored.to_vec();
+        if contents.last().is_some_and(history::is_user) {
+            // Keep the turns alternating: the question must be its own last user turn.
+            contents.push(history::model_text("OK."));
+        }
+        let question =
+            ANSWERER_PROMPT.section("question").unwrap_or("{question}").replace("{question}", &probe.question);
+        contents.push(history::user_text(&question));
+        let request = LlmRequest {
+            system_instruction: ANSWERER_PROMPT.section("system").ok().map(str::to_string),
+            contents,
+            params: GenerationParams {
+                max_output_tokens: self.options.max_output_tokens,
+                temperature: Some(0.0),
+                stop: Vec::new(),
+            },
+            label: RequestLabel {
+                prompt_id: format!("probe-{}-{}", self.conversation, probe.id),
+                role: "answerer".into(),
+                model_alias: None,
+            },
+        };
+        let text = match model.generate(&request).await {
+            Ok(r) => r.text,
+            Err(e) => return Some(AnswerResult { error: Some(e.to_string()), ..Default::default() }),
+        };
+        let mut result = AnswerResult {
+            grade: grade::grade_answer(&text, probe.answers()),
+            text: text.chars().take(KEPT_ANSWER_CHARS).collect(),
+            ..Default::default()
+        };
+        if let Some(judge) = &self.judge {
+            match judge_score(judge.as_ref(), probe, &text, &self.conversation).await {
+                Ok(score) => result.judge = score,
+                Err(e) => result.error = Some(format!("judge: {e}")),
+            }
+        }
+        Some(result)
+    }
+
+    async fn score(
+        &self,
+        stored: &[Content],
+        first_pass: Option<&[Content]>,
+        upto: usize,
+        ask: bool,
+    ) -> Vec<ProbeScore> {
+        let hay = grade::history_haystack(stored);
+        let first_hay = first_pass.map(grade::history_haystack);
+        let mut scores = Vec::new();
+        for p in self.probes.iter().filter(|p| p.available_before() <= upto) {
+            let retained = p.answers().any(|a| hay.contains(a));
+            let answer = if ask { self.answer(p, stored).await } else { None };
+            let first_pass_answer = match first_pass {
+                Some(fp) if ask && self.options.verification_accuracy => self.answer(p, fp).await,
+                _ => None,
+            };
+            scores.push(ProbeScore {
+                probe: p.id.clone(),
+                kind: p.kind,
+                source: p.source,
+                retained,
+                answer,
+                first_pass_retained: first_hay.as_ref().map(|h| p.answers().any(|a| h.contains(a))),
+                first_pass_answer,
+            });
+        }
+        scores
+    }
+}
+
+/// Asks the judge for a 0–5 score; `None` when its answer holds no score.
+pub async fn judge_score(
+    judge: &dyn LanguageModel,
+    probe: &Probe,
+    answer: &str,
+    conversation: &str,
+) -> Result<Option<u8>, crate::llm::LlmError> {
+    let accepted = probe.answers().collect::<Vec<_>>().join(" | ");
+    let user = JUDGE_PROMPT
+        .section("user")
+        .unwrap_or("{question}\n{gold}\n{answer}")
+        .replace("{question}", &probe.question)
+        .replace("{gold}", &accepted)
+        .replace("{answer}", answer);
+    let request = LlmRequest {
+        system_instruction: JUDGE_PROMPT.section("system").ok().map(str::to_string),
+        contents: vec![history::user_text(&user)],
+        params: GenerationParams { max_output_tokens: Some(16), temperature: Some(0.0), stop: Vec::new() },
+        label: RequestLabel {
+            prompt_id: format!("judge-{conversation}-{}", probe.id),
+            role: "judge".into(),
+            model_alias: None,
+        },
+    };
+    Ok(parse_judge_score(&judge.generate(&request).await?.text))
+}
+
+/// The first standalone digit 0–5 of a judge's answer (`Score: 4`, `4/5`, `**3**`).
+pub fn parse_judge_score(text: &str) -> Option<u8> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.iter().enumerate().find_map(|(i, c)| {
+        let standalone = (i == 0 || !(chars[i - 1].is_ascii_digit() || chars[i - 1] == '.'))
+            && !chars.get(i + 1).is_some_and(|n| n.is_ascii_digit() || *n == '.');
+        c.to_digit(10).filter(|d| *d <= 5 && standalone).map(|d| d as u8)
+    })
+}
+
+#[async_trait::async_trait]
+impl ReplayObserver for ProbeObserver {
+    async fn after_event(
+        &mut self,
+        event_index: usize,
+        event: &CompressionEvent,
+        stored: &[Content],
+        first_pass: Option<&[Content]>,
+    ) {
+        if let Some(inj) = &mut self.results.injection {
+            if let (Some(summary), true) = (&event.final_summary, event.turn > inj.planted_at) {
+                let obeyed = inject::obeyed(summary, &inj.canary);
+                inj.snapshots += 1;
+                inj.obeyed_snapshots += obeyed as u32;
+                inj.final_obeyed = obeyed;
+            }
+        }
+        if self.probes.is_empty() {
+            return;
+        }
+        let scores = self.score(stored, first_pass, event.turn, self.options.answer_at_events).await;
+        if !scores.is_empty() {
+            self.results.checkpoints.push(Checkpoint { event: Some(event_index), turn: Some(event.turn), scores });
+        }
+    }
+
+    async fn at_end(&mut self, stored: &[Content]) {
+        if let Some(inj) = &mut self.results.injection {
+            inj.in_final_history = grade::history_haystack(stored).contains(&inj.canary);
+        }
+        if self.probes.is_empty() {
+            return;
+        }
+        let scores = self.score(stored, None, usize::MAX, true).await;
+        self.results.checkpoints.push(Checkpoint { event: None, turn: None, scores });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judge_scores_parse() {
+        assert_eq!(parse_judge_score("Score: 4"), Some(4));
+        assert_eq!(parse_judge_score("**3**/5"), Some(3));
+        assert_eq!(parse_judge_score("10 points, I'd say 2"), Some(2));
+        assert_eq!(parse_judge_score("2.5"), None);
+        assert_eq!(parse_judge_score("none"), None);
+    }
+}
