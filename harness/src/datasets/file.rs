@@ -219,13 +219,20 @@ fn is_conversation_file(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "json") && p.file_name().is_some_and(|n| n != MANIFEST_FILE)
 }
 
+/// Directories under a dataset root that hold other data than conversations.
+pub const NOT_CONVERSATION_DIRS: [&str; 3] = ["probes", "recordings", "fixtures"];
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DatasetError> {
     let file = dir.display().to_string();
     let entries = std::fs::read_dir(dir).map_err(|e| DatasetError::io(&file, e))?;
     for entry in entries {
         let path = entry.map_err(|e| DatasetError::io(&file, e))?.path();
         if path.is_dir() {
-            walk(&path, out)?;
+            // Probe sets and recorded LLM responses live beside the conversations; they are not conversations.
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if !NOT_CONVERSATION_DIRS.contains(&name.as_str()) {
+                walk(&path, out)?;
+            }
         } else if is_conversation_file(&path) {
             out.push(path);
         }
@@ -233,8 +240,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DatasetError> {
     Ok(())
 }
 
-/// Expands directories (recursively) to their conversation files (`*.json` except manifests); files given
-/// directly are kept. The result is sorted and free of duplicates.
+/// Expands directories (recursively) to their conversation files (`*.json` except manifests, outside the
+/// [`NOT_CONVERSATION_DIRS`]); files given directly are kept. The result is sorted and free of duplicates.
 pub fn find_conversations(paths: &[PathBuf]) -> Result<Vec<PathBuf>, DatasetError> {
     let mut out = Vec::new();
     for p in paths {

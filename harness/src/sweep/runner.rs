@@ -296,7 +296,12 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         .map(|(_, c)| c)
         .collect();
     let mut summary = RunSummary { total_cells: cells.len(), ..Default::default() };
-    let todo: Vec<Cell> = cells.into_iter().filter(|c| read_cell(&opts.run_dir, c).is_none()).collect();
+    let mut todo: Vec<Cell> = cells.into_iter().filter(|c| read_cell(&opts.run_dir, c).is_none()).collect();
+    // Slices usually hold the slow models: start them first so they overlap the fast cells instead of
+    // running alone at the end. Results do not depend on the order.
+    let in_slice: std::collections::BTreeSet<&str> =
+        plan.points.iter().filter(|p| p.slice.is_some()).map(|p| p.id.as_str()).collect();
+    todo.sort_by_key(|c| !in_slice.contains(c.point.as_str()));
     summary.skipped = summary.total_cells - todo.len();
     let bar = if opts.progress {
         let b = indicatif::ProgressBar::new(todo.len() as u64);

@@ -59,3 +59,12 @@ pub(super) fn assert_valid(c: &Conversation) {
 pub(super) fn to_json(v: &Value) -> String {
     json::to_string(v)
 }
+
+#[test]
+fn probe_and_recording_directories_are_not_conversations() {
+    // Regression: `datasets/probes/` was walked as conversations, doubling the default sweep's corpus.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("datasets");
+    let files = crate::datasets::find_conversations(&[root]).unwrap();
+    assert_eq!(files.len(), 89);
+    assert!(files.iter().all(|f| !f.components().any(|c| c.as_os_str() == "probes" || c.as_os_str() == "recordings")));
+}
