@@ -228,6 +228,10 @@ pub struct Slice {
     /// Ask the answerer at the end of the replay only (a slow model).
     #[serde(default)]
     pub probe_answers_at_end_only: bool,
+    /// Run `[probes].injection` replays on this slice too (off by default: the injected conversations'
+    /// summarizer requests are not recorded, so a slow model would have to generate them live).
+    #[serde(default)]
+    pub probe_injection: bool,
     pub grid: Grid,
 }
 
@@ -254,6 +258,9 @@ pub struct ConfigPoint {
     pub probe_answerer: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe_answers_at_end_only: bool,
+    /// A slice point that skips the injection replays.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe_no_injection: bool,
 }
 
 pub const STRATEGIES: [&str; 5] = ["gemini", "truncation-only", "observation-masking", "drop-oldest", "none"];
@@ -328,18 +335,20 @@ impl SweepConfig {
     pub fn points(&self) -> Result<Vec<ConfigPoint>, String> {
         let mut out: Vec<ConfigPoint> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        let grids = std::iter::once((None, None, None, None, false, &self.grid)).chain(self.slice.iter().map(|s| {
-            let answers_at_end = s.probe_answers_at_end_only;
-            (
-                Some(s.name.clone()),
-                Some(s.conversations),
-                s.source.clone(),
-                s.probe_answerer.clone(),
-                answers_at_end,
-                &s.grid,
-            )
-        }));
-        for (slice, max, source, probe_answerer, probe_answers_at_end_only, g) in grids {
+        let grids =
+            std::iter::once((None, None, None, None, false, false, &self.grid)).chain(self.slice.iter().map(|s| {
+                let answers_at_end = s.probe_answers_at_end_only;
+                (
+                    Some(s.name.clone()),
+                    Some(s.conversations),
+                    s.source.clone(),
+                    s.probe_answerer.clone(),
+                    answers_at_end,
+                    s.probe_injection,
+                    &s.grid,
+                )
+            }));
+        for (slice, max, source, probe_answerer, probe_answers_at_end_only, slice_injection, g) in grids {
             for p in expand(g, &self.base, &self.replay, &self.llm)? {
                 let p = ConfigPoint {
                     slice: slice.clone(),
@@ -347,6 +356,7 @@ impl SweepConfig {
                     source: source.clone(),
                     probe_answerer: probe_answerer.clone(),
                     probe_answers_at_end_only,
+                    probe_no_injection: slice.is_some() && !slice_injection,
                     ..p
                 };
                 let key = (p.id.clone(), p.slice.clone());
@@ -391,6 +401,7 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                     source: None,
                     probe_answerer: None,
                     probe_answers_at_end_only: false,
+                    probe_no_injection: false,
                 });
             };
             let settings_for =

@@ -413,7 +413,7 @@ async fn run_cell(
     let result = replay::replay_observed(input, strategy.as_ref(), settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();
     // Only strategies that write summaries can obey a planted instruction.
-    if pc.injection && point.summarizer.is_some() {
+    if pc.injection && point.summarizer.is_some() && !point.probe_no_injection {
         if let Some((injected, planted)) = crate::probes::inject::plant(&conversation) {
             let input = ReplayInput {
                 id: &cell.conversation,
