@@ -445,6 +445,19 @@ impl From<String> for JsStr {
     }
 }
 
+impl serde::Serialize for JsStr {
+    /// Lossy for lone surrogates (serde strings are UTF-8); use `json::to_string` for exact output.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_str_lossy())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JsStr {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(JsStr::from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,8 +511,18 @@ mod tests {
     #[test]
     fn vectorised_metrics_match_the_scalar_count() {
         let pieces: [&[u8]; 12] = [
-            b"a", "é".as_bytes(), "中".as_bytes(), "😀".as_bytes(), b"\x01", b"\"", b"\\", b"\n", b"\x0b", b"\x1f",
-            "\u{D55C}".as_bytes(), b"\xED\xA0\x80",
+            b"a",
+            "é".as_bytes(),
+            "中".as_bytes(),
+            "😀".as_bytes(),
+            b"\x01",
+            b"\"",
+            b"\\",
+            b"\n",
+            b"\x0b",
+            b"\x1f",
+            "\u{D55C}".as_bytes(),
+            b"\xED\xA0\x80",
         ];
         let mut bytes = Vec::new();
         for n in 0..9000usize {
@@ -517,18 +540,5 @@ mod tests {
         assert_eq!(s.js_slice(4, None).to_str_lossy(), "efghij");
         assert_eq!(s.js_slice(-0, None).to_str_lossy(), "abcdefghij");
         assert_eq!(s.js_slice(-3, None).to_str_lossy(), "hij");
-    }
-}
-
-impl serde::Serialize for JsStr {
-    /// Lossy for lone surrogates (serde strings are UTF-8); use `json::to_string` for exact output.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_str_lossy())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for JsStr {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(JsStr::from)
     }
 }
