@@ -34,7 +34,9 @@ fn scans(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
+    // No plots: the workspace's plotters is built without system fonts, so criterion's charts panic.
     config = Criterion::default()
+        .without_plots()
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));

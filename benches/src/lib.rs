@@ -271,6 +271,21 @@ mod tests {
         assert_eq!(t.len() % 4, 0);
     }
 
+    /// `cargo test -p compactbench-benches --lib -- --ignored --nocapture`: the fixture table of the README.
+    #[test]
+    #[ignore]
+    fn print_fixture_sizes() {
+        for fx in all() {
+            println!(
+                "{}: {} Contents, {} bytes of JSON, {} estimated tokens",
+                fx.name,
+                fx.history.len(),
+                fx.bytes(),
+                Estimator::Current.history(&fx.history)
+            );
+        }
+    }
+
     #[test]
     fn generated_json_round_trips_through_the_parser() {
         let h = generate(3, Stop::Contents(40));

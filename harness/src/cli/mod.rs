@@ -23,6 +23,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Replay the corpus through a grid of compressors (the main job).

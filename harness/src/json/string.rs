@@ -205,11 +205,18 @@ impl JsStr {
     /// Concatenates pieces (WTF-8 concatenation re-pairs adjacent halves, as JS concatenation does).
     pub fn concat(pieces: &[&JsStr]) -> JsStr {
         if pieces.iter().all(|p| p.metrics.lone == 0) {
+            // Whole characters and no lone surrogates: every metric of the result is the sum of the pieces'.
             let mut bytes = Vec::with_capacity(pieces.iter().map(|p| p.bytes.len()).sum());
+            let mut m = StrMetrics::default();
             for p in pieces {
                 bytes.extend_from_slice(&p.bytes);
+                m.len16 += p.metrics.len16;
+                m.non_ascii16 += p.metrics.non_ascii16;
+                m.astral += p.metrics.astral;
+                m.escape_extra += p.metrics.escape_extra;
             }
-            return JsStr::from_wtf8_unchecked(bytes);
+            debug_assert_eq!(m, measure_utf8(&bytes));
+            return JsStr { bytes: Arc::from(bytes), metrics: m };
         }
         let mut units = Vec::new();
         for p in pieces {
@@ -285,48 +292,59 @@ pub(crate) fn push_surrogate(bytes: &mut Vec<u8>, u: u16) {
     bytes.push(0x80 | (u & 0x3F) as u8);
 }
 
-/// Measures WTF-8 bytes. Written as plain counting loops over byte classes so the compiler vectorises the
-/// common (all-ASCII, no escapes) case; escapes and multi-byte sequences take the slower branch.
+/// Measures WTF-8 bytes in one branch-free pass the compiler vectorises: each byte class is counted in
+/// 16 `u8` lanes over blocks of at most 255 iterations, then widened. Only strings holding a `0xED` lead
+/// byte (U+D000..U+DFFF, which includes WTF-8 lone surrogates) take a second, scalar look for surrogates.
 pub(crate) fn measure_utf8(b: &[u8]) -> StrMetrics {
-    let mut non_cont: u64 = 0; // bytes that start a character
-    let mut four: u64 = 0; // lead bytes of 4-byte sequences (astral chars)
-    let mut ascii: u64 = 0;
-    let mut special: u64 = 0; // bytes that may need escaping
-    for chunk in b.chunks(4096) {
-        let mut nc = 0u32;
-        let mut fo = 0u32;
-        let mut asc = 0u32;
-        let mut sp = 0u32;
-        for &x in chunk {
-            nc += ((x as i8) >= -64) as u32;
-            fo += (x >= 0xF0) as u32;
-            asc += (x < 0x80) as u32;
-            sp += ((x < 0x20) | (x == b'"') | (x == b'\\') | (x == 0xED)) as u32;
-        }
-        non_cont += nc as u64;
-        four += fo as u64;
-        ascii += asc as u64;
-        special += sp as u64;
-    }
-    let mut escape_extra = 0u64;
-    let mut lone = 0u64;
-    if special > 0 {
-        let mut i = 0;
-        while i < b.len() {
-            let x = b[i];
-            match x {
-                b'"' | b'\\' | 0x08 | 0x09 | 0x0A | 0x0C | 0x0D => escape_extra += 1,
-                0..=0x1F => escape_extra += 5,
-                0xED if i + 1 < b.len() && b[i + 1] >= 0xA0 => {
-                    // lone surrogate: one UTF-16 unit written as a 6-character escape
-                    lone += 1;
-                    escape_extra += 5;
-                    i += 3;
-                    continue;
-                }
-                _ => {}
+    const LANES: usize = 16;
+    // Per block: non-continuation bytes, 4-byte leads, ASCII, control characters, controls with a short
+    // escape (\b \t \n \f \r), `"` or `\\`, and 0xED leads.
+    let mut totals = [0u64; 7];
+    let mut blocks = b.chunks_exact(LANES * 255);
+    let count_block = |block: &[u8], totals: &mut [u64; 7]| {
+        let mut acc = [[0u8; LANES]; 7];
+        for c in block.chunks_exact(LANES) {
+            for j in 0..LANES {
+                let x = c[j];
+                acc[0][j] += ((x as i8) >= -64) as u8;
+                acc[1][j] += (x >= 0xF0) as u8;
+                acc[2][j] += (x < 0x80) as u8;
+                acc[3][j] += (x < 0x20) as u8;
+                acc[4][j] += (((x.wrapping_sub(8)) < 6) & (x != 0x0B)) as u8;
+                acc[5][j] += ((x == b'"') | (x == b'\\')) as u8;
+                acc[6][j] += (x == 0xED) as u8;
             }
-            i += 1;
+        }
+        for (t, a) in totals.iter_mut().zip(acc.iter()) {
+            *t += a.iter().map(|&v| v as u64).sum::<u64>();
+        }
+    };
+    for block in &mut blocks {
+        count_block(block, &mut totals);
+    }
+    let rest = blocks.remainder();
+    let whole = rest.len() / LANES * LANES;
+    count_block(&rest[..whole], &mut totals);
+    for &x in &rest[whole..] {
+        totals[0] += ((x as i8) >= -64) as u64;
+        totals[1] += (x >= 0xF0) as u64;
+        totals[2] += (x < 0x80) as u64;
+        totals[3] += (x < 0x20) as u64;
+        totals[4] += (((x.wrapping_sub(8)) < 6) & (x != 0x0B)) as u64;
+        totals[5] += ((x == b'"') | (x == b'\\')) as u64;
+        totals[6] += (x == 0xED) as u64;
+    }
+    let [non_cont, four, ascii, ctrl, short, quote_bs, ed] = totals;
+    // `"` and `\\` and the five short escapes add one character, other controls `\u00XX` add five.
+    let mut escape_extra = 5 * ctrl - 4 * short + quote_bs;
+    let mut lone = 0u64;
+    if ed > 0 {
+        for w in b.windows(2) {
+            if w[0] == 0xED && w[1] >= 0xA0 {
+                // A lone surrogate: one UTF-16 unit written as a 6-character escape.
+                lone += 1;
+                escape_extra += 5;
+            }
         }
     }
     let len16 = non_cont + four;
@@ -337,6 +355,40 @@ pub(crate) fn measure_utf8(b: &[u8]) -> StrMetrics {
         escape_extra: escape_extra as u32,
         lone: lone as u32,
     }
+}
+
+/// The metrics as the previous two-pass scalar code computed them (kept to check the vectorised one).
+#[cfg(test)]
+fn measure_scalar(b: &[u8]) -> StrMetrics {
+    let (mut len16, mut non_ascii16, mut astral, mut escape_extra, mut lone) = (0u32, 0u32, 0u32, 0u32, 0u32);
+    let mut i = 0;
+    while i < b.len() {
+        let x = b[i];
+        match x {
+            b'"' | b'\\' | 0x08 | 0x09 | 0x0A | 0x0C | 0x0D => escape_extra += 1,
+            0..=0x1F => escape_extra += 5,
+            0xED if i + 1 < b.len() && b[i + 1] >= 0xA0 => {
+                lone += 1;
+                escape_extra += 5;
+            }
+            _ => {}
+        }
+        let (n, w) = match x {
+            0..=0x7F => (1, 1),
+            0x80..=0xDF => (2, 1),
+            0xE0..=0xEF => (3, 1),
+            _ => (4, 2),
+        };
+        len16 += w;
+        if x >= 0x80 {
+            non_ascii16 += w;
+        }
+        if n == 4 {
+            astral += 1;
+        }
+        i += n;
+    }
+    StrMetrics { len16, non_ascii16, astral, escape_extra, lone }
 }
 
 impl PartialEq for JsStr {
@@ -453,6 +505,31 @@ mod tests {
                     assert_eq!(got.metrics(), want.metrics(), "{start}..{end}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn vectorised_metrics_match_the_scalar_count() {
+        let pieces: [&[u8]; 12] = [
+            b"a",
+            "é".as_bytes(),
+            "中".as_bytes(),
+            "😀".as_bytes(),
+            b"\x01",
+            b"\"",
+            b"\\",
+            b"\n",
+            b"\x0b",
+            b"\x1f",
+            "\u{D55C}".as_bytes(),
+            b"\xED\xA0\x80",
+        ];
+        let mut bytes = Vec::new();
+        for n in 0..9000usize {
+            if n % 97 == 0 || n > 8990 {
+                assert_eq!(measure_utf8(&bytes), measure_scalar(&bytes), "after {n} pieces");
+            }
+            bytes.extend_from_slice(pieces[(n * 5 + n / 11) % pieces.len()]);
         }
     }
 
