@@ -36,6 +36,19 @@ pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
     if !reductions.is_empty() {
         m.insert("mean_reduction", reductions.iter().sum::<f64>() / reductions.len() as f64);
     }
+    // Probes: scores at the end of the replay (the checkpoint without an event).
+    if let Some(end) = c.probes.as_ref().and_then(|p| p.checkpoints.iter().find(|k| k.event.is_none())) {
+        let n = end.scores.len() as f64;
+        if n > 0.0 {
+            m.insert("retention", end.scores.iter().filter(|s| s.retained).count() as f64 / n);
+            let answered: Vec<_> = end.scores.iter().filter_map(|s| s.answer.as_ref()).collect();
+            if !answered.is_empty() {
+                let k = answered.len() as f64;
+                m.insert("accuracy", answered.iter().filter(|a| a.grade.contains).count() as f64 / k);
+                m.insert("answer_f1", answered.iter().map(|a| a.grade.f1).sum::<f64>() / k);
+            }
+        }
+    }
     let verified: Vec<_> = r.events.iter().filter_map(|e| e.verification.as_ref()).collect();
     if !verified.is_empty() {
         let n = verified.len() as f64;
@@ -47,8 +60,10 @@ pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
 }
 
 /// Metrics aggregated per point, in this order in tables.
-pub const POINT_METRICS: [&str; 9] = [
+pub const POINT_METRICS: [&str; 11] = [
     "cumulative_vs_none",
+    "retention",
+    "accuracy",
     "mean_reduction",
     "compressed_events",
     "inflated_events",

@@ -91,6 +91,8 @@ pub fn headline(plan: &Plan, cells: &[CellResult]) -> Table {
             "hidden inflation",
             "verification changed",
             "cumulative tokens vs none [95% CI]",
+            "retention [95% CI]",
+            "accuracy",
             "failed",
         ]
         .map(String::from),
@@ -112,6 +114,8 @@ pub fn headline(plan: &Plan, cells: &[CellResult]) -> Table {
                 sum("hidden_inflation_events").to_string(),
                 pct(bootstrap_mean(&metric_values(cells, &p.id, "verification_changed")).map(|e| e.mean)),
                 pct_ci(bootstrap_mean(&metric_values(cells, &p.id, "cumulative_vs_none"))),
+                pct_ci(bootstrap_mean(&metric_values(cells, &p.id, "retention"))),
+                pct(bootstrap_mean(&metric_values(cells, &p.id, "accuracy")).map(|e| e.mean)),
                 sum("failed").to_string(),
             ]);
             row
@@ -321,9 +325,11 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
     // 4. Pareto: cumulative tokens versus quality, one point per config.
     let quality =
         if cells.iter().any(|c| conversation_metrics(c).contains_key("accuracy")) { "accuracy" } else { "retention" };
+    // Slices cover other conversations, so their points are not comparable with the main grid's.
     let pts: Vec<(String, f64, f64)> = plan
         .points
         .iter()
+        .filter(|p| p.slice.is_none())
         .filter_map(|p| {
             let x = bootstrap_mean(&metric_values(cells, &p.id, "cumulative_vs_none"))?.mean;
             let y = bootstrap_mean(&metric_values(cells, &p.id, quality))?.mean;
