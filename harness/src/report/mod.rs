@@ -360,9 +360,11 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
 /// A compact label for a point: strategy plus its axis values.
 pub fn short_label(p: &ConfigPoint) -> String {
     let mut s = p.strategy.kind().to_string();
-    for a in ["threshold", "preserve_fraction", "prompt", "verification"] {
-        if let Some(v) = p.axes.get(a) {
-            let _ = write!(s, " {}={v}", &a[..1]);
+    for (axis, short) in
+        [("threshold", "t"), ("preserve_fraction", "keep"), ("prompt", "prompt"), ("verification", "verify")]
+    {
+        if let Some(v) = p.axes.get(axis) {
+            let _ = write!(s, " {short}={v}");
         }
     }
     if let Some(sl) = &p.slice {
