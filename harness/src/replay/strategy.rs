@@ -38,6 +38,16 @@ pub struct TurnOutcome {
 }
 
 impl TurnOutcome {
+    /// A baseline strategy replaced the stored history (no LLM, no trace).
+    fn replaced(orig: u64, new: u64, status: CompressionStatus, history: Vec<Content>) -> Self {
+        TurnOutcome {
+            info: CompressionInfo { original_token_count: orig, new_token_count: new, compression_status: status },
+            candidate: Some(history.clone()),
+            replaced: Some(history),
+            trace: None,
+        }
+    }
+
     fn noop(orig: u64) -> Self {
         TurnOutcome {
             info: CompressionInfo {
@@ -216,16 +226,7 @@ impl CompressorSession for TruncationOnlySession {
         if t.changed.is_empty() || tc >= orig {
             return Ok(TurnOutcome::noop(orig));
         }
-        Ok(TurnOutcome {
-            info: CompressionInfo {
-                original_token_count: orig,
-                new_token_count: tc,
-                compression_status: CompressionStatus::ContentTruncated,
-            },
-            candidate: Some(t.history.clone()),
-            replaced: Some(t.history),
-            trace: None,
-        })
+        Ok(TurnOutcome::replaced(orig, tc, CompressionStatus::ContentTruncated, t.history))
     }
 }
 
@@ -282,16 +283,7 @@ impl CompressorSession for MaskingSession {
             return Ok(TurnOutcome::noop(orig));
         }
         let new = Estimator::Current.history(&history);
-        Ok(TurnOutcome {
-            info: CompressionInfo {
-                original_token_count: orig,
-                new_token_count: new,
-                compression_status: CompressionStatus::ContentTruncated,
-            },
-            candidate: Some(history.clone()),
-            replaced: Some(history),
-            trace: None,
-        })
+        Ok(TurnOutcome::replaced(orig, new, CompressionStatus::ContentTruncated, history))
     }
 }
 
@@ -330,16 +322,7 @@ impl CompressorSession for DropOldestSession {
         }
         let kept = turn.stored[cut..].to_vec();
         let new = Estimator::Current.history(&kept);
-        Ok(TurnOutcome {
-            info: CompressionInfo {
-                original_token_count: orig,
-                new_token_count: new,
-                compression_status: CompressionStatus::Compressed,
-            },
-            candidate: Some(kept.clone()),
-            replaced: Some(kept),
-            trace: None,
-        })
+        Ok(TurnOutcome::replaced(orig, new, CompressionStatus::Compressed, kept))
     }
 }
 

@@ -9,7 +9,7 @@ use compactbench::tokens::Estimator;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::repo;
+use crate::support::{files, repo};
 
 fn conversation(rel: &str) -> datasets::Conversation {
     datasets::load_conversation(&repo().join(rel)).unwrap()
@@ -163,26 +163,6 @@ threshold = [0.5, 0.7]
 
 fn compactbench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_compactbench")).args(args).current_dir(repo()).output().unwrap()
-}
-
-/// Every file under `dir` with a digest of its bytes (readable when an assertion fails).
-fn files(dir: &Path) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap();
-                let digest = sha2::Digest::finalize(sha2::Digest::chain_update(sha2::Sha256::default(), &bytes));
-                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), hex::encode(digest)));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// Paths present on one side only or with different contents.

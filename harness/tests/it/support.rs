@@ -56,3 +56,23 @@ pub fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
         }
     }
 }
+
+/// Every file under `dir` with a digest of its bytes (readable when an assertion fails).
+pub fn files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                let digest = sha2::Digest::finalize(sha2::Digest::chain_update(sha2::Sha256::default(), &bytes));
+                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), hex::encode(digest)));
+            }
+        }
+    }
+    out.sort();
+    out
+}
