@@ -443,22 +443,7 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                         axis(variants, "verification", &g.verification, |s, v| s.verification = *v, bool::to_string);
                     variants = axis(variants, "split", &g.split, |s, v| s.split = *v, ToString::to_string);
                     variants = axis(variants, "estimator", &g.estimator, |s, v| s.estimator = *v, ToString::to_string);
-                    variants =
-                        axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
-                    variants = axis(
-                        variants,
-                        "function_response_budget",
-                        &g.function_response_budget,
-                        |s, v| s.function_response_budget = *v,
-                        ToString::to_string,
-                    );
-                    variants = axis(
-                        variants,
-                        "truncate_tool_output_threshold",
-                        &g.truncate_tool_output_threshold,
-                        |s, v| s.truncate_tool_output_threshold = *v,
-                        ToString::to_string,
-                    );
+                    variants = truncation_axes(variants, g);
                     variants = axis(variants, "failure_path", &g.failure_path, |s, v| s.failure_path = *v, serde_plain);
                     // Prompts without a verification turn make the verification axis moot: one point, not two.
                     for (settings, axes) in variants.iter_mut() {
@@ -485,22 +470,7 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                     let mut variants =
                         vec![(settings_for(0.5, 0.3, &CompressionPrompts::current(), false), BTreeMap::new())];
                     variants = axis(variants, "threshold", &g.threshold, |s, v| s.threshold = Some(*v), |v| fmt_f(*v));
-                    variants =
-                        axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
-                    variants = axis(
-                        variants,
-                        "function_response_budget",
-                        &g.function_response_budget,
-                        |s, v| s.function_response_budget = *v,
-                        ToString::to_string,
-                    );
-                    variants = axis(
-                        variants,
-                        "truncate_tool_output_threshold",
-                        &g.truncate_tool_output_threshold,
-                        |s, v| s.truncate_tool_output_threshold = *v,
-                        ToString::to_string,
-                    );
+                    variants = truncation_axes(variants, g);
                     for (settings, axes) in variants {
                         push(StrategySpec::TruncationOnly { settings }, None, axes);
                     }
@@ -555,6 +525,25 @@ fn axis<T>(
             (settings, axes)
         })
         .collect()
+}
+
+/// The tool-output truncation axes, shared by the reference and the truncation-only strategy.
+fn truncation_axes(variants: Variants, g: &Grid) -> Variants {
+    let variants = axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
+    let variants = axis(
+        variants,
+        "function_response_budget",
+        &g.function_response_budget,
+        |s, v| s.function_response_budget = *v,
+        ToString::to_string,
+    );
+    axis(
+        variants,
+        "truncate_tool_output_threshold",
+        &g.truncate_tool_output_threshold,
+        |s, v| s.truncate_tool_output_threshold = *v,
+        ToString::to_string,
+    )
 }
 
 fn serde_plain<T: Serialize>(v: &T) -> String {
