@@ -3,6 +3,8 @@
 //! model and memory store are built outside the timed call; the scripted model clones each request it
 //! receives, which is part of the figure.
 
+mod common;
+
 use compactbench::compress::{compress, CompressEnv, CompressRequest, CompressSettings, MemoryToolOutputStore};
 use compactbench::llm::ScriptedModel;
 use compactbench::tokens::Estimator;
@@ -49,12 +51,7 @@ fn whole_compress(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // No plots: the workspace's plotters is built without system fonts, so criterion's charts panic.
-    config = Criterion::default()
-        .without_plots()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
+    config = common::criterion(Duration::from_secs(3));
     targets = whole_compress
 }
 criterion_main!(benches);

@@ -2,6 +2,8 @@
 //! the current token estimate, `findCompressSplitPoint(history, 0.7)`, and — for honesty, since parsing is
 //! where the per-string UTF-16 metrics are computed — `json::parse` of the history text and parse + split.
 
+mod common;
+
 use compactbench::compress::find_compress_split_point;
 use compactbench::history;
 use compactbench::json;
@@ -34,12 +36,7 @@ fn scans(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // No plots: the workspace's plotters is built without system fonts, so criterion's charts panic.
-    config = Criterion::default()
-        .without_plots()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
+    config = common::criterion(Duration::from_secs(2));
     targets = scans
 }
 criterion_main!(benches);

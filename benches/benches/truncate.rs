@@ -3,6 +3,8 @@
 //! once writing the full outputs to a fresh temporary directory per iteration (created before and removed
 //! after the timed call).
 
+mod common;
+
 use compactbench::compress::{truncate_history_to_budget, FsToolOutputStore, MemoryToolOutputStore};
 use compactbench_benches::{all, truncation_settings};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -49,12 +51,7 @@ fn truncation(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // No plots: the workspace's plotters is built without system fonts, so criterion's charts panic.
-    config = Criterion::default()
-        .without_plots()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
+    config = common::criterion(Duration::from_secs(3));
     targets = truncation
 }
 criterion_main!(benches);
