@@ -1,18 +1,28 @@
-//! A whole replay (the reference strategy with a scripted summarizer, and `none`) of generated conversations
-//! of n and 2n Contents, in Contents per second: equal throughput at n and 2n means the replay's cost grows
-//! linearly with the conversation's length. True request sizes (o200k) are measured, as in the default run.
+//! Whole replays, in bytes of conversation per second: equal throughput at n, 2n and 4n rounds means the
+//! replay's cost grows linearly with the conversation's length.
+//!
+//! `generated`: conversations of n, 2n and 4n generated rounds (the same generator, so the longer ones
+//! extend the shorter), through the reference (scripted summarizer, 32k window: it compresses every few
+//! rounds), observation masking and `none`, true request sizes measured with o200k as in the default run.
+//! `shipped`: the three largest shipped conversations through the default run's reference configuration
+//! (extractive summarizer), read and parsed from their files each time.
+
+mod common;
 
 use compactbench::compress::{CallerKind, CompressSettings, Latch};
+use compactbench::json::{self, Value};
 use compactbench::llm::ScriptedModel;
 use compactbench::replay::{replay, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
-use compactbench_benches::{generate, Stop, SEED};
+use compactbench_benches::{default_points, generate, largest_conversations, replay_file, Stop, SEED};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
 
 const WINDOW: u64 = 32_768;
+/// Rounds (four Contents each) of the smallest generated conversation.
+const ROUNDS: usize = 100;
 
-fn replay_n_and_2n(c: &mut Criterion) {
+fn generated(c: &mut Criterion) {
     let settings = ReplaySettings {
         token_limit: WINDOW,
         prompt_count_source: PromptCountSource::Heuristic,
@@ -28,17 +38,18 @@ fn replay_n_and_2n(c: &mut Criterion) {
                 latch: Latch::Latched,
             },
         ),
+        ("observation-masking", StrategySpec::ObservationMasking { keep_last: 5, placeholder: "[masked]".into() }),
         ("none", StrategySpec::None),
     ];
     let mut g = c.benchmark_group("replay");
-    g.sample_size(10).measurement_time(Duration::from_secs(5));
-    for n in [200usize, 400, 800] {
-        let history = generate(SEED, Stop::Contents(n));
+    for rounds in [ROUNDS, 2 * ROUNDS, 4 * ROUNDS] {
+        let history = generate(SEED, Stop::Contents(4 * rounds));
+        let bytes = json::to_string(&Value::Array(history.clone())).len() as u64;
         let recorded = vec![None; history.len()];
         for (name, spec) in &strategies {
             let strategy = spec.build();
-            g.throughput(Throughput::Elements(n as u64));
-            g.bench_with_input(BenchmarkId::new(*name, n), &history, |b, h| {
+            g.throughput(Throughput::Bytes(bytes));
+            g.bench_with_input(BenchmarkId::new(*name, format!("{rounds}-rounds")), &history, |b, h| {
                 b.iter(|| {
                     let model = ScriptedModel::new(["<state_snapshot>summary</state_snapshot>"]);
                     let input = ReplayInput { id: "bench", history: black_box(h), recorded_prompt_tokens: &recorded };
@@ -50,10 +61,22 @@ fn replay_n_and_2n(c: &mut Criterion) {
     g.finish();
 }
 
+fn shipped(c: &mut Criterion) {
+    let (settings, points) = default_points();
+    let reference = points.iter().find(|p| p.strategy.kind() == "gemini").expect("the default run has the reference");
+    let mut g = c.benchmark_group("replay_shipped");
+    for path in largest_conversations(3) {
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        g.throughput(Throughput::Bytes(size));
+        g.bench_function(BenchmarkId::new("gemini", name), |b| b.iter(|| replay_file(&path, &settings, reference)));
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
-    // Criterion's charts need system fonts this project does not assume; estimates and baselines are kept.
-    config = Criterion::default().without_plots();
-    targets = replay_n_and_2n
+    config = common::criterion(Duration::from_secs(5)).sample_size(10);
+    targets = generated, shipped
 }
 criterion_main!(benches);

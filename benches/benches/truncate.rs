@@ -37,7 +37,7 @@ fn truncation(c: &mut Criterion) {
             b.iter_batched(
                 || tempfile::tempdir().expect("temp dir"),
                 |dir| {
-                    let mut store = FsToolOutputStore { root: dir.path().to_path_buf() };
+                    let mut store = FsToolOutputStore::new(dir.path());
                     let mut id = 0;
                     let t = truncate_history_to_budget(black_box(&fx.history), &settings, &mut id, &mut store);
                     (t, dir)

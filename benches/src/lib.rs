@@ -8,10 +8,14 @@
 //! have work to do.
 
 use compactbench::compress::{truncate::effective_max_chars, CompressSettings, TruncationSettings, TruncationVariant};
+use compactbench::datasets;
 use compactbench::history::{self, Content};
 use compactbench::json::{self, Value};
+use compactbench::llm::{ExtractiveModel, LanguageModel};
+use compactbench::replay::{replay, ConversationResult, ReplayInput, ReplaySettings};
+use compactbench::sweep::{ConfigPoint, SweepConfig};
 use compactbench::tokens::Estimator;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// SplitMix64: tiny, seedable and good enough to vary sizes and words.
 #[derive(Clone, Debug)]
@@ -237,6 +241,55 @@ pub fn all() -> Vec<Fixture> {
     let mut v = generated();
     v.push(history_4mb());
     v
+}
+
+/// The workspace root (configs, datasets).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The default run (`configs/default.toml`): its replay settings and, per strategy, the main grid's first
+/// point (threshold 0.5, preserve 0.3, prompt v5 with verification for the reference).
+pub fn default_points() -> (ReplaySettings, Vec<ConfigPoint>) {
+    let path = workspace_root().join("configs/default.toml");
+    let config = SweepConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut points: Vec<ConfigPoint> = Vec::new();
+    for p in config.points().unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
+        if p.slice.is_none() && !points.iter().any(|q| q.strategy.kind() == p.strategy.kind()) {
+            points.push(p);
+        }
+    }
+    (config.replay.clone(), points)
+}
+
+/// Reads, parses and replays one conversation file with the extractive summarizer, as a cell of the
+/// default run does (without probes).
+pub fn replay_file(path: &Path, settings: &ReplaySettings, point: &ConfigPoint) -> ConversationResult {
+    replay_file_with(path, settings, point, &ExtractiveModel::new())
+}
+
+/// [`replay_file`] with another summarizer.
+pub fn replay_file_with(
+    path: &Path,
+    settings: &ReplaySettings,
+    point: &ConfigPoint,
+    llm: &dyn LanguageModel,
+) -> ConversationResult {
+    let conv = datasets::load_conversation(path).unwrap_or_else(|e| panic!("{e}"));
+    let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let settings = ReplaySettings { token_limit: point.token_limit, ..settings.clone() };
+    let strategy = point.strategy.build();
+    futures::executor::block_on(replay(input, strategy.as_ref(), &settings, llm))
+}
+
+/// The `k` largest shipped conversation files (`datasets/`), largest first.
+pub fn largest_conversations(k: usize) -> Vec<PathBuf> {
+    let files = datasets::find_conversations(&[workspace_root().join("datasets")]).unwrap_or_else(|e| panic!("{e}"));
+    let mut sized: Vec<(u64, PathBuf)> =
+        files.into_iter().map(|p| (std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0), p)).collect();
+    sized.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    sized.into_iter().take(k).map(|(_, p)| p).collect()
 }
 
 /// The truncation the reference runs inside `compress` for `gemini-2.5-pro` with an empty UI count.

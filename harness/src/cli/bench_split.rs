@@ -99,7 +99,7 @@ pub fn measure(history: &[Content], iterations: u32) -> Result<Medians, CliError
     let mut samples = Vec::with_capacity(iterations as usize);
     for _ in 0..iterations {
         let dir = tempfile::tempdir().map_err(|e| CliError::failure(format!("cannot create a temp dir: {e}")))?;
-        let mut store = FsToolOutputStore { root: dir.path().to_path_buf() };
+        let mut store = FsToolOutputStore::new(dir.path());
         let mut id = 0;
         let start = Instant::now();
         let out = truncate_history_to_budget(history, &settings, &mut id, &mut store);

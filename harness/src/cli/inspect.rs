@@ -103,7 +103,7 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     };
     let (mut a, mut b): (Box<dyn ToolOutputStore>, Box<dyn ToolOutputStore>) = match &args.project_temp_dir {
         Some(dir) if !args.no_write => {
-            (Box::new(FsToolOutputStore { root: dir.clone() }), Box::new(FsToolOutputStore { root: dir.clone() }))
+            (Box::new(FsToolOutputStore::new(dir.clone())), Box::new(FsToolOutputStore::new(dir.clone())))
         }
         Some(dir) => {
             let root = dir.to_string_lossy().into_owned();

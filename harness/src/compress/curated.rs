@@ -42,14 +42,17 @@ pub fn extract_curated_history(turns: &[Content]) -> Vec<Content> {
 /// remaining function call with the skip signature. Returns false when the turn is left with no parts
 /// (such turns are dropped; a turn without a `parts` key is kept).
 pub fn strip_thoughts(c: &mut Content) -> bool {
+    // Read first: a Content without thoughts stays as it is, shared, not copied on write.
+    match c.get("parts") {
+        Some(Value::Array(parts)) if !parts.iter().any(history::is_thought) => return !parts.is_empty(),
+        Some(Value::Array(_)) => {}
+        _ => return true,
+    }
     let Some(Value::Array(parts)) = c.get_mut("parts") else { return true };
-    let had_thoughts = parts.iter().any(history::is_thought);
     parts.retain(|p| !history::is_thought(p));
-    if had_thoughts {
-        if let Some(fc) = parts.iter_mut().find(|p| history::function_call(p).is_some()) {
-            if fc.get("thoughtSignature").is_none() {
-                fc.insert("thoughtSignature", Value::str("skip_thought_signature_validator"));
-            }
+    if let Some(fc) = parts.iter_mut().find(|p| history::function_call(p).is_some()) {
+        if fc.get("thoughtSignature").is_none() {
+            fc.insert("thoughtSignature", Value::str("skip_thought_signature_validator"));
         }
     }
     !parts.is_empty()

@@ -81,9 +81,19 @@ impl TruncationVariant {
 }
 
 /// Where full tool outputs go. `save` gets a path relative to the project temp dir and returns the path
-/// the placeholder names (the reference's `path.join(projectTempDir, …)`).
+/// the placeholder names (the reference's `path.join(projectTempDir, …)`). A store may defer its writes
+/// until `flush`; a truncation pass whose flush fails is walked again with `write_through`, so a failed
+/// save keeps its original part exactly as when saving synchronously.
 pub trait ToolOutputStore: Send {
-    fn save(&mut self, relative: &str, content: &str) -> Result<String, String>;
+    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, String>;
+
+    /// Completes deferred writes; the first error, if any.
+    fn flush(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// From now on, write (and fail) within `save`.
+    fn write_through(&mut self) {}
 }
 
 /// Joins like Node's `path.join` for the simple cases we produce (no `..`, single separators).
@@ -96,27 +106,93 @@ fn join_display(root: &str, relative: &str) -> String {
     }
 }
 
-/// Writes files under a real directory.
+/// Writes files under a real directory. Writes are queued by `save` and done by `flush` on up to four
+/// threads: a pass writes hundreds of files, and the kernel's time per file, not the bytes, is the cost.
 pub struct FsToolOutputStore {
-    pub root: PathBuf,
+    root: PathBuf,
+    root_display: String,
+    /// Directories known to exist (each pass would otherwise ask once per file).
+    made_dirs: std::collections::HashSet<PathBuf>,
+    queue: Vec<(PathBuf, JsStr)>,
+    write_through: bool,
 }
 
-impl ToolOutputStore for FsToolOutputStore {
-    fn save(&mut self, relative: &str, content: &str) -> Result<String, String> {
-        let path = self.root.join(relative);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+impl FsToolOutputStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        FsToolOutputStore {
+            root_display: root.to_string_lossy().into_owned(),
+            root,
+            made_dirs: Default::default(),
+            queue: Vec::new(),
+            write_through: false,
         }
-        std::fs::write(&path, content).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(join_display(&self.root.to_string_lossy(), relative))
+    }
+
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
     }
 }
 
-/// Keeps files in memory; the placeholder names them under `root` as if written there.
+/// Writes one output as UTF-8 (lone surrogates become U+FFFD, as when Node writes a JS string).
+fn write_output(path: &std::path::Path, content: &JsStr) -> Result<(), String> {
+    std::fs::write(path, content.to_str_lossy().as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+impl ToolOutputStore for FsToolOutputStore {
+    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, String> {
+        let path = self.root.join(relative);
+        if let Some(dir) = path.parent() {
+            if !self.made_dirs.contains(dir) {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                self.made_dirs.insert(dir.to_path_buf());
+            }
+        }
+        if self.write_through {
+            write_output(&path, content)?;
+        } else {
+            self.queue.push((path, content.clone()));
+        }
+        Ok(join_display(&self.root_display, relative))
+    }
+
+    fn flush(&mut self) -> Result<(), String> {
+        let queue = std::mem::take(&mut self.queue);
+        if queue.is_empty() {
+            return Ok(());
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(queue.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let first_error = std::sync::Mutex::new(None::<String>);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((path, content)) = queue.get(i) else { break };
+                    if let Err(e) = write_output(path, content) {
+                        first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                    }
+                });
+            }
+        });
+        match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn write_through(&mut self) {
+        self.queue.clear();
+        self.write_through = true;
+    }
+}
+
+/// Keeps files in memory (sharing the outputs' text); the placeholder names them under `root` as if
+/// written there.
 #[derive(Debug, Default, Clone)]
 pub struct MemoryToolOutputStore {
     pub root: String,
-    pub files: BTreeMap<String, String>,
+    pub files: BTreeMap<String, JsStr>,
     /// When set, every save fails with this message (the reference's "Disk Full" test).
     pub fail_with: Option<String>,
 }
@@ -128,11 +204,11 @@ impl MemoryToolOutputStore {
 }
 
 impl ToolOutputStore for MemoryToolOutputStore {
-    fn save(&mut self, relative: &str, content: &str) -> Result<String, String> {
+    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, String> {
         if let Some(e) = &self.fail_with {
             return Err(e.clone());
         }
-        self.files.insert(relative.to_string(), content.to_string());
+        self.files.insert(relative.to_string(), content.clone());
         Ok(join_display(&self.root, relative))
     }
 }
@@ -235,7 +311,7 @@ fn with_member(v: &Value, key: &str, value: Value) -> Value {
     if let Some(new) = value {
         out.insert(JsStr::new(key), new);
     }
-    Value::Object(Box::new(out))
+    Value::Object(std::sync::Arc::new(out))
 }
 
 /// `sanitizeFilenamePart`, per UTF-16 unit.
@@ -360,6 +436,26 @@ pub fn truncate_history_to_budget(
     let Some(rules) = settings.variant.rules() else {
         return Truncation { history: history.to_vec(), changed: Vec::new() };
     };
+    let first_id = *next_id;
+    let t = walk(history, settings, &rules, next_id, store);
+    if store.flush().is_ok() {
+        return t;
+    }
+    // A deferred write failed: walk again saving synchronously, so each failed save keeps its part (and
+    // the budget counts it) as in the reference. Ids restart: the same files are written again.
+    *next_id = first_id;
+    store.write_through();
+    walk(history, settings, &rules, next_id, store)
+}
+
+/// One newest-to-oldest pass of [`truncate_history_to_budget`].
+fn walk(
+    history: &[Content],
+    settings: &TruncationSettings,
+    rules: &Rules,
+    next_id: &mut u64,
+    store: &mut dyn ToolOutputStore,
+) -> Truncation {
     let mut counter: u64 = 0;
     let mut changed = Vec::new();
     let mut out: Vec<Content> = Vec::with_capacity(history.len());
@@ -380,7 +476,7 @@ pub fn truncate_history_to_budget(
             }
             *next_id += 1;
             let id = *next_id;
-            match replace_part(fr, s.as_mut(), id, &rules, settings, store) {
+            match replace_part(fr, s.as_mut(), id, rules, settings, store) {
                 Some(r) => {
                     counter += r.msg_tokens;
                     changed.push(ChangedPart {
@@ -438,7 +534,7 @@ fn replace_part(
     let s = s?.text();
     let fname = file_name(&name, &id.to_string(), rules.sanitizer, rules.dedupe_prefix);
     let relative = if rules.dir.is_empty() { fname.clone() } else { format!("{}/{}", rules.dir, fname) };
-    let path = store.save(&relative, &s.to_str_lossy()).ok()?;
+    let path = store.save(&relative, s).ok()?;
     let msg = match rules.placeholder {
         Placeholder::HeadTail => format_truncated_tool_output(s, &path, settings.max_chars),
         Placeholder::LastLines => format_last_lines(s, &path),
@@ -456,6 +552,47 @@ fn replace_part(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Deferred writes fail after the walk; the pass is then redone synchronously, so the result is the
+    /// reference's: the part whose save failed is kept, the others point at their files.
+    #[test]
+    fn a_failed_deferred_write_keeps_its_part_as_a_synchronous_save_would() {
+        let response = |id: &str| {
+            let fr = Value::object([
+                ("id", Value::str(id)),
+                ("name", Value::str("shell")),
+                ("response", Value::object([("output", Value::from("x".repeat(400)))])),
+            ]);
+            Value::object([
+                ("role", Value::str("user")),
+                ("parts", Value::Array(vec![Value::object([("functionResponse", fr)])])),
+            ])
+        };
+        let history = vec![response("a"), response("b"), response("c")];
+        let settings = TruncationSettings {
+            variant: TruncationVariant::Current,
+            budget: 10,
+            max_chars: 50,
+            estimator: Estimator::Current,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // Ids go newest first: id 2 is "b"; a directory in place of its file makes the write fail.
+        std::fs::create_dir_all(dir.path().join("tool-outputs/shell_2.txt")).unwrap();
+        let (mut deferred_id, mut sync_id) = (0, 0);
+        let deferred =
+            truncate_history_to_budget(&history, &settings, &mut deferred_id, &mut FsToolOutputStore::new(dir.path()));
+        let mut sync_store = FsToolOutputStore::new(dir.path());
+        sync_store.write_through();
+        let sync = truncate_history_to_budget(&history, &settings, &mut sync_id, &mut sync_store);
+        assert_eq!(deferred, sync);
+        assert_eq!(deferred_id, sync_id);
+        assert_eq!(deferred.history[1], history[1]);
+        assert_eq!(deferred.changed.iter().map(|c| c.content_index).collect::<Vec<_>>(), [0, 2]);
+        for name in ["shell_1.txt", "shell_3.txt"] {
+            let text = std::fs::read_to_string(dir.path().join("tool-outputs").join(name)).unwrap();
+            assert_eq!(text, "x".repeat(400));
+        }
+    }
 
     #[test]
     fn last_lines_placeholder_of_2026_01_18() {

@@ -161,17 +161,17 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
         let path = e.path.replacen('$', "$.history", 1);
         DatasetError::at(file, path, e.message)
     })?;
-    let history = history_value.as_array().unwrap_or_default().to_vec();
+    let history_len = history_value.as_array().map_or(0, <[Value]>::len);
     let mut recorded_prompt_tokens = Vec::new();
     match v.get("recordedPromptTokens") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             let at = root.key("recordedPromptTokens");
-            if items.len() != history.len() {
+            if items.len() != history_len {
                 return Err(DatasetError::field(
                     file,
                     &at,
-                    format!("has {} entries but history has {} Contents", items.len(), history.len()),
+                    format!("has {} entries but history has {history_len} Contents", items.len()),
                 ));
             }
             for (i, n) in items.iter().enumerate() {
@@ -198,6 +198,12 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
             ))
         }
     }
+    // Moved out, not copied: a conversation is never held twice while it loads.
+    let mut v = v;
+    let history = match v.get_mut("history").map(|h| std::mem::replace(h, Value::Null)) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
     Ok(Conversation { meta, system_instruction, tools, history, recorded_prompt_tokens })
 }
 
@@ -208,11 +214,23 @@ pub fn parse_conversation(bytes: &[u8], file: &str) -> Result<Conversation, Data
     conversation_from_value(v, file)
 }
 
-/// Reads a conversation file.
+/// Reads a conversation file. The file is memory-mapped rather than copied onto the heap (as ripgrep reads
+/// large files): parsing then holds the file once, in the page cache, next to the tree it builds.
 pub fn load_conversation(path: &Path) -> Result<Conversation, DatasetError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
-    parse_conversation(&bytes, &file)
+    let f = std::fs::File::open(path).map_err(|e| DatasetError::io(&file, e))?;
+    // SAFETY: the map is read-only and dropped before returning. A file truncated by another process while
+    // it is parsed would fault (SIGBUS), as with ripgrep; nothing in the harness rewrites a conversation file
+    // during a run (imports write new files).
+    let map = unsafe { memmap2::Mmap::map(&f) };
+    match map {
+        Ok(map) => parse_conversation(&map, &file),
+        // Some files cannot be mapped (empty files, pipes, special file systems): read them instead.
+        Err(_) => {
+            let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
+            parse_conversation(&bytes, &file)
+        }
+    }
 }
 
 fn is_conversation_file(p: &Path) -> bool {

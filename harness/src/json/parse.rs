@@ -5,6 +5,7 @@ use super::number::JsNumber;
 use super::path::{JsonPath, PathSeg};
 use super::string::{push_surrogate, JsStr};
 use super::value::{Map, Value};
+use std::collections::HashMap;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +29,7 @@ const MAX_DEPTH: usize = 512;
 
 pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
-    let mut p = Parser { b: input, i: 0, path: JsonPath::default() };
+    let mut p = Parser { b: input, i: 0, path: JsonPath::default(), short: HashMap::new() };
     p.ws();
     let v = p.value()?;
     p.ws();
@@ -46,7 +47,13 @@ struct Parser<'a> {
     b: &'a [u8],
     i: usize,
     path: JsonPath,
+    /// Short strings seen so far (keys such as `role`, `parts`, `text`, values such as `user`): each is
+    /// allocated once and shared, which keeps a parsed history close to the size of its text.
+    short: HashMap<&'a [u8], JsStr>,
 }
+
+/// Strings up to this many bytes are interned.
+const SHORT_STRING: usize = 24;
 
 impl Parser<'_> {
     fn err(&self, message: impl Into<String>) -> ParseError {
@@ -153,11 +160,13 @@ impl Parser<'_> {
             if c == b'"' {
                 let raw = &self.b[start..self.i];
                 let s = std::str::from_utf8(raw).map_err(|e| {
-                    let mut at = Parser { b: self.b, i: start + e.valid_up_to(), path: self.path.clone() };
-                    at.i = start + e.valid_up_to();
-                    at.err("invalid UTF-8 in string")
+                    self.i = start + e.valid_up_to();
+                    self.err("invalid UTF-8 in string")
                 })?;
                 self.i += 1;
+                if raw.len() <= SHORT_STRING {
+                    return Ok(self.short.entry(raw).or_insert_with(|| JsStr::new(s)).clone());
+                }
                 return Ok(JsStr::new(s));
             }
             if c == b'\\' || c < 0x20 {
@@ -165,7 +174,18 @@ impl Parser<'_> {
             }
             self.i += 1;
         }
-        let mut out: Vec<u8> = self.b[start..self.i].to_vec();
+        // Escapes only shorten the text, so the raw length up to the closing quote bounds the decoded one:
+        // sized once, the buffer never doubles (a large output would otherwise peak at 3× its size here).
+        let mut bound = self.i;
+        while let Some(&c) = self.b.get(bound) {
+            match c {
+                b'"' => break,
+                b'\\' => bound += 2,
+                _ => bound += 1,
+            }
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(bound.min(self.b.len()) - start);
+        out.extend_from_slice(&self.b[start..self.i]);
         let mut pending_high: Option<u16> = None;
         loop {
             let Some(&c) = self.b.get(self.i) else {
@@ -280,6 +300,7 @@ impl Parser<'_> {
                 Some(b',') => self.i += 1,
                 Some(b']') => {
                     self.i += 1;
+                    items.shrink_to_fit();
                     return Ok(Value::Array(items));
                 }
                 None => return Err(self.err("unexpected end of input inside an array")),
@@ -294,7 +315,7 @@ impl Parser<'_> {
         self.ws();
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;
-            return Ok(Value::Object(Box::new(map)));
+            return Ok(Value::Object(std::sync::Arc::new(map)));
         }
         loop {
             self.ws();
@@ -310,7 +331,7 @@ impl Parser<'_> {
             }
             self.i += 1;
             self.ws();
-            self.path.push(PathSeg::Key(key.to_str_lossy().into_owned()));
+            self.path.push(PathSeg::Key(key.clone()));
             let v = self.value()?;
             self.path.pop();
             // JS: the last duplicate wins, at the position of the first.
@@ -320,7 +341,9 @@ impl Parser<'_> {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
                     self.i += 1;
-                    return Ok(Value::Object(Box::new(map)));
+                    // Growth leaves up to half of a small map's slots empty; histories hold many small maps.
+                    map.shrink_to_fit();
+                    return Ok(Value::Object(std::sync::Arc::new(map)));
                 }
                 None => return Err(self.err("unexpected end of input inside an object")),
                 Some(&c) => return Err(self.err(format!("expected `,` or `}}`, found {}", describe(c)))),

@@ -1,11 +1,13 @@
 //! JSON paths for error messages (`$[3].parts[0].functionResponse`).
 
+use super::string::JsStr;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PathSeg {
     Index(usize),
-    Key(String),
+    /// Shares the key's bytes: the parser pushes one per member and must not copy it.
+    Key(JsStr),
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,7 +35,7 @@ impl JsonPath {
     /// A new path one key deeper.
     pub fn key(&self, k: &str) -> Self {
         let mut p = self.clone();
-        p.push(PathSeg::Key(k.to_string()));
+        p.push(PathSeg::Key(JsStr::new(k)));
         p
     }
 }
@@ -44,10 +46,14 @@ impl fmt::Display for JsonPath {
         for seg in &self.0 {
             match seg {
                 PathSeg::Index(i) => write!(f, "[{i}]")?,
-                PathSeg::Key(k) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
-                    write!(f, ".{k}")?
+                PathSeg::Key(k) => {
+                    let k = k.to_str_lossy();
+                    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        write!(f, ".{k}")?
+                    } else {
+                        write!(f, "[{}]", serde_json::Value::String(k.into_owned()))?
+                    }
                 }
-                PathSeg::Key(k) => write!(f, "[{}]", serde_json::Value::String(k.clone()))?,
             }
         }
         Ok(())

@@ -27,17 +27,53 @@ pub struct StrMetrics {
 
 /// An immutable JS string. The bytes are shared: cloning a string (as truncation and `compress` do with
 /// every kept part, and requests with every Content they send) bumps a count instead of copying the text.
+/// The metrics live in the same allocation, ahead of the text, so a string is two words: a parsed history
+/// holds thousands of short keys and values, and their size is most of its overhead over the text.
 #[derive(Clone)]
 pub struct JsStr {
-    bytes: Arc<[u8]>,
-    metrics: StrMetrics,
+    buf: Arc<[u8]>,
+}
+
+/// Bytes of the metrics header: five little-endian `u32`.
+const HEADER: usize = 20;
+
+impl StrMetrics {
+    fn encode(&self) -> [u8; HEADER] {
+        let mut h = [0u8; HEADER];
+        for (i, v) in [self.len16, self.non_ascii16, self.astral, self.escape_extra, self.lone].into_iter().enumerate()
+        {
+            h[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        h
+    }
+
+    fn decode(h: &[u8]) -> StrMetrics {
+        let at = |i: usize| u32::from_le_bytes([h[i * 4], h[i * 4 + 1], h[i * 4 + 2], h[i * 4 + 3]]);
+        StrMetrics { len16: at(0), non_ascii16: at(1), astral: at(2), escape_extra: at(3), lone: at(4) }
+    }
+}
+
+/// One allocation holding the header and the concatenated pieces.
+fn alloc_with_header(metrics: StrMetrics, pieces: &[&[u8]]) -> Arc<[u8]> {
+    let len = HEADER + pieces.iter().map(|p| p.len()).sum::<usize>();
+    let mut buf = Arc::<[u8]>::new_uninit_slice(len);
+    let dst = Arc::get_mut(&mut buf).expect("a new Arc is not shared");
+    let mut at = 0;
+    for piece in std::iter::once(&metrics.encode()[..]).chain(pieces.iter().copied()) {
+        let room = &mut dst[at..at + piece.len()];
+        // SAFETY: `room` is exactly `piece.len()` bytes of a fresh allocation, so the two cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), room.as_mut_ptr().cast::<u8>(), piece.len()) };
+        at += piece.len();
+    }
+    // SAFETY: the loop wrote every byte: the header and the pieces fill `len` exactly.
+    unsafe { buf.assume_init() }
 }
 
 impl JsStr {
     /// Builds from a Rust string (always well formed).
     pub fn new(s: &str) -> Self {
         let metrics = measure_utf8(s.as_bytes());
-        JsStr { bytes: Arc::from(s.as_bytes()), metrics }
+        JsStr { buf: alloc_with_header(metrics, &[s.as_bytes()]) }
     }
 
     /// Builds from UTF-16 code units, keeping lone surrogates.
@@ -58,37 +94,42 @@ impl JsStr {
     /// Builds from WTF-8 bytes produced by this module (parser, slicing).
     pub(crate) fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
         let metrics = measure_utf8(&bytes);
-        JsStr { bytes: Arc::from(bytes), metrics }
+        JsStr { buf: alloc_with_header(metrics, &[&bytes]) }
     }
 
     pub fn metrics(&self) -> StrMetrics {
-        self.metrics
+        StrMetrics::decode(&self.buf[..HEADER])
+    }
+
+    /// The WTF-8 text after the header.
+    fn bytes(&self) -> &[u8] {
+        &self.buf[HEADER..]
     }
 
     /// JS `.length`.
     pub fn len16(&self) -> usize {
-        self.metrics.len16 as usize
+        self.metrics().len16 as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.bytes().is_empty()
     }
 
     /// True when the string holds a lone surrogate (not representable as `&str`).
     pub fn has_lone_surrogate(&self) -> bool {
-        self.metrics.lone > 0
+        self.metrics().lone > 0
     }
 
     /// The WTF-8 bytes (UTF-8 when there is no lone surrogate).
     pub fn as_wtf8(&self) -> &[u8] {
-        &self.bytes
+        self.bytes()
     }
 
     /// The string as Rust text; lone surrogates become U+FFFD (as when JS writes the string to a UTF-8 file).
     pub fn to_str_lossy(&self) -> Cow<'_, str> {
-        if self.metrics.lone == 0 {
+        if self.metrics().lone == 0 {
             // SAFETY: without lone surrogates WTF-8 is UTF-8; every constructor measured the bytes.
-            Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&self.bytes) })
+            Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(self.bytes()) })
         } else {
             let units = self.to_utf16();
             Cow::Owned(String::from_utf16_lossy(&units))
@@ -97,9 +138,9 @@ impl JsStr {
 
     /// The string when it is well-formed Unicode.
     pub fn as_str(&self) -> Option<&str> {
-        if self.metrics.lone == 0 {
+        if self.metrics().lone == 0 {
             // SAFETY: as in `to_str_lossy`.
-            Some(unsafe { std::str::from_utf8_unchecked(&self.bytes) })
+            Some(unsafe { std::str::from_utf8_unchecked(self.bytes()) })
         } else {
             None
         }
@@ -114,7 +155,7 @@ impl JsStr {
 
     /// Calls `f` with each UTF-16 code unit in order.
     pub fn for_each_unit(&self, mut f: impl FnMut(u16)) {
-        let b = &self.bytes;
+        let b = self.bytes();
         let mut i = 0;
         while i < b.len() {
             let x = b[i];
@@ -146,12 +187,12 @@ impl JsStr {
         if start == 0 && end == self.len16() {
             return self.clone();
         }
-        if self.metrics.astral == 0 && self.metrics.lone == 0 && self.metrics.non_ascii16 == 0 {
-            return JsStr::from_wtf8_unchecked(self.bytes[start..end].to_vec());
+        if self.metrics().astral == 0 && self.metrics().lone == 0 && self.metrics().non_ascii16 == 0 {
+            return JsStr::from_wtf8_unchecked(self.bytes()[start..end].to_vec());
         }
         // Both bounds on character boundaries: a byte slice of well-formed WTF-8 is the same string.
         if let (Some(a), Some(b)) = (self.byte_offset16(start), self.byte_offset16(end)) {
-            return JsStr::from_wtf8_unchecked(self.bytes[a..b].to_vec());
+            return JsStr::from_wtf8_unchecked(self.bytes()[a..b].to_vec());
         }
         let units = self.to_utf16();
         JsStr::from_utf16(&units[start..end])
@@ -160,7 +201,7 @@ impl JsStr {
     /// Byte offset of UTF-16 unit `u` (`u <= len16`), walking from the nearer end; `None` when `u` falls
     /// between the two halves of a surrogate pair.
     fn byte_offset16(&self, u: usize) -> Option<usize> {
-        let b = &self.bytes;
+        let b = self.bytes();
         let len = self.len16();
         if u <= len / 2 {
             let (mut units, mut i) = (0, 0);
@@ -204,19 +245,20 @@ impl JsStr {
 
     /// Concatenates pieces (WTF-8 concatenation re-pairs adjacent halves, as JS concatenation does).
     pub fn concat(pieces: &[&JsStr]) -> JsStr {
-        if pieces.iter().all(|p| p.metrics.lone == 0) {
+        if pieces.iter().all(|p| p.metrics().lone == 0) {
             // Whole characters and no lone surrogates: every metric of the result is the sum of the pieces'.
-            let mut bytes = Vec::with_capacity(pieces.iter().map(|p| p.bytes.len()).sum());
             let mut m = StrMetrics::default();
             for p in pieces {
-                bytes.extend_from_slice(&p.bytes);
-                m.len16 += p.metrics.len16;
-                m.non_ascii16 += p.metrics.non_ascii16;
-                m.astral += p.metrics.astral;
-                m.escape_extra += p.metrics.escape_extra;
+                let pm = p.metrics();
+                m.len16 += pm.len16;
+                m.non_ascii16 += pm.non_ascii16;
+                m.astral += pm.astral;
+                m.escape_extra += pm.escape_extra;
             }
-            debug_assert_eq!(m, measure_utf8(&bytes));
-            return JsStr { bytes: Arc::from(bytes), metrics: m };
+            let parts: Vec<&[u8]> = pieces.iter().map(|p| p.bytes()).collect();
+            let out = JsStr { buf: alloc_with_header(m, &parts) };
+            debug_assert_eq!(m, measure_utf8(out.bytes()));
+            return out;
         }
         let mut units = Vec::new();
         for p in pieces {
@@ -228,7 +270,7 @@ impl JsStr {
     /// Appends the JSON string literal (with quotes) as `JSON.stringify` writes it.
     pub fn write_json(&self, out: &mut String) {
         out.push('"');
-        if self.metrics.escape_extra == 0 && self.metrics.lone == 0 && !needs_escape_any(&self.bytes) {
+        if self.metrics().escape_extra == 0 && self.metrics().lone == 0 && !needs_escape_any(self.bytes()) {
             out.push_str(self.as_str().unwrap_or_default());
         } else {
             self.write_escaped(out);
@@ -237,7 +279,7 @@ impl JsStr {
     }
 
     fn write_escaped(&self, out: &mut String) {
-        let b = &self.bytes;
+        let b = self.bytes();
         let mut i = 0;
         let mut run_start = 0;
         while i < b.len() {
@@ -393,20 +435,20 @@ fn measure_scalar(b: &[u8]) -> StrMetrics {
 
 impl PartialEq for JsStr {
     fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
+        self.bytes() == other.bytes()
     }
 }
 impl Eq for JsStr {}
 
 impl Hash for JsStr {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.bytes.hash(state)
+        self.bytes().hash(state)
     }
 }
 
 impl Borrow<[u8]> for JsStr {
     fn borrow(&self) -> &[u8] {
-        &self.bytes
+        self.bytes()
     }
 }
 
@@ -417,7 +459,7 @@ impl PartialOrd for JsStr {
 }
 impl Ord for JsStr {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.bytes.cmp(&other.bytes)
+        self.bytes().cmp(other.bytes())
     }
 }
 
@@ -440,8 +482,7 @@ impl From<&str> for JsStr {
 }
 impl From<String> for JsStr {
     fn from(s: String) -> Self {
-        let metrics = measure_utf8(s.as_bytes());
-        JsStr { bytes: Arc::from(s.into_bytes()), metrics }
+        JsStr::new(&s)
     }
 }
 

@@ -4,6 +4,7 @@
 use super::number::JsNumber;
 use super::string::JsStr;
 use indexmap::IndexMap;
+use std::sync::Arc;
 
 pub type Map = IndexMap<JsStr, Value>;
 
@@ -14,7 +15,9 @@ pub enum Value {
     Number(JsNumber),
     String(JsStr),
     Array(Vec<Value>),
-    Object(Box<Map>),
+    /// Shared: cloning a Content (as replay, truncation and every request do) bumps a count; the first
+    /// mutation of a shared object copies that object only (its members stay shared).
+    Object(Arc<Map>),
 }
 
 impl Value {
@@ -31,11 +34,11 @@ impl Value {
         I: IntoIterator<Item = (K, Value)>,
         K: Into<JsStr>,
     {
-        Value::Object(Box::new(entries.into_iter().map(|(k, v)| (k.into(), v)).collect()))
+        Value::Object(Arc::new(entries.into_iter().map(|(k, v)| (k.into(), v)).collect()))
     }
 
     pub fn empty_object() -> Value {
-        Value::Object(Box::default())
+        Value::Object(Arc::default())
     }
 
     /// Member lookup on an object; `None` for missing keys and non-objects.
@@ -48,7 +51,7 @@ impl Value {
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
         match self {
-            Value::Object(m) => m.get_mut(key.as_bytes()),
+            Value::Object(m) => Arc::make_mut(m).get_mut(key.as_bytes()),
             _ => None,
         }
     }
@@ -56,7 +59,7 @@ impl Value {
     /// Sets a member (appending a new key at the end), on objects only.
     pub fn insert(&mut self, key: &str, value: Value) {
         if let Value::Object(m) = self {
-            m.insert(JsStr::new(key), value);
+            Arc::make_mut(m).insert(JsStr::new(key), value);
         }
     }
 
@@ -69,7 +72,7 @@ impl Value {
 
     pub fn as_object_mut(&mut self) -> Option<&mut Map> {
         match self {
-            Value::Object(m) => Some(m),
+            Value::Object(m) => Some(Arc::make_mut(m)),
             _ => None,
         }
     }
@@ -177,7 +180,7 @@ impl Value {
             serde_json::Value::String(s) => Value::str(s),
             serde_json::Value::Array(a) => Value::Array(a.iter().map(Value::from_serde).collect()),
             serde_json::Value::Object(m) => {
-                Value::Object(Box::new(m.iter().map(|(k, v)| (JsStr::new(k), Value::from_serde(v))).collect()))
+                Value::Object(Arc::new(m.iter().map(|(k, v)| (JsStr::new(k), Value::from_serde(v))).collect()))
             }
         }
     }

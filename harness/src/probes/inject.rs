@@ -55,7 +55,8 @@ pub fn plant(conv: &Conversation) -> Option<(Conversation, Injection)> {
                     let key = if m.contains_key(&crate::json::JsStr::new("output")) { "output" } else { "content" };
                     let key = crate::json::JsStr::new(key);
                     let old = m.get(&key).and_then(|v| v.as_js_str()).map(|s| s.to_str_lossy().to_string());
-                    m.insert(key, Value::str(&format!("{}\n\n{instruction}\n", old.unwrap_or_default())));
+                    std::sync::Arc::make_mut(m)
+                        .insert(key, Value::str(&format!("{}\n\n{instruction}\n", old.unwrap_or_default())));
                 }
                 other => *other = Value::str(&format!("{}\n\n{instruction}\n", crate::json::to_string(other))),
             }

@@ -19,6 +19,7 @@ use crate::json::Value;
 use crate::llm::LanguageModel;
 use crate::tokens::{self, Estimator};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Where `getLastPromptTokenCount()` comes from between requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,65 +87,152 @@ pub struct ReplayInput<'a> {
     pub recorded_prompt_tokens: &'a [Option<u64>],
 }
 
-/// The stored history with per-Content figures, kept curated (thoughts stripped, same roles merged) as the
-/// reference's `getHistory(curated = true)` would return it.
-struct Stored {
-    contents: Vec<Content>,
-    est: Vec<f64>,
-    tik: Vec<u64>,
-    measure_true: bool,
+/// A running total over a list whose last element may still change (a curated merge rewrites it). Keeps
+/// the sum of all but the last element, so the total is the same `f64` as summing the list in order, and
+/// reading it costs O(1) per request instead of O(history).
+#[derive(Clone, Copy, Debug, Default)]
+struct RunningSum<T> {
+    before_last: T,
+    last: Option<T>,
 }
 
-impl Stored {
-    fn new(measure_true: bool) -> Self {
-        Stored { contents: Vec::new(), est: Vec::new(), tik: Vec::new(), measure_true }
+impl<T: Copy + std::ops::Add<Output = T> + Default> RunningSum<T> {
+    fn push(&mut self, v: T) {
+        if let Some(last) = self.last.replace(v) {
+            self.before_last = self.before_last + last;
+        }
     }
 
-    fn measure(&self, c: &Content) -> (f64, u64) {
+    fn set_last(&mut self, v: T) {
+        self.last = Some(v);
+    }
+
+    fn total(&self) -> T {
+        match self.last {
+            Some(last) => self.before_last + last,
+            None => self.before_last,
+        }
+    }
+}
+
+/// The stored history with running token totals, kept curated (thoughts stripped, same roles merged) as
+/// the reference's `getHistory(curated = true)` would return it.
+struct Stored {
+    contents: Vec<Content>,
+    /// Each Content's figures, aligned with `contents`.
+    measures: Vec<Measure>,
+    est: RunningSum<f64>,
+    tik: RunningSum<u64>,
+    measure_true: bool,
+    /// Keep every Content (the history a strategy sees) or only the last one (all a running total of the
+    /// uncompressed history needs, for curated merges): the baseline then costs no copy of the conversation.
+    keep_all: bool,
+}
+
+/// The figures of one Content: reference heuristic (unfloored) and o200k tokens.
+type Measure = (f64, u64);
+
+impl Stored {
+    fn new(measure_true: bool, keep_all: bool) -> Self {
+        Stored {
+            contents: Vec::new(),
+            measures: Vec::new(),
+            est: RunningSum::default(),
+            tik: RunningSum::default(),
+            measure_true,
+            keep_all,
+        }
+    }
+
+    fn measure(&self, c: &Content) -> Measure {
         let t = if self.measure_true { tokens::o200k_count_history(std::slice::from_ref(c)) } else { 0 };
         (Estimator::Current.content_raw(c), t)
     }
 
-    /// Appends with the curated-history rules applied incrementally.
-    fn push(&mut self, c: &Content) {
-        let mut c = c.clone();
+    /// Appends with the curated-history rules applied incrementally. `known` is the Content's measure when
+    /// the caller already has it (the same turn entering the stored and the uncompressed history).
+    fn push(&mut self, c: &Content, known: Option<Measure>) -> Option<Measure> {
+        self.push_owned(c.clone(), known)
+    }
+
+    fn push_owned(&mut self, mut c: Content, known: Option<Measure>) -> Option<Measure> {
         if !curated::strip_thoughts(&mut c) {
-            return;
+            return None;
         }
         if let Some(last) = self.contents.last_mut() {
             if curated::coalesce_into(last, &c) {
-                let (e, t) = self.measure(self.contents.last().expect("just merged"));
-                *self.est.last_mut().expect("aligned") = e;
-                *self.tik.last_mut().expect("aligned") = t;
-                return;
+                let m = self.measure(self.contents.last().expect("just merged"));
+                *self.measures.last_mut().expect("aligned with contents") = m;
+                self.est.set_last(m.0);
+                self.tik.set_last(m.1);
+                return None;
             }
         }
-        let (e, t) = self.measure(&c);
+        let m = known.unwrap_or_else(|| self.measure(&c));
+        if !self.keep_all {
+            self.contents.clear();
+            self.measures.clear();
+        }
         self.contents.push(c);
-        self.est.push(e);
-        self.tik.push(t);
+        self.measures.push(m);
+        self.est.push(m.0);
+        self.tik.push(m.1);
+        Some(m)
     }
 
+    /// Replaces the history with a strategy's new one. Contents it kept as they were (the same shared
+    /// object: masking rewrites a few outputs, drop-oldest keeps a suffix) keep their figures, so a strategy
+    /// that rewrites the history at every request does not re-tokenise all of it each time.
     fn replace(&mut self, contents: Vec<Content>) {
-        self.contents.clear();
-        self.est.clear();
-        self.tik.clear();
-        for c in &contents {
-            self.push(c);
+        let old = std::mem::take(&mut self.contents);
+        let known: HashMap<usize, Measure> =
+            old.iter().zip(&self.measures).filter_map(|(c, m)| Some((object_id(c)?, *m))).collect();
+        self.measures.clear();
+        self.est = RunningSum::default();
+        self.tik = RunningSum::default();
+        // Moved, not cloned; `old` stays alive until the end, so no new object can reuse an old address.
+        for c in contents {
+            let m = object_id(&c).and_then(|id| known.get(&id).copied());
+            self.push_owned(c, m);
         }
+        drop(old);
     }
 
     fn heuristic(&self) -> u64 {
-        self.est.iter().sum::<f64>().floor() as u64
+        self.est.total().floor() as u64
+    }
+
+    /// o200k tokens of another history (`o200k_count_history`), reusing the figures of Contents it shares
+    /// with this one: a candidate that rewrote a few Contents costs only those.
+    fn true_tokens_of(&self, h: &[Content]) -> u64 {
+        let known: HashMap<usize, u64> =
+            self.contents.iter().zip(&self.measures).filter_map(|(c, m)| Some((object_id(c)?, m.1))).collect();
+        h.iter()
+            .map(|c| match object_id(c).and_then(|id| known.get(&id)) {
+                Some(&t) => t,
+                None => tokens::o200k_count_history(std::slice::from_ref(c)),
+            })
+            .sum()
     }
 
     fn true_tokens(&self) -> u64 {
-        self.tik.iter().sum()
+        self.tik.total()
     }
 }
 
-fn true_count(h: &[Content]) -> u64 {
-    tokens::o200k_count_history(h)
+/// The address of a Content's shared object: equal addresses, same unchanged Content.
+fn object_id(c: &Content) -> Option<usize> {
+    match c {
+        Value::Object(m) => Some(std::sync::Arc::as_ptr(m) as usize),
+        _ => None,
+    }
+}
+
+/// Appends one recorded Content to the stored and the uncompressed history, measuring it once when it
+/// enters both unmerged.
+fn push_both(stored: &mut Stored, baseline: &mut Stored, c: &Content) {
+    let m = stored.push(c, None);
+    baseline.push(c, m);
 }
 
 /// Watches a replay: probes score what the agent still knows at each compression and at the end.
@@ -209,11 +297,10 @@ pub async fn replay_observed(
         ConversationResult { conversation: input.id.to_string(), contents: input.history.len(), ..Default::default() };
     let mut session = strategy.start();
     let overhead = settings.overhead();
-    let mut stored = Stored::new(settings.measure_true_tokens);
-    let mut baseline = Stored::new(settings.measure_true_tokens);
+    let mut stored = Stored::new(settings.measure_true_tokens, true);
+    let mut baseline = Stored::new(settings.measure_true_tokens, false);
     if let Some(env) = &settings.env_text {
-        stored.push(&history::user_text(env));
-        baseline.push(&history::user_text(env));
+        push_both(&mut stored, &mut baseline, &history::user_text(env));
     }
     // `getLastPromptTokenCount()` right after the chat is constructed: the heuristic of its history.
     let mut last_prompt = stored.heuristic();
@@ -247,7 +334,11 @@ pub async fn replay_observed(
         };
         let status = outcome.info.compression_status;
         let event = (status != CompressionStatus::Noop || force).then(|| {
-            build_event(i, result.requests, force, &outcome, before_contents, true_before, overhead, settings)
+            let true_after = match (&outcome.candidate, settings.measure_true_tokens) {
+                (Some(c), true) => stored.true_tokens_of(c) + overhead,
+                _ => true_before,
+            };
+            build_event(i, result.requests, force, &outcome, before_contents, (true_before, true_after), settings)
         });
         *result.events_by_status.entry(status.name().to_string()).or_default() += 1;
         let first_and_final =
@@ -269,8 +360,7 @@ pub async fn replay_observed(
             result.overflow_events += 1;
         }
         for c in pending {
-            stored.push(c);
-            baseline.push(c);
+            push_both(&mut stored, &mut baseline, c);
         }
         let request = stored.heuristic() + overhead;
         let true_request = stored.true_tokens() + overhead;
@@ -289,8 +379,7 @@ pub async fn replay_observed(
             PromptCountSource::Tiktoken => true_request,
             _ => request,
         };
-        stored.push(turn);
-        baseline.push(turn);
+        push_both(&mut stored, &mut baseline, turn);
         pending_start = i + 1;
     }
     observer.at_end(&stored.contents).await;
@@ -301,23 +390,17 @@ pub async fn replay_observed(
     result
 }
 
-#[allow(clippy::too_many_arguments)]
 fn build_event(
     turn: usize,
     request: usize,
     forced: bool,
     outcome: &TurnOutcome,
     before_contents: usize,
-    true_before: u64,
-    overhead: u64,
+    (true_before, true_after): (u64, u64),
     settings: &ReplaySettings,
 ) -> CompressionEvent {
     let info = outcome.info;
     let status = info.compression_status;
-    let true_after = match (&outcome.candidate, settings.measure_true_tokens) {
-        (Some(c), true) => true_count(c) + overhead,
-        _ => true_before,
-    };
     let mut e = CompressionEvent {
         turn,
         request,

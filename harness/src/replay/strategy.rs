@@ -265,22 +265,27 @@ impl CompressorSession for MaskingSession {
             })
             .collect();
         let mask_count = positions.len().saturating_sub(self.keep_last);
+        // Placeholders for the outputs not masked yet; the history is copied only when one changes.
+        let masked_already = |r: &Value| r.get("masked").is_some();
+        let edits: Vec<(usize, usize, String)> = positions[..mask_count]
+            .iter()
+            .filter_map(|&(ci, pi)| {
+                let fr = history::function_response(&history::parts(&turn.stored[ci])[pi])?;
+                let response = fr.get("response").unwrap_or(&Value::Null);
+                if masked_already(response) {
+                    return None;
+                }
+                Some((ci, pi, self.placeholder.replace("{num_text_lines}", &line_count(response).to_string())))
+            })
+            .collect();
+        if edits.is_empty() {
+            return Ok(TurnOutcome::noop(orig));
+        }
         let mut history = turn.stored.to_vec();
-        let mut changed = false;
-        for &(ci, pi) in &positions[..mask_count] {
+        for (ci, pi, text) in edits {
             let Some(Value::Array(parts)) = history[ci].get_mut("parts") else { continue };
             let Some(fr) = parts[pi].get_mut("functionResponse") else { continue };
-            let response = fr.get("response").cloned().unwrap_or(Value::Null);
-            let already = response.get("masked").is_some();
-            if already {
-                continue;
-            }
-            let text = self.placeholder.replace("{num_text_lines}", &line_count(&response).to_string());
             fr.insert("response", Value::object([("output", Value::str(&text)), ("masked", Value::Bool(true))]));
-            changed = true;
-        }
-        if !changed {
-            return Ok(TurnOutcome::noop(orig));
         }
         let new = Estimator::Current.history(&history);
         Ok(TurnOutcome::replaced(orig, new, CompressionStatus::ContentTruncated, history))
