@@ -31,6 +31,7 @@ fn replay_peaks_within_three_times_the_file() {
             let ratio = GLOBAL.get_peak_memory() as f64 / size;
             assert!(result.error.is_none(), "{file}: {:?}", result.error);
             assert!(result.requests > 0);
+            eprintln!("{file} {}: {ratio:.2}× the file", point.strategy.kind());
             if ratio > 3.0 {
                 failures.push(format!("{file} {}: {ratio:.2}× the file", point.strategy.kind()));
             }

@@ -375,8 +375,8 @@ pub fn format_truncated_tool_output(s: &JsStr, output_file: &str, max_chars: i64
     let head = (max_chars as f64 * 0.2).floor() as i64;
     let tail = max_chars - head;
     let omitted = len - head - tail;
-    let head_text = s.js_slice(0, Some(head));
-    let tail_text = s.js_slice(-tail, None);
+    let (head_start, head_end) = s.js_range(0, Some(head));
+    let (tail_start, tail_end) = s.js_range(-tail, None);
     let prefix = JsStr::from(format!(
         "Output too large. Showing first {} and last {} characters. For full output see: {}\n",
         en_us_grouping(head),
@@ -384,7 +384,12 @@ pub fn format_truncated_tool_output(s: &JsStr, output_file: &str, max_chars: i64
         output_file
     ));
     let middle = JsStr::from(format!("\n\n... [{} characters omitted] ...\n\n", en_us_grouping(omitted)));
-    JsStr::concat(&[&prefix, &head_text, &middle, &tail_text])
+    JsStr::concat_ranges(&[
+        (&prefix, 0, prefix.len16()),
+        (s, head_start, head_end),
+        (&middle, 0, middle.len16()),
+        (s, tail_start, tail_end),
+    ])
 }
 
 /// The 2026-01-18 placeholder: the last 30 lines (each cut to 1000 chars), or the last 4000 chars of a

@@ -185,38 +185,64 @@ impl Stored {
     /// that rewrites the history at every request does not re-tokenise all of it each time.
     fn replace(&mut self, contents: Vec<Content>) {
         let old = std::mem::take(&mut self.contents);
-        let known: HashMap<usize, Measure> =
-            old.iter().zip(&self.measures).filter_map(|(c, m)| Some((object_id(c)?, *m))).collect();
-        self.measures.clear();
+        let old_measures = std::mem::take(&mut self.measures);
+        let mut known = KnownMeasures::new(&old, &old_measures);
         self.est = RunningSum::default();
         self.tik = RunningSum::default();
         // Moved, not cloned; `old` stays alive until the end, so no new object can reuse an old address.
-        for c in contents {
-            let m = object_id(&c).and_then(|id| known.get(&id).copied());
+        for (i, c) in contents.into_iter().enumerate() {
+            let m = known.get(i, &c);
             self.push_owned(c, m);
         }
         drop(old);
+    }
+
+    /// o200k tokens of another history (`o200k_count_history`), reusing the figures of Contents it shares
+    /// with this one: a candidate that rewrote a few Contents costs only those.
+    fn true_tokens_of(&self, h: &[Content]) -> u64 {
+        let mut known = KnownMeasures::new(&self.contents, &self.measures);
+        h.iter()
+            .enumerate()
+            .map(|(i, c)| match known.get(i, c) {
+                Some(m) => m.1,
+                None => tokens::o200k_count_history(std::slice::from_ref(c)),
+            })
+            .sum()
     }
 
     fn heuristic(&self) -> u64 {
         self.est.total().floor() as u64
     }
 
-    /// o200k tokens of another history (`o200k_count_history`), reusing the figures of Contents it shares
-    /// with this one: a candidate that rewrote a few Contents costs only those.
-    fn true_tokens_of(&self, h: &[Content]) -> u64 {
-        let known: HashMap<usize, u64> =
-            self.contents.iter().zip(&self.measures).filter_map(|(c, m)| Some((object_id(c)?, m.1))).collect();
-        h.iter()
-            .map(|c| match object_id(c).and_then(|id| known.get(&id)) {
-                Some(&t) => t,
-                None => tokens::o200k_count_history(std::slice::from_ref(c)),
-            })
-            .sum()
-    }
-
     fn true_tokens(&self) -> u64 {
         self.tik.total()
+    }
+}
+
+/// Figures of a history's Contents, found for the Contents of a new history that are the same shared
+/// objects: first at the same index (masking rewrites a few in place), else by address (drop-oldest keeps
+/// a shifted suffix; the map is built only then).
+struct KnownMeasures<'a> {
+    contents: &'a [Content],
+    measures: &'a [Measure],
+    by_address: Option<HashMap<usize, Measure>>,
+}
+
+impl<'a> KnownMeasures<'a> {
+    fn new(contents: &'a [Content], measures: &'a [Measure]) -> Self {
+        KnownMeasures { contents, measures, by_address: None }
+    }
+
+    fn get(&mut self, index: usize, c: &Content) -> Option<Measure> {
+        let id = object_id(c)?;
+        if self.contents.get(index).and_then(object_id) == Some(id) {
+            return self.measures.get(index).copied();
+        }
+        let (contents, measures) = (self.contents, self.measures);
+        let map = self.by_address.get_or_insert_with(|| {
+            contents.iter().zip(measures).filter_map(|(c, m)| Some((object_id(c)?, *m))).collect()
+        });
+        map.get(&id).copied()
     }
 }
 
