@@ -99,6 +99,17 @@ mod tests {
     use super::*;
     use crate::json::parse_str;
 
+    /// Regression: stripping used to take the parts mutably, which copied every shared Content (the whole
+    /// recorded history, at every replay push) even when there was nothing to strip.
+    #[test]
+    fn a_content_without_thoughts_stays_shared() {
+        let c = parse_str(r#"{"role":"user","parts":[{"text":"q"}]}"#).unwrap();
+        let mut copy = c.clone();
+        assert!(strip_thoughts(&mut copy));
+        let (Value::Object(a), Value::Object(b)) = (&c, &copy) else { panic!("objects") };
+        assert!(std::sync::Arc::ptr_eq(a, b));
+    }
+
     #[test]
     fn invalid_model_runs_are_dropped_and_roles_coalesced() {
         let h = parse_str(

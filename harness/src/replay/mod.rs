@@ -486,3 +486,57 @@ fn build_event(
     }
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The running total is the same `f64` as summing the list in order, whatever was rewritten last.
+        #[test]
+        fn running_sum_equals_the_ordered_sum(ops in prop::collection::vec((any::<bool>(), 0.0f64..1e6), 0..60)) {
+            let (mut run, mut list) = (RunningSum::<f64>::default(), Vec::<f64>::new());
+            for (rewrite_last, v) in ops {
+                if rewrite_last && !list.is_empty() {
+                    *list.last_mut().unwrap() = v;
+                    run.set_last(v);
+                } else {
+                    list.push(v);
+                    run.push(v);
+                }
+            }
+            // Bit for bit, but for the empty list's sign of zero (`0.0` here, `-0.0` from `sum`).
+            let sum = list.iter().sum::<f64>();
+            prop_assert!(run.total().to_bits() == sum.to_bits() || (list.is_empty() && run.total() == sum));
+        }
+    }
+
+    fn text(role: &str, t: &str) -> Content {
+        history::text_content(role, t)
+    }
+
+    /// A strategy's rewrite keeps the figures of the Contents it did not touch and measures the others:
+    /// the totals equal a fresh measurement of the new history.
+    #[test]
+    fn replace_reuses_figures_of_unchanged_contents_and_totals_match() {
+        let mut stored = Stored::new(true, true);
+        for (i, t) in ["read src/a.rs", "ok: 12 lines", "now fix the test", "done, 3 passed"].iter().enumerate() {
+            stored.push(&text(if i % 2 == 0 { "user" } else { "model" }, t), None);
+        }
+        let mut new = stored.contents.clone();
+        new[1] = text("model", "[masked]");
+        new.push(text("user", "next"));
+        stored.replace(new.clone());
+        let mut fresh = Stored::new(true, true);
+        for c in &new {
+            fresh.push(c, None);
+        }
+        assert_eq!(stored.heuristic(), fresh.heuristic());
+        assert_eq!(stored.true_tokens(), fresh.true_tokens());
+        assert_eq!(stored.measures, fresh.measures);
+        assert_eq!(stored.true_tokens_of(&new), tokens::o200k_count_history(&new));
+        // Unchanged Contents are the same shared objects, not copies.
+        assert_eq!(object_id(&stored.contents[0]), object_id(&new[0]));
+    }
+}
