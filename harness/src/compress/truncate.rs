@@ -299,7 +299,7 @@ fn with_member(v: &Value, key: &str, value: Value) -> Value {
     let Value::Object(m) = v else {
         return v.clone();
     };
-    let mut out = json::Map::with_capacity(m.len() + 1);
+    let mut out = json::Map::with_capacity_and_hasher(m.len() + 1, Default::default());
     let mut value = Some(value);
     for (k, x) in m.iter() {
         let x = match value.take_if(|_| k.as_wtf8() == key.as_bytes()) {

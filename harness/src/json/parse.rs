@@ -311,7 +311,7 @@ impl Parser<'_> {
 
     fn object(&mut self) -> Result<Value, ParseError> {
         self.i += 1;
-        let mut map = Map::new();
+        let mut map = Map::default();
         self.ws();
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;

@@ -6,7 +6,9 @@ use super::string::JsStr;
 use indexmap::IndexMap;
 use std::sync::Arc;
 
-pub type Map = IndexMap<JsStr, Value>;
+/// Objects keep insertion order (the index map), and hash their keys with FxHash: every part lookup of
+/// every Content hashes a key, and SipHash's DoS resistance buys nothing on recorded histories.
+pub type Map = IndexMap<JsStr, Value, rustc_hash::FxBuildHasher>;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
