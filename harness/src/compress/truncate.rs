@@ -128,10 +128,6 @@ impl FsToolOutputStore {
             write_through: false,
         }
     }
-
-    pub fn root(&self) -> &std::path::Path {
-        &self.root
-    }
 }
 
 /// Writes one output as UTF-8 (lone surrogates become U+FFFD, as when Node writes a JS string).

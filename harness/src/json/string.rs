@@ -47,6 +47,15 @@ impl StrMetrics {
         h
     }
 
+    /// Adds the metrics of a string appended to this one (whole characters, no lone surrogates: every
+    /// figure of a concatenation is then the sum of its pieces').
+    fn add(&mut self, other: StrMetrics) {
+        self.len16 += other.len16;
+        self.non_ascii16 += other.non_ascii16;
+        self.astral += other.astral;
+        self.escape_extra += other.escape_extra;
+    }
+
     fn decode(h: &[u8]) -> StrMetrics {
         let at = |i: usize| u32::from_le_bytes([h[i * 4], h[i * 4 + 1], h[i * 4 + 2], h[i * 4 + 3]]);
         StrMetrics { len16: at(0), non_ascii16: at(1), astral: at(2), escape_extra: at(3), lone: at(4) }
@@ -275,11 +284,7 @@ impl JsStr {
                 return JsStr::concat(&slices.iter().collect::<Vec<_>>());
             };
             let part = &p.bytes()[a..b];
-            let pm = if whole { pm } else { measure_utf8(part) };
-            m.len16 += pm.len16;
-            m.non_ascii16 += pm.non_ascii16;
-            m.astral += pm.astral;
-            m.escape_extra += pm.escape_extra;
+            m.add(if whole { pm } else { measure_utf8(part) });
             bytes.push(part);
         }
         let out = JsStr { buf: alloc_with_header(m, &bytes) };
@@ -293,11 +298,7 @@ impl JsStr {
             // Whole characters and no lone surrogates: every metric of the result is the sum of the pieces'.
             let mut m = StrMetrics::default();
             for p in pieces {
-                let pm = p.metrics();
-                m.len16 += pm.len16;
-                m.non_ascii16 += pm.non_ascii16;
-                m.astral += pm.astral;
-                m.escape_extra += pm.escape_extra;
+                m.add(p.metrics());
             }
             let parts: Vec<&[u8]> = pieces.iter().map(|p| p.bytes()).collect();
             let out = JsStr { buf: alloc_with_header(m, &parts) };
@@ -314,7 +315,8 @@ impl JsStr {
     /// Appends the JSON string literal (with quotes) as `JSON.stringify` writes it.
     pub fn write_json(&self, out: &mut String) {
         out.push('"');
-        if self.metrics().escape_extra == 0 && self.metrics().lone == 0 && !needs_escape_any(self.bytes()) {
+        let m = self.metrics();
+        if m.escape_extra == 0 && m.lone == 0 && !needs_escape_any(self.bytes()) {
             out.push_str(self.as_str().unwrap_or_default());
         } else {
             self.write_escaped(out);

@@ -6,7 +6,7 @@ use crate::json::{self, Value};
 use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 
-pub(crate) fn o200k() -> &'static CoreBPE {
+fn o200k() -> &'static CoreBPE {
     static BPE: OnceLock<CoreBPE> = OnceLock::new();
     BPE.get_or_init(|| tiktoken_rs::o200k_base().expect("o200k vocabulary is embedded in tiktoken-rs"))
 }
@@ -34,12 +34,13 @@ fn count_in_chunks(text: &str, chunk: usize) -> u64 {
     total + bpe.encode_ordinary(rest).len() as u64
 }
 
-/// The first index at or after `from` between an ASCII letter and a digit (base64 and hex blobs have
-/// no line breaks), or just after the last line break of a whitespace run that goes on with spaces or tabs
-/// (or nothing) and then an ASCII character that is neither whitespace nor, right after the break, `/`. No piece of the o200k pre-split pattern crosses such a point: the letter and digit
-/// alternatives never hold `\r`/`\n`, the punctuation one ends in `[\r\n/]*` (greedy), and `\s*[\r\n]+`
-/// (tried before the other whitespace alternatives) ends at the run's last line break. Nor does any
-/// alternative look behind, so the pieces after the cut are the same with or without the text before it.
+/// The first index at or after `from` between an ASCII letter and a digit (base64 and hex blobs have no
+/// line breaks), or just after the last line break of a whitespace run that goes on with spaces or tabs (or
+/// nothing) and then an ASCII character that is neither whitespace nor, right after the break, `/`. No
+/// piece of the o200k pre-split pattern crosses such a point: the letter and digit alternatives never hold
+/// `\r`/`\n`, the punctuation one ends in `[\r\n/]*` (greedy), and `\s*[\r\n]+` (tried before the other
+/// whitespace alternatives) ends at the run's last line break. Nor does any alternative look behind, so
+/// the pieces after the cut are the same with or without the text before it.
 fn safe_cut(b: &[u8], from: usize) -> Option<usize> {
     let mut i = from.max(1);
     while i < b.len() {
