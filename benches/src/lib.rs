@@ -275,7 +275,8 @@ pub fn replay_file_with(
     point: &ConfigPoint,
     llm: &dyn LanguageModel,
 ) -> ConversationResult {
-    let conv = datasets::load_conversation(path).unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: bench inputs are read-only files of the repository; nothing rewrites them during a bench.
+    let conv = unsafe { datasets::load_conversation_mapped(path) }.unwrap_or_else(|e| panic!("{e}"));
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
     let settings = ReplaySettings { token_limit: point.token_limit, ..settings.clone() };

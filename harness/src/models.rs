@@ -1,4 +1,5 @@
-//! Model tables (spec §4): context sizes, the summarizer alias table and the prompt family.
+//! Model tables (`packages/core/src/core/tokenLimits.ts`, `packages/core/src/config/models.ts`): context sizes, the
+//! summarizer alias table and the prompt family.
 
 use serde::{Deserialize, Serialize};
 
@@ -86,7 +87,8 @@ pub fn alias_target(alias: &str) -> &'static str {
     }
 }
 
-/// Which compression prompt family `getCompressionPrompt` picks for the session's active model (§4.3).
+/// Which compression prompt family `getCompressionPrompt` picks for the session's active model
+/// (`packages/core/src/prompts/promptProvider.ts`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptFamily {

@@ -1,5 +1,6 @@
-//! The two callers of `compress` and what they do with its result (spec §11.1, §11.2), plus the
-//! context-window overflow guard (§11.4). Pure state machines: the replay engine drives them.
+//! The two callers of `compress` and what they do with its result (`packages/core/src/core/client.ts`,
+//! `packages/core/src/agents/local-executor.ts`), plus the context-window overflow guard (`processTurn` in
+//! `client.ts`). Pure state machines: the replay engine drives them.
 
 use super::{CompressOutcome, CompressionStatus};
 use crate::history::{self, Content};
@@ -17,7 +18,7 @@ pub enum CallerKind {
     SubAgent,
 }
 
-/// How a failure sets the flag, by era (§11.3).
+/// How a failure sets the flag, by era.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Latch {

@@ -1,4 +1,4 @@
-//! What `compress` sees: `getHistory(curated = true)` at the reference commit (spec §9.1).
+//! What `compress` sees: `getHistory(curated = true)` at the reference commit (`packages/core/src/core/geminiChat.ts`).
 
 use crate::history::{self, Content};
 use crate::json::{JsStr, Value};

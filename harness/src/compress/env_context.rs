@@ -1,5 +1,5 @@
-//! The environment-context turn (`getInitialChatHistory`, spec §10). Date and platform are inputs, never
-//! read from the clock or the machine.
+//! The environment-context turn (`getInitialChatHistory`, `packages/core/src/utils/environmentContext.ts`). Date and
+//! platform are inputs, never read from the clock or the machine.
 
 use crate::history::{self, Content};
 

@@ -20,7 +20,7 @@ pub use service::{
 pub use split::{find_compress_split_point, SplitVariant};
 pub use truncate::{
     format_truncated_tool_output, truncate_history_to_budget, FsToolOutputStore, MemoryToolOutputStore,
-    ToolOutputStore, TruncationSettings, TruncationVariant,
+    ToolOutputError, ToolOutputStore, TruncationSettings, TruncationVariant,
 };
 
 /// `CompressionStatus`, with the reference's numeric values.

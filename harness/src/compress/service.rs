@@ -1,4 +1,5 @@
-//! `ChatCompressionService.compress` (spec §7), step for step, over the [`LanguageModel`] trait.
+//! `ChatCompressionService.compress` (`packages/core/src/context/chatCompressionService.ts`), step for step, over the
+//! [`LanguageModel`] trait.
 
 use super::prompts::CompressionPrompts;
 use super::split::SplitVariant;
@@ -18,7 +19,7 @@ pub const DEFAULT_COMPRESSION_TOKEN_THRESHOLD: f64 = 0.5;
 pub const COMPRESSION_PRESERVE_THRESHOLD: f64 = 0.3;
 pub const SUMMARIZER_ROLE: &str = "utility_compressor";
 
-/// What a compression does after a failed attempt (`hasFailedCompressionAttempt`), by era (§11.3).
+/// What a compression does after a failed attempt (`hasFailedCompressionAttempt`), by era.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailurePath {

@@ -1,4 +1,4 @@
-//! `findCompressSplitPoint` (spec §5) and its historical variants (§5.1).
+//! `findCompressSplitPoint` (`packages/core/src/context/chatCompressionService.ts`) and its historical variants.
 
 use crate::history::{self, Content};
 use crate::json;

@@ -1,6 +1,6 @@
-//! `truncateHistoryToBudget` (spec §6): the reverse token budget over function responses, the placeholder
-//! formats, and where full outputs are saved. Saving goes through [`ToolOutputStore`] so the algorithm stays
-//! pure: the CLI writes real files, tests and replays keep them in memory.
+//! `truncateHistoryToBudget` (`packages/core/src/context/chatCompressionService.ts`): the reverse token budget over
+//! function responses, the placeholder formats, and where full outputs are saved. Saving goes through
+//! [`ToolOutputStore`] so the algorithm stays pure: the CLI writes real files, tests and replays keep them in memory.
 
 use crate::history::{self, Content};
 use crate::json::{self, JsStr, Value};
@@ -13,7 +13,7 @@ pub const COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET: u64 = 50_000;
 pub const DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD: i64 = 40_000;
 pub const TOOL_OUTPUTS_DIR: &str = "tool-outputs";
 
-/// Truncation behaviours, named by the date they took effect (§6.5).
+/// Truncation behaviours, named by the date they took effect.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum TruncationVariant {
@@ -85,15 +85,35 @@ impl TruncationVariant {
 /// until `flush`; a truncation pass whose flush fails is walked again with `write_through`, so a failed
 /// save keeps its original part exactly as when saving synchronously.
 pub trait ToolOutputStore: Send {
-    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, String>;
+    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, ToolOutputError>;
 
     /// Completes deferred writes; the first error, if any.
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), ToolOutputError> {
         Ok(())
     }
 
     /// From now on, write (and fail) within `save`.
     fn write_through(&mut self) {}
+}
+
+/// Why a full tool output could not be saved (the reference then keeps the output untruncated).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolOutputError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A memory store set up to fail (the reference's "disk full" tests).
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl ToolOutputError {
+    fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        ToolOutputError::Io { path: path.to_path_buf(), source }
+    }
 }
 
 /// Joins like Node's `path.join` for the simple cases we produce (no `..`, single separators).
@@ -131,16 +151,16 @@ impl FsToolOutputStore {
 }
 
 /// Writes one output as UTF-8 (lone surrogates become U+FFFD, as when Node writes a JS string).
-fn write_output(path: &std::path::Path, content: &JsStr) -> Result<(), String> {
-    std::fs::write(path, content.to_str_lossy().as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+fn write_output(path: &std::path::Path, content: &JsStr) -> Result<(), ToolOutputError> {
+    std::fs::write(path, content.to_str_lossy().as_bytes()).map_err(|e| ToolOutputError::io(path, e))
 }
 
 impl ToolOutputStore for FsToolOutputStore {
-    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, String> {
+    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, ToolOutputError> {
         let path = self.root.join(relative);
         if let Some(dir) = path.parent() {
             if !self.made_dirs.contains(dir) {
-                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                std::fs::create_dir_all(dir).map_err(|e| ToolOutputError::io(dir, e))?;
                 self.made_dirs.insert(dir.to_path_buf());
             }
         }
@@ -152,14 +172,14 @@ impl ToolOutputStore for FsToolOutputStore {
         Ok(join_display(&self.root_display, relative))
     }
 
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), ToolOutputError> {
         let queue = std::mem::take(&mut self.queue);
         if queue.is_empty() {
             return Ok(());
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(queue.len());
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let first_error = std::sync::Mutex::new(None::<String>);
+        let first_error = std::sync::Mutex::new(None::<ToolOutputError>);
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| loop {
@@ -200,9 +220,9 @@ impl MemoryToolOutputStore {
 }
 
 impl ToolOutputStore for MemoryToolOutputStore {
-    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, String> {
+    fn save(&mut self, relative: &str, content: &JsStr) -> Result<String, ToolOutputError> {
         if let Some(e) = &self.fail_with {
-            return Err(e.clone());
+            return Err(ToolOutputError::Refused(e.clone()));
         }
         self.files.insert(relative.to_string(), content.clone());
         Ok(join_display(&self.root, relative))
@@ -246,7 +266,7 @@ pub struct Truncation {
     pub changed: Vec<ChangedPart>,
 }
 
-/// `contentStr(response)` (§6.2): `None` for a missing response (JS `undefined`).
+/// `contentStr(response)` (`packages/core/src/utils/fileUtils.ts`): `None` for a missing response (JS `undefined`).
 fn content_str(response: Option<&Value>) -> Option<ContentStr<'_>> {
     match response? {
         Value::String(s) => Some(ContentStr::Borrowed(s)),
@@ -325,7 +345,7 @@ fn sanitize(s: &str, sanitizer: Sanitizer) -> String {
     out
 }
 
-/// The file name for a saved output (§6.4).
+/// The file name for a saved output (`saveTruncatedToolOutput`, `packages/core/src/utils/fileUtils.ts`).
 pub fn output_file_name(tool_name: &str, id: &str) -> String {
     file_name(tool_name, id, Sanitizer::KeepDashUnderscore, true)
 }
@@ -362,7 +382,8 @@ pub fn en_us_grouping(n: i64) -> String {
     out
 }
 
-/// `formatTruncatedToolOutput(s, outputFile, maxChars)` (§6.3), JS slicing rules included.
+/// `formatTruncatedToolOutput(s, outputFile, maxChars)` (`packages/core/src/utils/fileUtils.ts`), JS slicing rules
+/// included.
 pub fn format_truncated_tool_output(s: &JsStr, output_file: &str, max_chars: i64) -> JsStr {
     let len = s.len16() as i64;
     if len <= max_chars {

@@ -1,4 +1,5 @@
-//! The reference's user-facing texts (spec §11.5), verbatim.
+//! The reference's user-facing texts (`packages/cli/src/ui/commands/compressCommand.ts`, `CompressionMessage.tsx`),
+//! verbatim.
 
 use super::CompressionStatus;
 

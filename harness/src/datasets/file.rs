@@ -214,22 +214,29 @@ pub fn parse_conversation(bytes: &[u8], file: &str) -> Result<Conversation, Data
     conversation_from_value(v, file)
 }
 
-/// Reads a conversation file. The file is memory-mapped rather than copied onto the heap (as ripgrep reads
-/// large files): parsing then holds the file once, in the page cache, next to the tree it builds.
+/// Reads a conversation file onto the heap.
 pub fn load_conversation(path: &Path) -> Result<Conversation, DatasetError> {
     let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
+    parse_conversation(&bytes, &file)
+}
+
+/// Reads a conversation file through a memory map instead of a heap copy (as ripgrep reads large files):
+/// parsing then holds the file once, in the page cache, next to the tree it builds. Files that cannot be
+/// mapped (empty files, pipes, special file systems) are read instead.
+///
+/// # Safety
+///
+/// Nothing may truncate or rewrite the file while this function runs: a mapped file changed underneath
+/// the parser is undefined behaviour (a truncation faults with SIGBUS). The map is dropped before the
+/// function returns, so the promise ends with the call.
+pub unsafe fn load_conversation_mapped(path: &Path) -> Result<Conversation, DatasetError> {
+    let file = path.display().to_string();
     let f = std::fs::File::open(path).map_err(|e| DatasetError::io(&file, e))?;
-    // SAFETY: the map is read-only and dropped before returning. A file truncated by another process while
-    // it is parsed would fault (SIGBUS), as with ripgrep; nothing in the harness rewrites a conversation file
-    // during a run (imports write new files).
-    let map = unsafe { memmap2::Mmap::map(&f) };
-    match map {
+    // SAFETY: the caller promises that nothing changes the file until we return; the map is read-only.
+    match unsafe { memmap2::Mmap::map(&f) } {
         Ok(map) => parse_conversation(&map, &file),
-        // Some files cannot be mapped (empty files, pipes, special file systems): read them instead.
-        Err(_) => {
-            let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
-            parse_conversation(&bytes, &file)
-        }
+        Err(_) => load_conversation(path),
     }
 }
 

@@ -20,7 +20,8 @@ mod tests;
 pub use error::DatasetError;
 pub use file::{
     conversation_from_value, conversation_to_value, export_history, find_conversations, load_conversation,
-    load_dataset, parse_conversation, write_conversation, Dataset, CONVERSATION_FORMAT, MANIFEST_FILE,
+    load_conversation_mapped, load_dataset, parse_conversation, write_conversation, Dataset, CONVERSATION_FORMAT,
+    MANIFEST_FILE,
 };
 pub use layout::Layout;
 pub use model::{Conversation, ConversationMeta};

@@ -275,10 +275,9 @@ impl Parser<'_> {
                 }
             }
         }
-        if std::str::from_utf8(&out[..]).is_err() && !out.is_empty() {
-            // Only lone surrogates can make `out` non-UTF-8 here; keep it as WTF-8.
-        }
-        Ok(JsStr::from_wtf8_unchecked(out))
+        // SAFETY: raw runs were checked as UTF-8 above and escapes were encoded as UTF-8 or, for lone
+        // surrogates, as WTF-8: `out` is well-formed WTF-8.
+        Ok(unsafe { JsStr::from_wtf8_unchecked(out) })
     }
 
     fn array(&mut self) -> Result<Value, ParseError> {

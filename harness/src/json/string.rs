@@ -97,11 +97,18 @@ impl JsStr {
                 Err(e) => push_surrogate(&mut bytes, e.unpaired_surrogate()),
             }
         }
-        Self::from_wtf8_unchecked(bytes)
+        // SAFETY: UTF-8 encodings of scalar values and WTF-8 encodings of lone surrogates: well-formed WTF-8.
+        unsafe { Self::from_wtf8_unchecked(bytes) }
     }
 
     /// Builds from WTF-8 bytes produced by this module (parser, slicing).
-    pub(crate) fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// `bytes` must be well-formed WTF-8: UTF-8 in which lone surrogates (only) may appear, encoded as
+    /// three-byte sequences. [`JsStr::as_str`] and [`JsStr::to_str_lossy`] hand out the bytes as `&str`
+    /// without checking when the measured string holds no lone surrogate.
+    pub(crate) unsafe fn from_wtf8_unchecked(bytes: Vec<u8>) -> Self {
         let metrics = measure_utf8(&bytes);
         JsStr { buf: alloc_with_header(metrics, &[&bytes]) }
     }
@@ -197,11 +204,13 @@ impl JsStr {
             return self.clone();
         }
         if self.metrics().astral == 0 && self.metrics().lone == 0 && self.metrics().non_ascii16 == 0 {
-            return JsStr::from_wtf8_unchecked(self.bytes()[start..end].to_vec());
+            // SAFETY: an all-ASCII string: any byte range of it is ASCII.
+            return unsafe { JsStr::from_wtf8_unchecked(self.bytes()[start..end].to_vec()) };
         }
         // Both bounds on character boundaries: a byte slice of well-formed WTF-8 is the same string.
         if let (Some(a), Some(b)) = (self.byte_offset16(start), self.byte_offset16(end)) {
-            return JsStr::from_wtf8_unchecked(self.bytes()[a..b].to_vec());
+            // SAFETY: both offsets fall on code point boundaries of well-formed WTF-8.
+            return unsafe { JsStr::from_wtf8_unchecked(self.bytes()[a..b].to_vec()) };
         }
         let units = self.to_utf16();
         JsStr::from_utf16(&units[start..end])

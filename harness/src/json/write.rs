@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn oracle_string_length() {
-        // spec §1 [oracle]: "\u007f\u2028\u0001\u001f\ud800/<>&é😀" → 29
+        // measured on the original TypeScript: "\u007f\u2028\u0001\u001f\ud800/<>&é😀" → 29
         let v = parse_str(r#""\u007f\u2028\u0001\u001f\ud800/<>&é😀""#).unwrap();
         assert_eq!(jslen(&v), 29);
         assert_eq!(to_string(&v).encode_utf16().count(), 29);

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
-/// Retry behaviour. Defaults are the reference's (spec §2): 5 attempts, 5 s doubling to 30 s, ±30 % jitter,
-/// empty answers retried.
+/// Retry behaviour. Defaults are the reference's (`retryWithBackoff`, `packages/core/src/utils/retry.ts`): 5 attempts,
+/// 5 s doubling to 30 s, ±30 % jitter, empty answers retried.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryPolicy {
     pub max_attempts: u32,

@@ -367,7 +367,9 @@ async fn run_cell(
     if let Some(e) = &conv.error {
         return failed(e.clone());
     }
-    let conversation: Conversation = match datasets::load_conversation(&base_dir.join(&conv.path)) {
+    // SAFETY: a run reads the corpus and writes only under its run directory; corpus files are not rewritten
+    // while a sweep runs (importers write new files).
+    let conversation: Conversation = match unsafe { datasets::load_conversation_mapped(&base_dir.join(&conv.path)) } {
         Ok(c) => c,
         Err(e) => return failed(e.to_string()),
     };

@@ -1,4 +1,5 @@
-//! The reference's token heuristic (`estimateTokenCountSync`, spec §3.1) and its historical variants (§3.3).
+//! The reference's token heuristic (`estimateTokenCountSync` in `packages/core/src/utils/tokenCalculation.ts`) and its
+//! historical variants.
 
 use crate::history::{self, Content};
 use crate::json::{self, JsStr, Value};

@@ -98,8 +98,9 @@ async fn reference_replay_of_a_real_trajectory() {
 
 #[tokio::test]
 async fn a_single_task_tool_loop_has_no_split_point() {
-    // One user task followed only by tool responses: the only split candidate is index 0, so the
-    // reference returns NOOP at every request however large the history grows (spec §5, §7 step 7).
+    // One user task followed only by tool responses: the only split candidate is index 0, so the reference returns NOOP
+    // at every request however large the history grows (`findCompressSplitPoint`, then `compress` returns NOOP when
+    // nothing is before the split).
     let conv = conversation("datasets/mini-swe-agent/django__django-11099.json");
     let r = run(&conv, &gemini(16_384, 0.5), &settings(16_384)).await;
     assert!(r.events.is_empty(), "{:?}", r.events_by_status);

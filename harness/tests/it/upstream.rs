@@ -47,7 +47,7 @@ fn parts(j: &str) -> Vec<Value> {
     parse_str(j).unwrap().as_array().unwrap().to_vec()
 }
 
-// §1.1 findCompressSplitPoint
+// chatCompressionService.test.ts: findCompressSplitPoint
 #[test]
 fn split_point_cases() {
     assert_eq!(find_compress_split_point(&[], 0.0).unwrap_err().to_string(), "Fraction must be between 0 and 1");
@@ -71,7 +71,7 @@ fn split_point_cases() {
     assert_eq!(find_compress_split_point(&media, 0.5).unwrap(), 2);
 }
 
-// §6 extra split vectors
+// Extra split vectors (original code run on these inputs)
 #[test]
 fn split_point_extra_vectors() {
     let h = vec![u(&"a".repeat(100)), m("b"), fc("ls"), fr("ls", obj("output", "x".into()))];
@@ -97,8 +97,9 @@ fn split_point_extra_vectors() {
     assert_eq!(find_compress_split_point(&[a, b], 0.7).unwrap(), 1);
 }
 
-/// The shared fixture of §1.3: `tokenLimit` mocked to `undefined` (threshold never blocks, high-fidelity
-/// check `x < NaN` fails), `getInitialChatHistory` returns `[...extra]`, truncation threshold 40000.
+/// The shared fixture of chatCompressionService.test.ts's `compress` tests: `tokenLimit` mocked to `undefined`
+/// (threshold never blocks, high-fidelity check `x < NaN` fails), `getInitialChatHistory` returns `[...extra]`,
+/// truncation threshold 40000.
 fn fixture() -> CompressSettings {
     CompressSettings {
         model: "gemini-2.5-pro".into(),
@@ -324,7 +325,7 @@ async fn reverse_token_budget_cases_12_to_17() {
     assert_eq!(r.out.new_history.unwrap().len(), 4);
 }
 
-// §2 tokenCalculation (the countTokens API cases use the offline fallback: media → fixed estimates)
+// tokenCalculation.test.ts (the countTokens API cases use the offline fallback: media → fixed estimates)
 #[test]
 fn token_calculation_cases() {
     let est = |j: &str| estimate_parts(parts(j).iter(), 4.0);
@@ -366,7 +367,7 @@ fn token_calculation_cases() {
     assert_eq!(est("[{}]"), 0);
 }
 
-// §6 extra estimator vectors
+// Extra estimator vectors (original code run on these inputs)
 #[test]
 fn estimator_extra_vectors() {
     let est = |j: &str| estimate_parts(parts(j).iter(), 4.0);
@@ -393,7 +394,7 @@ fn estimator_extra_vectors() {
     assert_eq!(Estimator::V20260501.parts(parts(r#"[{"text":"abcdefghijklmnopqrstuvwxyz0123"}]"#).iter(), 4.0), 9);
 }
 
-// §6 extra truncation vector
+// Extra truncation vector (original code run on this input)
 #[test]
 fn truncation_extra_vector() {
     let h = vec![
@@ -427,7 +428,7 @@ fn outcome(o: u64, n: u64, s: CompressionStatus, h: Option<Vec<Content>>) -> Com
     CompressOutcome { new_history: h, info: info(o, n, s), trace: Default::default() }
 }
 
-// §5.1 client.test tryCompressChat and §5.2 local-executor "Chat Compression"
+// client.test.ts tryCompressChat and local-executor.test.ts "Chat Compression"
 #[test]
 fn caller_state_machines() {
     use CompressionStatus::*;
@@ -471,7 +472,7 @@ fn caller_state_machines() {
     assert_eq!(flags, [false, true, false]);
 }
 
-// §5.1 overflow guard
+// client.test.ts overflow guard
 #[test]
 fn overflow_guard_cases() {
     let req = parts(&format!(r#"[{{"text":"{}"}}]"#, "a".repeat(404)));

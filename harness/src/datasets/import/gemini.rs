@@ -1,7 +1,7 @@
 //! Gemini CLI sessions (legacy `.json`, current `.jsonl`) and plain `Content[]` files.
 //!
-//! Sessions convert exactly as Gemini CLI's `convertSessionToClientHistory` does on resume (spec §12):
-//! no merging of turns, the same skipped messages, the same rebuilt parts.
+//! Sessions convert exactly as Gemini CLI's `convertSessionToClientHistory` does on resume
+//! (`packages/core/src/utils/sessionUtils.ts`): no merging of turns, the same skipped messages, the same rebuilt parts.
 
 use super::{as_array, as_object, opt_count, parse_json, stem_id, Format, Imported};
 use crate::datasets::error::utf8;
