@@ -5,10 +5,10 @@
 
 mod common;
 
-use compactbench::compress::{compress, CompressEnv, CompressRequest, CompressSettings, MemoryToolOutputStore};
-use compactbench::llm::ScriptedModel;
-use compactbench::tokens::Estimator;
 use compactbench_benches::all;
+use compactbench_core::compress::{compress, CompressEnv, CompressRequest, CompressSettings, MemoryToolOutputStore};
+use compactbench_core::llm::ScriptedModel;
+use compactbench_core::tokens::Estimator;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;

@@ -9,11 +9,11 @@
 
 mod common;
 
-use compactbench::compress::{CallerKind, CompressSettings, Latch};
-use compactbench::json::{self, Value};
-use compactbench::llm::ScriptedModel;
-use compactbench::replay::{replay, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
 use compactbench_benches::{default_points, generate, largest_conversations, replay_file, Stop, SEED};
+use compactbench_core::compress::{CallerKind, CompressSettings, Latch};
+use compactbench_core::json::{self, Value};
+use compactbench_core::llm::ScriptedModel;
+use compactbench_core::replay::{replay, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;

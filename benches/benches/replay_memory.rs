@@ -6,8 +6,8 @@
 //! replay itself needs. Process-wide tables loaded once per process (the o200k vocabulary, ~48 MB) are
 //! loaded before the reset and reported apart.
 
-use compactbench::replay::ReplaySettings;
 use compactbench_benches::{default_points, largest_conversations, replay_file};
+use compactbench_core::replay::ReplaySettings;
 use peakmem_alloc::{PeakMemAlloc, PeakMemAllocTrait, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
 
@@ -22,7 +22,7 @@ fn main() {
     // `cargo bench` passes `--bench`; a name filter selects files by substring.
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     GLOBAL.reset_peak_memory();
-    compactbench::tokens::o200k_count_text("load the vocabulary");
+    compactbench_core::tokens::o200k_count_text("load the vocabulary");
     println!("o200k vocabulary (once per process): {:.1} MiB", mib(GLOBAL.get_peak_memory()));
     let (settings, points) = default_points();
     let no_o200k = ReplaySettings { measure_true_tokens: false, ..settings.clone() };

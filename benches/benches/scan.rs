@@ -4,11 +4,11 @@
 
 mod common;
 
-use compactbench::compress::find_compress_split_point;
-use compactbench::history;
-use compactbench::json;
-use compactbench::tokens::Estimator;
 use compactbench_benches::{all, Fixture};
+use compactbench_core::compress::find_compress_split_point;
+use compactbench_core::history;
+use compactbench_core::json;
+use compactbench_core::tokens::Estimator;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;

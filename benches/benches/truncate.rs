@@ -6,8 +6,8 @@
 
 mod common;
 
-use compactbench::compress::{truncate_history_to_budget, FsToolOutputStore, MemoryToolOutputStore};
 use compactbench_benches::{all, truncation_settings};
+use compactbench_core::compress::{truncate_history_to_budget, FsToolOutputStore, MemoryToolOutputStore};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;

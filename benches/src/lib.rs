@@ -7,14 +7,16 @@
 //! mixes ASCII with `é`, `中` and `😀`, quotes, backslashes and tabs, so the UTF-16 and escape metrics all
 //! have work to do.
 
-use compactbench::compress::{truncate::effective_max_chars, CompressSettings, TruncationSettings, TruncationVariant};
-use compactbench::datasets;
-use compactbench::history::{self, Content};
-use compactbench::json::{self, Value};
-use compactbench::llm::{ExtractiveModel, LanguageModel};
-use compactbench::replay::{replay, ConversationResult, ReplayInput, ReplaySettings};
-use compactbench::sweep::{ConfigPoint, SweepConfig};
-use compactbench::tokens::Estimator;
+use compactbench_core::compress::{
+    truncate::effective_max_chars, CallerKind, CompressSettings, Latch, TruncationSettings, TruncationVariant,
+};
+use compactbench_core::history::{self, Content};
+use compactbench_core::json::{self, Value};
+use compactbench_core::llm::LanguageModel;
+use compactbench_core::replay::{replay, ConversationResult, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench_core::tokens::Estimator;
+use compactbench_datasets as datasets;
+use compactbench_llm::ExtractiveModel;
 use std::path::{Path, PathBuf};
 
 /// SplitMix64: tiny, seedable and good enough to vary sizes and words.
@@ -248,23 +250,50 @@ pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The default run (`configs/default.toml`): its replay settings and, per strategy, the main grid's first
-/// point (threshold 0.5, preserve 0.3, prompt v5 with verification for the reference).
-pub fn default_points() -> (ReplaySettings, Vec<ConfigPoint>) {
+/// One strategy point a bench replays: what the default run's cells use, without the sweep machinery (the
+/// benches depend only on the crates they measure).
+#[derive(Clone, Debug)]
+pub struct BenchPoint {
+    pub strategy: StrategySpec,
+    pub token_limit: u64,
+}
+
+/// The default run (`configs/default.toml`): its `[replay]` settings and, per strategy, the main grid's first
+/// point (threshold 0.5, preserve 0.3, prompt v5 with verification for the reference, `[llm]`'s output cap;
+/// observation masking keeping 5 outputs; drop-oldest keeping 30 %).
+pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
     let path = workspace_root().join("configs/default.toml");
-    let config = SweepConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    let mut points: Vec<ConfigPoint> = Vec::new();
-    for p in config.points().unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
-        if p.slice.is_none() && !points.iter().any(|q| q.strategy.kind() == p.strategy.kind()) {
-            points.push(p);
-        }
-    }
-    (config.replay.clone(), points)
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let config: toml::Table = text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let replay_table = config.get("replay").cloned().unwrap_or_else(|| toml::Value::Table(Default::default()));
+    let settings: ReplaySettings =
+        replay_table.try_into().unwrap_or_else(|e| panic!("{}: [replay]: {e}", path.display()));
+    let limit = settings.token_limit;
+    let max_output_tokens = config.get("llm").and_then(|l| l.get("max_output_tokens")).and_then(|v| v.as_integer());
+    let compress = |verification: bool| CompressSettings {
+        max_output_tokens: max_output_tokens.map(|n| n as u32),
+        threshold: Some(0.5),
+        preserve_fraction: 0.3,
+        token_limit: Some(limit),
+        verification,
+        ..CompressSettings::default()
+    };
+    let points = [
+        StrategySpec::Gemini { settings: compress(true), caller: CallerKind::Interactive, latch: Latch::default() },
+        StrategySpec::TruncationOnly { settings: compress(false) },
+        StrategySpec::ObservationMasking {
+            keep_last: 5,
+            placeholder: "Old environment output: ({num_text_lines} lines omitted)".into(),
+        },
+        StrategySpec::DropOldest { threshold: 0.5, keep_fraction: 0.3, token_limit: limit },
+        StrategySpec::None,
+    ];
+    (settings, points.into_iter().map(|strategy| BenchPoint { strategy, token_limit: limit }).collect())
 }
 
 /// Reads, parses and replays one conversation file with the extractive summarizer, as a cell of the
 /// default run does (without probes).
-pub fn replay_file(path: &Path, settings: &ReplaySettings, point: &ConfigPoint) -> ConversationResult {
+pub fn replay_file(path: &Path, settings: &ReplaySettings, point: &BenchPoint) -> ConversationResult {
     replay_file_with(path, settings, point, &ExtractiveModel::new())
 }
 
@@ -272,7 +301,7 @@ pub fn replay_file(path: &Path, settings: &ReplaySettings, point: &ConfigPoint) 
 pub fn replay_file_with(
     path: &Path,
     settings: &ReplaySettings,
-    point: &ConfigPoint,
+    point: &BenchPoint,
     llm: &dyn LanguageModel,
 ) -> ConversationResult {
     // SAFETY: bench inputs are read-only files of the repository; nothing rewrites them during a bench.
@@ -298,11 +327,11 @@ pub fn truncation_settings() -> TruncationSettings {
     let limit = CompressSettings::default().token_limit();
     TruncationSettings {
         variant: TruncationVariant::Current,
-        budget: compactbench::compress::truncate::COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET,
+        budget: compactbench_core::compress::truncate::COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET,
         max_chars: effective_max_chars(
             limit,
             0,
-            compactbench::compress::truncate::DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD,
+            compactbench_core::compress::truncate::DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD,
         ),
         estimator: Estimator::Current,
     }

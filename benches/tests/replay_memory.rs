@@ -6,8 +6,8 @@
 //! The reference runs with a scripted summarizer here: the figure is the replay's, not a summarizer's
 //! working memory (the extractive baseline's is in `cargo bench --bench replay_memory`).
 
-use compactbench::llm::ScriptedModel;
 use compactbench_benches::{default_points, replay_file_with, workspace_root};
+use compactbench_core::llm::ScriptedModel;
 use peakmem_alloc::{PeakMemAlloc, PeakMemAllocTrait, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
 
@@ -17,7 +17,7 @@ static GLOBAL: &PeakMemAlloc<System> = &INSTRUMENTED_SYSTEM;
 #[test]
 fn replay_peaks_within_three_times_the_file() {
     // The vocabulary is loaded once per process; it is not the replay's.
-    compactbench::tokens::o200k_count_text("load the vocabulary");
+    compactbench_core::tokens::o200k_count_text("load the vocabulary");
     let (settings, points) = default_points();
     let mut failures = Vec::new();
     // The largest shipped conversation of the two shapes: many small tool turns, few huge messages.

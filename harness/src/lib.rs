@@ -1,22 +1,20 @@
 //! compactbench: evaluate and benchmark LLM chat-history compression ("compaction") as coding agents do it.
 //!
-//! The crate follows the pipeline: [`json`] and [`history`] (the data model), [`tokens`] and [`models`]
-//! (counting and model tables), [`compress`] (the reference port and other strategies), [`llm`] (models
-//! behind one trait with a record/replay cache), [`datasets`] (importers and the shipped corpus), then
-//! replay, probes, sweeps and reports. Algorithms are pure functions over data; files, network and clocks
-//! stay in the CLI and backend edges.
+//! The workspace follows the pipeline, one crate per concern:
+//! - `compactbench-core`: [`json`] and [`history`] (the data model), [`tokens`] and [`models`], [`compress`]
+//!   (the reference port and its variants), the model interface, [`replay`] and [`inspect`];
+//! - `compactbench-datasets`: [`datasets`] (importers and the shipped corpus);
+//! - `compactbench-llm`: [`llm`] (backends behind one trait with a record/replay cache);
+//! - this crate: [`probes`], [`sweep`], [`report`] (polars, plotters) and the [`cli`].
+//!
+//! The lower crates are re-exported under their module names, so `compactbench::replay::…` and
+//! `compactbench::datasets::…` name the same items as the crates themselves.
+
+pub use compactbench_core::{compress, history, inspect, json, models, replay, tokens};
+pub use compactbench_datasets as datasets;
+pub use compactbench_llm as llm;
 
 pub mod cli;
-pub mod compress;
-pub mod datasets;
-pub mod history;
-pub mod inspect;
-pub mod json;
-pub mod llm;
-pub mod models;
-mod named;
 pub mod probes;
-pub mod replay;
 pub mod report;
 pub mod sweep;
-pub mod tokens;

@@ -1,7 +1,7 @@
 #![no_main]
 //! Arbitrary bytes into the gemini_jsonl importer: it must return Ok or an error naming the file, never panic.
 
-use compactbench_fuzz::datasets::import::Format;
+use compactbench_datasets::import::Format;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,9 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench_split;
+pub mod datasets;
 pub mod inspect;
+pub mod llm;
 pub mod report;
 pub mod run;
 
@@ -41,11 +43,11 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Manage the embedded model's weights (fetch, path, list).
     #[command(subcommand)]
-    Models(crate::llm::cli::ModelsCommand),
+    Models(llm::ModelsCommand),
     /// Ask a model one question and print the answer.
-    Ask(crate::llm::cli::AskArgs),
+    Ask(llm::AskArgs),
     /// Import, list, summarise and validate recorded conversations.
-    Datasets(crate::datasets::cli::DatasetsArgs),
+    Datasets(datasets::DatasetsArgs),
     /// Time the reference's split point, token estimate and truncation on one history (medians in ms).
     BenchSplit(bench_split::BenchSplitArgs),
     /// Extract, draft and check probe questions stored with the datasets.
@@ -96,9 +98,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Report(args) => report::run_report(args),
         Command::Gate(args) => report::run_gate(args),
         Command::Inspect(args) => inspect::run(args),
-        Command::Models(cmd) => crate::llm::cli::run_models(cmd),
-        Command::Ask(args) => crate::llm::cli::run_ask(args),
-        Command::Datasets(args) => crate::datasets::cli::run(args),
+        Command::Models(cmd) => llm::run_models(cmd),
+        Command::Ask(args) => llm::run_ask(args),
+        Command::Datasets(args) => datasets::run(args),
         Command::BenchSplit(args) => bench_split::run(args),
         Command::Probes(args) => crate::probes::cli::run(args),
     }

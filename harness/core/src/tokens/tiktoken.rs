@@ -1,0 +1,128 @@
+//! A real tokenizer (OpenAI o200k, embedded in `tiktoken-rs`) to measure what a request really costs,
+//! independently of the reference's character heuristic.
+
+use crate::history::{self, Content};
+use crate::json::{self, Value};
+use std::sync::OnceLock;
+use tiktoken_rs::CoreBPE;
+
+fn o200k() -> &'static CoreBPE {
+    static BPE: OnceLock<CoreBPE> = OnceLock::new();
+    BPE.get_or_init(|| tiktoken_rs::o200k_base().expect("o200k vocabulary is embedded in tiktoken-rs"))
+}
+
+/// Texts are encoded in pieces of about this many bytes, so counting a large tool output does not hold
+/// its whole token list (4 bytes a token, about the text's own size) at once.
+const CHUNK_BYTES: usize = 16 * 1024;
+
+/// o200k tokens of a text.
+pub fn o200k_count_text(text: &str) -> u64 {
+    count_in_chunks(text, CHUNK_BYTES)
+}
+
+/// The o200k count of `text`, encoded piecewise at cuts where the tokenizer's pre-split always cuts, so the
+/// sum equals the count of the whole text.
+fn count_in_chunks(text: &str, chunk: usize) -> u64 {
+    let bpe = o200k();
+    let mut total = 0;
+    let mut rest = text;
+    while rest.len() > chunk {
+        let Some(cut) = safe_cut(rest.as_bytes(), chunk) else { break };
+        total += bpe.encode_ordinary(&rest[..cut]).len() as u64;
+        rest = &rest[cut..];
+    }
+    total + bpe.encode_ordinary(rest).len() as u64
+}
+
+/// The first index at or after `from` between an ASCII letter and a digit (base64 and hex blobs have no
+/// line breaks), or just after the last line break of a whitespace run that goes on with spaces or tabs (or
+/// nothing) and then an ASCII character that is neither whitespace nor, right after the break, `/`. No
+/// piece of the o200k pre-split pattern crosses such a point: the letter and digit alternatives never hold
+/// `\r`/`\n`, the punctuation one ends in `[\r\n/]*` (greedy), and `\s*[\r\n]+` (tried before the other
+/// whitespace alternatives) ends at the run's last line break. Nor does any alternative look behind, so
+/// the pieces after the cut are the same with or without the text before it.
+fn safe_cut(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from.max(1);
+    while i < b.len() {
+        // A letter run ends where a digit starts, whatever follows; the digit run starts there too.
+        if b[i - 1].is_ascii_alphabetic() && b[i].is_ascii_digit() {
+            return Some(i);
+        }
+        if (b[i - 1] == b'\n' || b[i - 1] == b'\r') && b[i] != b'/' {
+            let blanks = b[i..].iter().take_while(|&&c| c == b' ' || c == b'\t').count();
+            // (`b[i]` itself is not `/`: a slash right after the break would join the break's piece.)
+            if b.get(i + blanks).is_some_and(|&c| c.is_ascii() && !c.is_ascii_whitespace() && c != 0x0B) {
+                return Some(i);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The text a chat template would put on the wire for one part: text as is, calls and responses as JSON.
+pub fn render_for_tokenizer(part: &Value, out: &mut String) {
+    if let Some(t) = history::part_text(part) {
+        out.push_str(&t.to_str_lossy());
+    } else {
+        let v = history::function_call(part).or_else(|| history::function_response(part)).unwrap_or(part);
+        json::write_compact(v, json::Numbers::Js, out);
+    }
+    out.push('\n');
+}
+
+/// o200k tokens of a history, plus 4 tokens per Content for role markers (as OpenAI's chat format counts).
+pub fn o200k_count_history(history: &[Content]) -> u64 {
+    let mut total = 0;
+    let mut buf = String::new();
+    for c in history {
+        buf.clear();
+        // Sized once (UTF-16 length of the JSON: the rendered text's size for ASCII), so a large output is
+        // not copied through doubling buffers.
+        buf.reserve(json::jslen(c));
+        for p in history::parts(c) {
+            render_for_tokenizer(p, &mut buf);
+        }
+        total += 4 + o200k_count_text(&buf);
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn whole(text: &str) -> u64 {
+        o200k().encode_ordinary(text).len() as u64
+    }
+
+    /// Texts made of the characters that decide where the pre-split cuts: line breaks, spaces, tabs, `/`,
+    /// punctuation, letters of both cases, digits, contractions, non-ASCII letters and spaces, emoji.
+    fn tricky_text() -> impl Strategy<Value = String> {
+        let atoms = prop::sample::select(vec![
+            "\n", "\r\n", "\n\n", " ", "  ", "\n  ", "\n\t", "    ", " \n ", "\t", "/", "//", ".", ";", "\"", "'s",
+            "'LL", "a", "Foo", "bar", "HTTP", "123", "4567", "abc1", "Z9", "x1y2", "iVBOR0w", "'s1", "é1", "é", "中文",
+            "😀", "\u{a0}", "\u{2003}", "\u{85}", "-", "_", "\u{b}", "\u{c}", "x\n/",
+        ]);
+        prop::collection::vec(atoms, 0..200).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        /// Cutting at `safe_cut` points, even every few bytes, never changes the count.
+        #[test]
+        fn chunked_count_equals_whole_count(text in tricky_text(), chunk in 1usize..64) {
+            prop_assert_eq!(count_in_chunks(&text, chunk), whole(&text));
+        }
+    }
+
+    #[test]
+    fn chunked_count_on_real_tool_output() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../datasets/mini-swe-agent/django__django-13265.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        for chunk in [1, 7, 100, 4096] {
+            assert_eq!(count_in_chunks(&text, chunk), whole(&text), "chunk {chunk}");
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`): one JSON object per line,
+//! `{type: "user"|"assistant", uuid, parentUuid, isSidechain?, isMeta?, message: {role, content, usage?}}`
+//! plus bookkeeping lines (`summary`, `system`, `file-history-snapshot`, …) that are skipped.
+//!
+//! Lines form a tree through `parentUuid` (edits and retries branch it); the conversation is the chain
+//! from the last message back to the root. `content` is a string or blocks: `text`, `thinking`,
+//! `tool_use {id, name, input}` and `tool_result {tool_use_id, content, is_error?}`. Assistant
+//! `usage.input_tokens + cache_creation_input_tokens + cache_read_input_tokens` is the prompt size.
+
+use super::{
+    as_object, content_text, function_response_part, opt_count, opt_str, stem_id, Format, HistoryBuilder, Imported,
+};
+use crate::error::utf8;
+use crate::json::{self, JsonPath, Value};
+use crate::{Conversation, ConversationMeta, DatasetError};
+use std::collections::HashMap;
+
+struct Line {
+    number: usize,
+    record: Value,
+}
+
+pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
+    let text = utf8(bytes, file)?;
+    let mut imported = Imported::default();
+    let mut lines: Vec<Line> = Vec::new();
+    let mut session_id: Option<String> = None;
+    for (n, raw) in text.split('\n').enumerate() {
+        let number = n + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(number))?;
+        let root = JsonPath::root();
+        as_object(&record, &root, file).map_err(|e| e.on_line(number))?;
+        let kind = opt_str(&record, "type", &root, file).map_err(|e| e.on_line(number))?;
+        if !matches!(kind.as_deref(), Some("user" | "assistant")) {
+            continue;
+        }
+        if record.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            continue; // a sub-agent's conversation, not the main one
+        }
+        if session_id.is_none() {
+            session_id = opt_str(&record, "sessionId", &root, file).map_err(|e| e.on_line(number))?;
+        }
+        lines.push(Line { number, record });
+    }
+    if lines.is_empty() {
+        return Err(DatasetError::whole(file, "no user or assistant lines; not a Claude Code transcript"));
+    }
+    let chain = main_chain(&lines);
+    let mut b = HistoryBuilder::default();
+    for &i in &chain {
+        let line = &lines[i];
+        convert_line(&line.record, file, &mut b).map_err(|e| e.on_line(line.number))?;
+    }
+    let (history, recorded_prompt_tokens) = b.finish();
+    let skipped = lines.len() - chain.len();
+    if skipped > 0 {
+        imported.warnings.push(format!("{file}: {skipped} message line(s) on abandoned branches skipped"));
+    }
+    let meta = ConversationMeta {
+        id: stem_id(file),
+        format: Format::ClaudeCode.name().into(),
+        path: Some(file.to_string()),
+        extra: session_id.map(|s| Value::object([("sessionId", Value::str(&s))])),
+        ..Default::default()
+    };
+    imported.conversations.push(Conversation { meta, history, recorded_prompt_tokens, ..Default::default() });
+    Ok(imported)
+}
+
+/// Indexes of the lines on the path from the root to the last line, in order. Lines without a `uuid`
+/// (older transcripts) are taken in file order.
+fn main_chain(lines: &[Line]) -> Vec<usize> {
+    let uuid = |l: &Line| l.record.get("uuid").and_then(Value::as_str).map(str::to_string);
+    if lines.iter().any(|l| uuid(l).is_none()) {
+        return (0..lines.len()).collect();
+    }
+    let by_uuid: HashMap<String, usize> = lines.iter().enumerate().filter_map(|(i, l)| Some((uuid(l)?, i))).collect();
+    let mut chain = Vec::new();
+    let mut visited = vec![false; lines.len()];
+    let mut current = Some(lines.len() - 1);
+    while let Some(i) = current {
+        if std::mem::replace(&mut visited[i], true) {
+            break; // a cycle: malformed parents
+        }
+        chain.push(i);
+        current = lines[i].record.get("parentUuid").and_then(Value::as_str).and_then(|p| by_uuid.get(p).copied());
+    }
+    chain.reverse();
+    chain
+}
+
+fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<(), DatasetError> {
+    let root = JsonPath::root();
+    if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
+        return Ok(()); // injected context (command caveats), not a turn
+    }
+    let at = root.key("message");
+    let message = as_object(super::req(record, "message", &root, file)?, &at, file)?;
+    let role = match opt_str(message, "role", &at, file)?.as_deref() {
+        Some("user") | None if record.get("type").and_then(Value::as_str) == Some("user") => "user",
+        Some("assistant") | None => "model",
+        Some(other) => {
+            return Err(DatasetError::field(
+                file,
+                &at.key("role"),
+                format!("unknown role {other:?} (expected user or assistant)"),
+            ))
+        }
+    };
+    let content = message.get("content").unwrap_or(&Value::Null);
+    let cat = at.key("content");
+    let mut parts = Vec::new();
+    match content {
+        Value::Array(blocks) => {
+            for (i, block) in blocks.iter().enumerate() {
+                let bat = cat.index(i);
+                as_object(block, &bat, file)?;
+                match opt_str(block, "type", &bat, file)?.as_deref() {
+                    Some("text") => {
+                        let t = super::req_str(block, "text", &bat, file)?;
+                        if !t.is_empty() {
+                            parts.push(crate::history::text_part(&t));
+                        }
+                    }
+                    Some("thinking") => {
+                        let t = opt_str(block, "thinking", &bat, file)?.unwrap_or_default();
+                        if !t.is_empty() {
+                            parts.push(Value::object([("text", Value::str(&t)), ("thought", Value::Bool(true))]));
+                        }
+                    }
+                    Some("redacted_thinking") => {}
+                    Some("tool_use") => {
+                        let id = super::req_str(block, "id", &bat, file)?;
+                        let name = super::req_str(block, "name", &bat, file)?;
+                        let args = match block.get("input") {
+                            Some(v @ Value::Object(_)) => v.clone(),
+                            None | Some(Value::Null) => Value::empty_object(),
+                            Some(other) => Value::object([("raw", other.clone())]),
+                        };
+                        parts.push(b.call(Some(&id), &name, args));
+                    }
+                    Some("tool_result") => {
+                        let id = super::req_str(block, "tool_use_id", &bat, file)?;
+                        let Some(name) = b.call_name(&id).map(str::to_string) else {
+                            return Err(DatasetError::field(
+                                file,
+                                &bat.key("tool_use_id"),
+                                format!("tool result answers no earlier tool_use (no call has id {id:?})"),
+                            ));
+                        };
+                        let output =
+                            content_text(block.get("content").unwrap_or(&Value::Null), &bat.key("content"), file)?;
+                        let key = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
+                            "error"
+                        } else {
+                            "output"
+                        };
+                        let response = Value::object([(key, Value::str(&output))]);
+                        parts.push(function_response_part(Some(&id), &name, response));
+                    }
+                    Some("image") | Some("document") => {
+                        parts.push(crate::history::text_part("[image]"));
+                    }
+                    Some(other) => {
+                        return Err(DatasetError::field(
+                            file,
+                            &bat.key("type"),
+                            format!("unknown content block type {other:?}"),
+                        ))
+                    }
+                    None => return Err(DatasetError::field(file, &bat.key("type"), "missing")),
+                }
+            }
+        }
+        other => {
+            let t = content_text(other, &cat, file)?;
+            if !t.trim().is_empty() {
+                parts.push(crate::history::text_part(&t));
+            }
+        }
+    }
+    let is_new_model_turn = role == "model" && !parts.is_empty();
+    b.push(role, parts);
+    if is_new_model_turn {
+        if let Some(usage) = message.get("usage") {
+            let fields = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"];
+            let counts: Vec<u64> = fields.iter().filter_map(|k| opt_count(usage.get(k))).collect();
+            if !counts.is_empty() {
+                b.set_last_tokens(counts.iter().sum());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): lines
+//! `{timestamp, type, payload}` with `type` ∈ `session_meta`, `response_item`, `event_msg`,
+//! `turn_context`, `compacted`. The model's context is the `response_item`s: `message {role, content:
+//! [{type: input_text|output_text, text}]}`, `function_call {name, arguments, call_id}`,
+//! `function_call_output {call_id, output}`, `custom_tool_call` / `custom_tool_call_output`,
+//! `local_shell_call`, `reasoning {summary: [{text}]}`. `event_msg` `token_count` events carry the
+//! prompt size (`info.last_token_usage.input_tokens`) of the request just answered.
+
+use super::{
+    args_from_string, as_object, content_text, function_response_part, opt_count, opt_str, req, req_str, stem_id,
+    Format, HistoryBuilder, Imported,
+};
+use crate::error::utf8;
+use crate::json::{self, JsonPath, Value};
+use crate::{Conversation, ConversationMeta, DatasetError};
+
+pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
+    let text = utf8(bytes, file)?;
+    let mut b = HistoryBuilder::default();
+    let mut system: Vec<String> = Vec::new();
+    let mut extra = Value::empty_object();
+    let mut any = false;
+    for (n, raw) in text.split('\n').enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(n + 1))?;
+        convert_line(&record, file, &mut b, &mut system, &mut extra).map_err(|e| e.on_line(n + 1))?;
+        any = true;
+    }
+    if !any {
+        return Err(DatasetError::whole(file, "empty file; not a Codex rollout"));
+    }
+    let (history, recorded_prompt_tokens) = b.finish();
+    let meta = ConversationMeta {
+        id: stem_id(file),
+        format: Format::Codex.name().into(),
+        path: Some(file.to_string()),
+        extra: extra.as_object().is_some_and(|m| !m.is_empty()).then_some(extra),
+        ..Default::default()
+    };
+    let system_instruction = (!system.is_empty()).then(|| system.join("\n\n"));
+    let conversation = Conversation { meta, system_instruction, tools: None, history, recorded_prompt_tokens };
+    Ok(Imported { conversations: vec![conversation], warnings: Vec::new() })
+}
+
+fn convert_line(
+    record: &Value,
+    file: &str,
+    b: &mut HistoryBuilder,
+    system: &mut Vec<String>,
+    extra: &mut Value,
+) -> Result<(), DatasetError> {
+    let root = JsonPath::root();
+    as_object(record, &root, file)?;
+    let kind = req_str(record, "type", &root, file)?;
+    let at = root.key("payload");
+    let payload = req(record, "payload", &root, file)?;
+    match kind.as_str() {
+        "session_meta" => {
+            as_object(payload, &at, file)?;
+            for key in ["id", "cwd", "originator", "cli_version", "model_provider"] {
+                if let Some(v) = payload.get(key).filter(|v| !v.is_null()) {
+                    extra.insert(key, v.clone());
+                }
+            }
+            if let Some(instructions) = opt_str(payload, "instructions", &at, file)? {
+                system.push(instructions);
+            }
+            Ok(())
+        }
+        "response_item" => response_item(payload, &at, file, b, system),
+        "event_msg" => {
+            let is_token_count = payload.get("type").and_then(Value::as_str) == Some("token_count");
+            if is_token_count {
+                let usage = payload.get("info").and_then(|i| i.get("last_token_usage"));
+                if let Some(n) = opt_count(usage.and_then(|u| u.get("input_tokens"))) {
+                    b.set_last_tokens(n);
+                }
+            }
+            Ok(())
+        }
+        "turn_context" | "compacted" => Ok(()),
+        other => Err(DatasetError::field(file, &root.key("type"), format!("unknown rollout line type {other:?}"))),
+    }
+}
+
+fn response_item(
+    p: &Value,
+    at: &JsonPath,
+    file: &str,
+    b: &mut HistoryBuilder,
+    system: &mut Vec<String>,
+) -> Result<(), DatasetError> {
+    as_object(p, at, file)?;
+    let kind = req_str(p, "type", at, file)?;
+    match kind.as_str() {
+        "message" => {
+            let text = content_text(p.get("content").unwrap_or(&Value::Null), &at.key("content"), file)?;
+            match req_str(p, "role", at, file)?.as_str() {
+                "user" => b.push_text("user", &text),
+                "assistant" => b.push_text("model", &text),
+                "developer" | "system" => system.push(text),
+                other => return Err(DatasetError::field(file, &at.key("role"), format!("unknown role {other:?}"))),
+            }
+        }
+        "reasoning" => {
+            let summary = p.get("summary").map(|s| content_text(s, &at.key("summary"), file)).transpose()?;
+            if let Some(s) = summary.filter(|s| !s.trim().is_empty()) {
+                b.push("model", vec![Value::object([("text", Value::str(&s)), ("thought", Value::Bool(true))])]);
+            }
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" => {
+            let id = opt_str(p, "call_id", at, file)?.or(opt_str(p, "id", at, file)?);
+            let (name, args) = match kind.as_str() {
+                "function_call" => {
+                    let args = match p.get("arguments") {
+                        Some(Value::String(s)) => args_from_string(&s.to_str_lossy()),
+                        Some(v @ Value::Object(_)) => v.clone(),
+                        _ => Value::empty_object(),
+                    };
+                    (req_str(p, "name", at, file)?, args)
+                }
+                "custom_tool_call" => {
+                    let input = opt_str(p, "input", at, file)?.unwrap_or_default();
+                    (req_str(p, "name", at, file)?, Value::object([("input", Value::str(&input))]))
+                }
+                _ => ("local_shell".to_string(), p.get("action").cloned().unwrap_or_else(Value::empty_object)),
+            };
+            let part = b.call(id.as_deref(), &name, args);
+            b.push("model", vec![part]);
+        }
+        "function_call_output" | "custom_tool_call_output" => {
+            let id = req_str(p, "call_id", at, file)?;
+            let Some(name) = b.call_name(&id).map(str::to_string) else {
+                return Err(DatasetError::field(
+                    file,
+                    &at.key("call_id"),
+                    format!("tool output answers no earlier call (no call has id {id:?})"),
+                ));
+            };
+            // `output` is a string, or `{content, success?}` in some versions.
+            let output = match p.get("output") {
+                Some(Value::Object(_)) => {
+                    let o = p.get("output").unwrap_or(&Value::Null);
+                    content_text(o.get("content").unwrap_or(&Value::Null), &at.key("output").key("content"), file)?
+                }
+                Some(v) => content_text(v, &at.key("output"), file)?,
+                None => String::new(),
+            };
+            let response = Value::object([("output", Value::str(&output))]);
+            b.push("user", vec![function_response_part(Some(&id), &name, response)]);
+        }
+        // Web searches and other server-side items are not part of the replayable text.
+        _ => {}
+    }
+    Ok(())
+}

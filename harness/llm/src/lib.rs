@@ -1,0 +1,125 @@
+//! The LLM layer: one trait, several backends, a record/replay cache in front of them.
+//!
+//! A model is named by a spec string and built with [`from_spec`]:
+//! - `local:smollm2-135m` — the embedded GGUF model run in-process (smoke tests only);
+//! - `gemini:<model>` — the Gemini REST API;
+//! - `openai:<model>@<base-url>` — any OpenAI-compatible `/chat/completions` server;
+//! - `extractive` — a deterministic rule-based baseline, no LLM.
+//!
+//! The stack is `CachedModel(ReliableModel(backend))`: cache hits never take a concurrency slot or a retry.
+
+mod cache;
+mod extractive;
+mod gemini;
+mod http;
+#[cfg(feature = "local")]
+pub mod local;
+mod openai;
+mod reliable;
+
+#[cfg(test)]
+mod tests;
+
+pub use cache::{canonical_request, describe_request, request_hash, CacheMode, CachedModel, ResponseCache};
+pub use compactbench_core::llm::{
+    GenerationParams, LanguageModel, LlmError, LlmRequest, LlmResponse, RequestLabel, ScriptedModel, Usage,
+};
+pub use extractive::ExtractiveModel;
+pub use gemini::{GeminiModel, DEFAULT_GEMINI_BASE_URL};
+pub use openai::OpenAiModel;
+pub use reliable::{is_retryable, ReliabilityOptions, ReliableModel, RetryPolicy, SpecUsage, TokenPrices, UsageLedger};
+// The data model the backends use through `crate::json` / `crate::history`.
+use compactbench_core::{history, json};
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The model used when none is named.
+pub const DEFAULT_MODEL_SPEC: &str = "local:smollm2-135m";
+/// Where the project's shipped recordings live.
+pub const DEFAULT_RECORDINGS_DIR: &str = "datasets/recordings";
+
+/// Everything [`from_spec`] needs besides the spec itself.
+#[derive(Clone, Debug)]
+pub struct BackendOptions {
+    pub gemini_base_url: String,
+    /// Name of the environment variable holding the Gemini key (never the key itself).
+    pub gemini_key_var: String,
+    /// Name of the environment variable holding the OpenAI-compatible key; unset variable = no auth header.
+    pub openai_key_var: String,
+    pub connect_timeout: Duration,
+    pub reliability: ReliabilityOptions,
+    /// Directory holding the embedded model's weights (see [`local::default_model_dir`]).
+    pub model_dir: PathBuf,
+    /// Threads for the embedded model; `None` = candle's default (physical cores).
+    pub threads: Option<usize>,
+    /// Fetch the embedded model when it is missing (with a progress message on stderr).
+    pub auto_fetch: bool,
+    /// Record/replay cache directory; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    pub cache_mode: CacheMode,
+    /// Prices per spec, for cost accounting.
+    pub prices: HashMap<String, TokenPrices>,
+    pub ledger: Arc<UsageLedger>,
+}
+
+impl Default for BackendOptions {
+    fn default() -> Self {
+        BackendOptions {
+            gemini_base_url: DEFAULT_GEMINI_BASE_URL.into(),
+            gemini_key_var: "GEMINI_API_KEY".into(),
+            openai_key_var: "OPENAI_API_KEY".into(),
+            connect_timeout: Duration::from_secs(30),
+            reliability: ReliabilityOptions::default(),
+            model_dir: local::default_model_dir(),
+            threads: None,
+            auto_fetch: true,
+            cache_dir: None,
+            cache_mode: CacheMode::ReadWrite,
+            prices: HashMap::new(),
+            ledger: Arc::new(UsageLedger::new()),
+        }
+    }
+}
+
+/// Builds the backend a spec names, wrapped in the robustness layer and (when `cache_dir` is set and the
+/// mode is not `off`) the record/replay cache. The extractive baseline is deterministic and free, so it is
+/// neither retried nor cached.
+pub fn from_spec(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn LanguageModel>, LlmError> {
+    let spec = spec.trim();
+    let backend: Arc<dyn LanguageModel> = match spec.split_once(':') {
+        _ if spec == "extractive" => return Ok(Arc::new(ExtractiveModel::new())),
+        Some(("local", name)) => Arc::new(local::LocalModel::open(name, opts)?),
+        Some(("gemini", model)) => {
+            let client = http::build_client(opts.connect_timeout)?;
+            Arc::new(GeminiModel::new(model, &opts.gemini_base_url, &opts.gemini_key_var, client)?)
+        }
+        Some(("openai", rest)) => {
+            let client = http::build_client(opts.connect_timeout)?;
+            Arc::new(OpenAiModel::from_spec_rest(rest, &opts.openai_key_var, client)?)
+        }
+        _ => {
+            return Err(LlmError::Config(format!(
+                "unknown model spec `{spec}` (expected local:smollm2-135m, gemini:<model>, openai:<model>@<base-url> or extractive)"
+            )))
+        }
+    };
+    if let Some(p) = opts.prices.get(spec) {
+        opts.ledger.set_prices(backend.spec(), *p);
+    }
+    let mut reliability = opts.reliability.clone();
+    if spec.starts_with("local:") {
+        // One in-process model computes one request at a time; more permits would only queue behind it
+        // while their timeouts run.
+        reliability.concurrency = 1;
+    }
+    let reliable: Arc<dyn LanguageModel> = Arc::new(ReliableModel::new(backend, reliability, Arc::clone(&opts.ledger)));
+    Ok(match &opts.cache_dir {
+        Some(dir) if opts.cache_mode != CacheMode::Off => {
+            Arc::new(CachedModel::new(reliable, dir, opts.cache_mode).with_ledger(Arc::clone(&opts.ledger)))
+        }
+        _ => reliable,
+    })
+}

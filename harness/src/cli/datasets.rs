@@ -1,0 +1,425 @@
+//! `compactbench datasets …`: import, list, stats, validate, export, manifest.
+
+use crate::cli::CliError;
+use crate::datasets::import::{self, Format};
+use crate::datasets::{
+    export_history, find_conversations, load_conversation, validate_conversation, write_conversation, write_manifest,
+    Conversation, DatasetError,
+};
+use crate::datasets::{ConversationStats, Totals};
+use clap::{Args, Subcommand};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use tabled::{settings::Style, Table, Tabled};
+
+#[derive(Debug, Args)]
+pub struct DatasetsArgs {
+    #[command(subcommand)]
+    pub command: DatasetsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatasetsCommand {
+    /// Convert recorded conversations into canonical conversation files (and refresh the manifest).
+    Import(ImportArgs),
+    /// One line per conversation.
+    List(PathsArgs),
+    /// The corpus table: totals per source.
+    Stats {
+        #[command(flatten)]
+        paths: PathsArgs,
+        /// Also print one row per conversation.
+        #[arg(long)]
+        per_conversation: bool,
+    },
+    /// Check structure (roles, tool call/response pairing, empty turns, shape); non-zero exit on problems.
+    Validate(PathsArgs),
+    /// Write a conversation's history as a `Content[]` JSON file (in the layout it was imported from).
+    Export {
+        conversation: PathBuf,
+        /// Output file (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Rewrite `manifest.json` in each dataset directory.
+    Manifest {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PathsArgs {
+    /// Conversation files or directories (searched recursively).
+    #[arg(default_value = "datasets")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Input format (default: detected per file).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Files to import.
+    #[arg(required = true)]
+    pub sources: Vec<PathBuf>,
+    /// Dataset directory to write (`datasets/NAME`).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Source name stored in each conversation (default: the output directory's name).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// A SOURCES.md with `| file | repo | commit | license |` tables under `## dir/` headings; files found
+    /// there get that provenance (paths relative to the SOURCES.md's directory).
+    #[arg(long)]
+    pub provenance: Option<PathBuf>,
+    #[arg(long)]
+    pub license: Option<String>,
+    #[arg(long)]
+    pub repository: Option<String>,
+    #[arg(long)]
+    pub commit: Option<String>,
+    /// Keep only conversations with at least this many characters (as counted in the manifest).
+    #[arg(long)]
+    pub min_chars: Option<u64>,
+    /// Keep only the first N conversations (in file and source order) that pass the other filters.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
+    match args.command {
+        DatasetsCommand::Import(a) => import_cmd(a),
+        DatasetsCommand::List(p) => list_cmd(&p.paths),
+        DatasetsCommand::Stats { paths, per_conversation } => stats_cmd(&paths.paths, per_conversation),
+        DatasetsCommand::Validate(p) => validate_cmd(&p.paths),
+        DatasetsCommand::Export { conversation, out } => {
+            let c = load_conversation(&conversation).map_err(|e| CliError::bad_input(e.to_string()))?;
+            let text = export_history(&c);
+            match out {
+                Some(path) => std::fs::write(&path, text)
+                    .map_err(|e| CliError::failure(format!("{}: cannot write: {e}", path.display())))?,
+                None => print!("{text}"),
+            }
+            Ok(())
+        }
+        DatasetsCommand::Manifest { dirs } => {
+            for d in dirs {
+                write_manifest(&d).map_err(|e| CliError::bad_input(e.to_string()))?;
+                println!("wrote {}", d.join(crate::datasets::MANIFEST_FILE).display());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Provenance of one raw file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Provenance {
+    pub repository: String,
+    pub commit: String,
+    pub license: String,
+    /// Path inside the repository.
+    pub path: String,
+}
+
+/// Reads the tables of a SOURCES.md: rows `| \`file\` | repo | \`commit\` | license | …` under headings
+/// `## dir/ — …`. Keys are `dir/file`.
+pub fn parse_provenance(text: &str) -> HashMap<String, Provenance> {
+    let mut out = HashMap::new();
+    let mut dir = String::new();
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            dir = h.split_whitespace().next().unwrap_or("").trim_end_matches('/').to_string();
+            continue;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // "| a | b |" splits into ["", a, b, ""].
+        if cells.len() < 6 || !cells[1].starts_with('`') {
+            continue;
+        }
+        let unquote = |s: &str| s.trim_matches('`').to_string();
+        let path = unquote(cells[1]);
+        let p =
+            Provenance { repository: unquote(cells[2]), commit: unquote(cells[3]), license: unquote(cells[4]), path };
+        let key = if dir.is_empty() { p.path.clone() } else { format!("{dir}/{}", p.path) };
+        out.insert(key, p);
+    }
+    out
+}
+
+fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
+    let provenance = match &a.provenance {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| CliError::bad_input(format!("{}: cannot read: {e}", p.display())))?;
+            let base = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            Some((base, parse_provenance(&text)))
+        }
+        None => None,
+    };
+    let source_name = a.source.clone().unwrap_or_else(|| {
+        a.out.file_name().map_or_else(|| "dataset".to_string(), |n| n.to_string_lossy().into_owned())
+    });
+    let mut failed = 0usize;
+    let mut written = 0usize;
+    let mut ids: HashSet<String> = HashSet::new();
+    'files: for src in &a.sources {
+        let file = src.display().to_string();
+        let result = std::fs::read(src)
+            .map_err(|e| DatasetError::io(&file, e))
+            .and_then(|bytes| import::import_bytes(&bytes, &file, a.format));
+        let (format, imported) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        for w in &imported.warnings {
+            eprintln!("warning: {w}");
+        }
+        let prov = provenance.as_ref().and_then(|(base, table)| {
+            let rel = src.strip_prefix(base).ok()?.to_string_lossy().replace('\\', "/");
+            table.get(&rel).cloned()
+        });
+        if provenance.is_some() && prov.is_none() {
+            eprintln!("warning: {file}: not listed in the provenance file");
+        }
+        for mut c in imported.conversations {
+            if c.history.is_empty() {
+                eprintln!("warning: {file}: conversation {:?} has no turns; skipped", c.meta.id);
+                continue;
+            }
+            if a.min_chars.is_some_and(|min| ConversationStats::of(&c).characters < min) {
+                continue;
+            }
+            if a.limit.is_some_and(|n| written >= n) {
+                break 'files;
+            }
+            c.meta.source = source_name.clone();
+            c.meta.format = format.name().into();
+            if let Some(p) = &prov {
+                c.meta.repository = Some(p.repository.clone());
+                c.meta.commit = Some(p.commit.clone());
+                c.meta.license = Some(p.license.clone());
+                c.meta.path = Some(p.path.clone());
+            }
+            c.meta.repository = a.repository.clone().or(c.meta.repository);
+            c.meta.commit = a.commit.clone().or(c.meta.commit);
+            c.meta.license = a.license.clone().or(c.meta.license);
+            let mut id = c.meta.id.clone();
+            let mut n = 1;
+            while !ids.insert(id.clone()) {
+                n += 1;
+                id = format!("{}-{n}", c.meta.id);
+            }
+            c.meta.id = id;
+            let path = a.out.join(format!("{}.json", c.meta.id));
+            if let Err(e) = write_conversation(&path, &c) {
+                eprintln!("error: {e}");
+                failed += 1;
+                continue;
+            }
+            written += 1;
+        }
+    }
+    if written > 0 || a.out.is_dir() {
+        write_manifest(&a.out).map_err(|e| CliError::failure(e.to_string()))?;
+    }
+    println!("imported {written} conversation(s) into {}", a.out.display());
+    if failed > 0 {
+        return Err(CliError::failure(format!("{failed} of {} file(s) failed to import", a.sources.len())).into());
+    }
+    Ok(())
+}
+
+/// Loads every conversation under `paths`, printing errors; returns the loaded ones and the error count.
+fn load_all(paths: &[PathBuf]) -> Result<(Vec<(PathBuf, Conversation)>, usize), CliError> {
+    let files = find_conversations(paths).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let mut out = Vec::new();
+    let mut errors = 0;
+    for f in files {
+        match load_conversation(&f) {
+            Ok(c) => out.push((f, c)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                errors += 1;
+            }
+        }
+    }
+    Ok((out, errors))
+}
+
+fn list_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
+    let (loaded, errors) = load_all(paths)?;
+    let mut stdout = std::io::stdout().lock();
+    for (f, c) in &loaded {
+        let s = ConversationStats::of(c);
+        // A closed pipe (`| head`) ends the listing quietly.
+        let written = writeln!(
+            stdout,
+            "{}\t{}\t{}\t{} contents\t{} chars\t{} tokens",
+            f.display(),
+            c.meta.source,
+            c.meta.id,
+            s.contents,
+            s.characters,
+            s.estimated_tokens
+        );
+        if written.is_err() {
+            break;
+        }
+    }
+    if errors > 0 {
+        return Err(CliError::bad_input(format!("{errors} file(s) could not be read")).into());
+    }
+    Ok(())
+}
+
+#[derive(Tabled)]
+struct Row {
+    #[tabled(rename = "source")]
+    source: String,
+    #[tabled(rename = "convs")]
+    conversations: u64,
+    #[tabled(rename = "contents")]
+    contents: u64,
+    #[tabled(rename = "user")]
+    user_turns: u64,
+    #[tabled(rename = "model")]
+    model_turns: u64,
+    #[tabled(rename = "chars")]
+    characters: u64,
+    #[tabled(rename = "est. tokens")]
+    estimated_tokens: u64,
+    #[tabled(rename = "tool calls")]
+    tool_calls: u64,
+    #[tabled(rename = "max tool out")]
+    longest_tool_output: u64,
+    #[tabled(rename = ">100k chars")]
+    over_100k: u64,
+}
+
+fn row(source: &str, t: &Totals) -> Row {
+    Row {
+        source: source.to_string(),
+        conversations: t.conversations,
+        contents: t.sum.contents,
+        user_turns: t.sum.user_turns,
+        model_turns: t.sum.model_turns,
+        characters: t.sum.characters,
+        estimated_tokens: t.sum.estimated_tokens,
+        tool_calls: t.sum.tool_calls,
+        longest_tool_output: t.sum.longest_tool_output,
+        over_100k: t.over_100k_chars,
+    }
+}
+
+fn stats_cmd(paths: &[PathBuf], per_conversation: bool) -> anyhow::Result<()> {
+    let (loaded, errors) = load_all(paths)?;
+    let mut by_source: BTreeMap<String, Totals> = BTreeMap::new();
+    let mut all = Totals::default();
+    let mut rows = Vec::new();
+    for (_, c) in &loaded {
+        let s = ConversationStats::of(c);
+        by_source.entry(c.meta.source.clone()).or_default().add(&s);
+        all.add(&s);
+        if per_conversation {
+            let mut one = Totals::default();
+            one.add(&s);
+            rows.push(row(&format!("{}/{}", c.meta.source, c.meta.id), &one));
+        }
+    }
+    if per_conversation {
+        println!("{}\n", Table::new(rows).with(Style::markdown()));
+    }
+    let mut table: Vec<Row> = by_source.iter().map(|(s, t)| row(s, t)).collect();
+    table.push(row("TOTAL", &all));
+    println!("{}", Table::new(table).with(Style::markdown()));
+    println!(
+        "\n{} conversation(s) from {} source(s); {} over 100,000 characters",
+        all.conversations,
+        by_source.len(),
+        all.over_100k_chars
+    );
+    if errors > 0 {
+        return Err(CliError::bad_input(format!("{errors} file(s) could not be read")).into());
+    }
+    Ok(())
+}
+
+fn validate_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
+    let (loaded, mut bad_files) = load_all(paths)?;
+    for (f, c) in &loaded {
+        let problems = validate_conversation(c);
+        for p in &problems {
+            eprintln!("{}: {p}", f.display());
+        }
+        if !problems.is_empty() {
+            bad_files += 1;
+        }
+    }
+    if bad_files > 0 {
+        return Err(CliError::failure(format!("{bad_files} file(s) with problems")).into());
+    }
+    println!("{} conversation(s) valid", loaded.len());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datasets::load_dataset;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/src/fixtures").join(name)
+    }
+
+    #[test]
+    fn batch_import_continues_past_a_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{\"messages\": [").unwrap();
+        let out = dir.path().join("out");
+        let args = ImportArgs {
+            format: None,
+            sources: vec![bad, fixture("codex-rollout.jsonl"), fixture("claude-code.jsonl")],
+            out: out.clone(),
+            source: Some("mixed".into()),
+            provenance: None,
+            license: None,
+            repository: None,
+            commit: None,
+            min_chars: None,
+            limit: None,
+        };
+        let result = run(DatasetsArgs { command: DatasetsCommand::Import(args) });
+        let e = result.unwrap_err();
+        assert_eq!(e.downcast_ref::<crate::cli::CliError>().unwrap().status, crate::cli::EXIT_FAILURE);
+        let files = find_conversations(std::slice::from_ref(&out)).unwrap();
+        let names: Vec<String> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["claude-code.json", "codex-rollout.json"]);
+        assert!(out.join("manifest.json").exists());
+        // A corrupt conversation file in a dataset is reported in place; the others still load.
+        std::fs::write(out.join("broken.json"), "{").unwrap();
+        let ds = load_dataset(&out).unwrap();
+        let ok: Vec<bool> = ds.conversations.iter().map(|(_, r)| r.is_ok()).collect();
+        assert_eq!(ok, [false, true, true]);
+        assert!(ds.conversations[0].1.as_ref().unwrap_err().to_string().contains("broken.json: line 1"));
+    }
+
+    #[test]
+    fn provenance_tables_are_read() {
+        let text = "## swe-agent/ — SWE-agent (MIT)\n| file | repo | commit | license |\n|---|---|---|---|\n\
+                    | `a/b.traj` | SWE-agent/SWE-agent | `3ea7` | MIT | 10 | | |\n";
+        let table = parse_provenance(text);
+        let p = &table["swe-agent/a/b.traj"];
+        assert_eq!(
+            (p.repository.as_str(), p.commit.as_str(), p.license.as_str(), p.path.as_str()),
+            ("SWE-agent/SWE-agent", "3ea7", "MIT", "a/b.traj")
+        );
+    }
+}
