@@ -12,7 +12,7 @@ mod common;
 use compactbench::compress::{CallerKind, CompressSettings, Latch};
 use compactbench::json::{self, Value};
 use compactbench::llm::ScriptedModel;
-use compactbench::replay::{replay, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench::replay::{replay, strategies, PromptCountSource, ReplayInput, ReplaySettings};
 use compactbench_benches::{default_points, generate, largest_conversations, replay_file, Stop, SEED};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -32,14 +32,14 @@ fn generated(c: &mut Criterion) {
     let strategies = [
         (
             "gemini",
-            StrategySpec::Gemini {
-                settings: CompressSettings { token_limit: Some(WINDOW), ..CompressSettings::default() },
-                caller: CallerKind::Interactive,
-                latch: Latch::Latched,
-            },
+            strategies::gemini::spec(
+                CompressSettings { token_limit: Some(WINDOW), ..CompressSettings::default() },
+                CallerKind::Interactive,
+                Latch::Latched,
+            ),
         ),
-        ("observation-masking", StrategySpec::ObservationMasking { keep_last: 5, placeholder: "[masked]".into() }),
-        ("none", StrategySpec::None),
+        ("observation-masking", strategies::observation_masking::spec(5, "[masked]")),
+        ("none", strategies::none::spec()),
     ];
     let mut g = c.benchmark_group("replay");
     for rounds in [ROUNDS, 2 * ROUNDS, 4 * ROUNDS] {
@@ -47,7 +47,7 @@ fn generated(c: &mut Criterion) {
         let bytes = json::to_string(&Value::Array(history.clone())).len() as u64;
         let recorded = vec![None; history.len()];
         for (name, spec) in &strategies {
-            let strategy = spec.build();
+            let strategy = spec.build().unwrap();
             g.throughput(Throughput::Bytes(bytes));
             g.bench_with_input(BenchmarkId::new(*name, format!("{rounds}-rounds")), &history, |b, h| {
                 b.iter(|| {

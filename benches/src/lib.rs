@@ -279,7 +279,7 @@ pub fn replay_file_with(
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
     let settings = ReplaySettings { token_limit: point.token_limit, ..settings.clone() };
-    let strategy = point.strategy.build();
+    let strategy = point.strategy.build().unwrap_or_else(|e| panic!("{e}"));
     futures::executor::block_on(replay(input, strategy.as_ref(), &settings, llm))
 }
 

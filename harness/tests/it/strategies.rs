@@ -1,0 +1,147 @@
+//! The strategy registry as a contributor meets it: a strategy defined here, registered and swept without
+//! touching any other file (the `harness/ARCHITECTURE.md` walk-through), and the point ids of the shipped
+//! default config unchanged by the registry.
+
+use compactbench::compress::CompressionStatus;
+use compactbench::history;
+use compactbench::llm::LanguageModel;
+use compactbench::replay::strategy::{
+    parse_params, Bound, Compressor, CompressorSession, Knob, Params, Strategy, StrategyError, TurnInput, TurnOutcome,
+};
+use compactbench::sweep::{runner, SweepConfig};
+use serde::Deserialize;
+use std::sync::Arc;
+
+use crate::support::repo;
+
+/// Keep the newest `keep_last` Contents once the last request passes `trigger × window`.
+struct KeepLast;
+
+#[derive(Clone, Deserialize)]
+struct KeepLastParams {
+    token_limit: u64,
+    trigger: f64,
+    keep_last: usize,
+}
+
+impl Strategy for KeepLast {
+    fn name(&self) -> &'static str {
+        "test-keep-last"
+    }
+    fn about(&self) -> &'static str {
+        "keeps the newest N Contents above a trigger (a test strategy)"
+    }
+    fn uses_llm(&self) -> bool {
+        false
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![
+            Knob::number("trigger", 0.5, Bound::Open(0.0), Bound::Closed(1.0), "fraction of the window"),
+            Knob::integer("keep_last", 4, 1, "Contents kept"),
+        ]
+    }
+    // `expand` is the default: the product of the knobs' values.
+    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+        let p: KeepLastParams = parse_params(self.name(), params)?;
+        Ok(Box::new(move || Box::new(KeepLastSession(p.clone())) as Box<dyn CompressorSession>))
+    }
+}
+
+struct KeepLastSession(KeepLastParams);
+
+#[async_trait::async_trait]
+impl CompressorSession for KeepLastSession {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        _llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, StrategyError> {
+        let p = &self.0;
+        let orig = turn.last_prompt_tokens;
+        if (orig as f64) < p.trigger * p.token_limit as f64 || turn.stored.len() <= p.keep_last {
+            return Ok(TurnOutcome::noop(orig));
+        }
+        let mut start = turn.stored.len() - p.keep_last;
+        // Start at a plain user turn, never at a tool response.
+        while start < turn.stored.len()
+            && !(history::is_user(&turn.stored[start]) && !history::has_function_response(&turn.stored[start]))
+        {
+            start += 1;
+        }
+        if start >= turn.stored.len() {
+            return Ok(TurnOutcome::noop(orig));
+        }
+        let kept = turn.stored[start..].to_vec();
+        let new = compactbench::tokens::Estimator::Current.history(&kept);
+        Ok(TurnOutcome::replaced(orig, new, CompressionStatus::Compressed, kept))
+    }
+}
+
+/// Runs a sweep config into `out` (from the repository root, offline).
+pub fn sweep(config: &SweepConfig, out: &std::path::Path) -> runner::RunSummary {
+    let plan = runner::make_plan(config, &repo()).unwrap();
+    let opts = runner::RunOptions {
+        run_dir: out.to_path_buf(),
+        base_dir: repo(),
+        shard: None,
+        cache_mode: None,
+        progress: false,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(runner::run(config, &plan, &opts)).unwrap()
+}
+
+fn register_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| compactbench::replay::register(Arc::new(KeepLast)).unwrap());
+}
+
+#[test]
+fn a_strategy_defined_here_is_registered_validated_and_swept() {
+    register_once();
+    assert!(compactbench::replay::strategy::describe().contains("test-keep-last"));
+    // Its knobs are grid keys like any built-in's, checked against its declaration.
+    let bad =
+        "name = \"t\"\ndatasets = [\"datasets/aider\"]\n[grid]\nstrategy = [\"test-keep-last\"]\ntrigger = [1.5]\n";
+    let e = SweepConfig::parse(bad, "t.toml").unwrap_err().to_string();
+    assert!(e.contains("t.toml") && e.contains("grid.trigger") && e.contains("1.5 is not in (0, 1]"), "{e}");
+    let text = "name = \"t\"\ndatasets = [\"datasets/aider\"]\nmax_conversations = 2\n[replay]\ntoken_limit = 4096\n\
+                prompt_count_source = \"heuristic\"\n[llm]\ncache_mode = \"off\"\n\
+                [grid]\nstrategy = [\"test-keep-last\", \"none\"]\ntrigger = [0.3]\nkeep_last = [2, 6]\n";
+    let config = SweepConfig::parse(text, "t.toml").unwrap();
+    let points = config.points().unwrap();
+    let mine: Vec<_> = points.iter().filter(|p| p.strategy.kind() == "test-keep-last").collect();
+    assert_eq!(mine.len(), 2);
+    assert_eq!(mine[0].axes["keep_last"], "2");
+    let out = std::env::temp_dir().join(format!("compactbench-keep-last-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let summary = sweep(&config, &out);
+    assert_eq!((summary.total_cells, summary.failed), (6, 0));
+    let cells: Vec<compactbench::sweep::CellResult> = std::fs::read_dir(out.join("cells").join(&mine[1].id))
+        .unwrap()
+        .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    assert_eq!(cells.len(), 2);
+    assert!(cells.iter().all(|c| c.result.error.is_none()));
+    assert!(
+        cells.iter().any(|c| c.result.events_by_status.get("COMPRESSED").copied().unwrap_or(0) > 0),
+        "no compression"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn default_config_points_keep_the_committed_baseline_ids() {
+    let config = SweepConfig::load(&repo().join("configs/default.toml")).unwrap();
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(repo().join("reports/baseline/plan.json")).unwrap()).unwrap();
+    let baseline: Vec<(String, String)> = plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap().to_string(), serde_json::to_string(&p["axes"]).unwrap()))
+        .collect();
+    let now: Vec<(String, String)> =
+        config.points().unwrap().iter().map(|p| (p.id.clone(), serde_json::to_string(&p.axes).unwrap())).collect();
+    assert_eq!(now, baseline);
+}
