@@ -6,6 +6,7 @@
 //! when it enters the stored history, so a replay costs time linear in the conversation's length (plus the
 //! compressions themselves).
 
+pub mod exec;
 pub mod metrics;
 pub mod strategies;
 pub mod strategy;

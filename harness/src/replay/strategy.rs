@@ -454,6 +454,9 @@ impl GridContext<'_> {
         let mut combos: Vec<(Params, BTreeMap<String, String>)> = {
             let mut p = Params::new();
             p.insert("token_limit".into(), Json::from(self.token_limit));
+            if self.uses_llm {
+                p.insert("max_output_tokens".into(), Json::from(self.max_output_tokens));
+            }
             vec![(p, BTreeMap::new())]
         };
         for knob in &self.knobs {
@@ -527,7 +530,13 @@ impl StrategySpec {
 
     /// The compressor, configured by its registry entry.
     pub fn build(&self) -> Result<Box<dyn Compressor>, StrategyError> {
-        find(&self.name)?.configure(&self.params)
+        let entry = registry().into_iter().find(|s| s.name() == self.name);
+        match entry {
+            Some(s) => s.configure(&self.params),
+            None => Err(find(&self.name)
+                .err()
+                .unwrap_or(StrategyError::Unknown { name: self.name.clone(), known: String::new() })),
+        }
     }
 }
 
@@ -605,9 +614,11 @@ mod tests {
     }
 
     #[test]
-    fn unknown_names_list_the_registry() {
+    fn exec_is_found_by_prefix_and_unknown_names_list_the_registry() {
+        assert_eq!(find("exec:python3 x.py").unwrap().name(), "exec");
+        assert!(find("exec:").is_err() && find("exec").is_err());
         let e = find("magic").err().unwrap().to_string();
-        assert!(e.contains("unknown strategy `magic`") && e.contains("gemini"), "{e}");
+        assert!(e.contains("unknown strategy `magic`") && e.contains("gemini") && e.contains("exec:…"), "{e}");
     }
 
     #[test]

@@ -145,3 +145,62 @@ fn default_config_points_keep_the_committed_baseline_ids() {
         config.points().unwrap().iter().map(|p| (p.id.clone(), serde_json::to_string(&p.axes).unwrap())).collect();
     assert_eq!(now, baseline);
 }
+
+/// `configs/external.toml` with the example's path made absolute (tests run in `harness/`).
+fn external_config(extra_args: &str) -> SweepConfig {
+    let example = repo().join("harness/examples/summarize_head.py");
+    let text = std::fs::read_to_string(repo().join("configs/external.toml"))
+        .unwrap()
+        .replace("harness/examples/summarize_head.py", &format!("{}{extra_args}", example.display()));
+    SweepConfig::parse(&text, "configs/external.toml").unwrap()
+}
+
+fn cells_of(out: &std::path::Path, strategy: &str, config: &SweepConfig) -> Vec<compactbench::sweep::CellResult> {
+    let points = config.points().unwrap();
+    let p = points.iter().find(|p| p.strategy.kind() == strategy).unwrap();
+    let mut cells: Vec<compactbench::sweep::CellResult> = std::fs::read_dir(out.join("cells").join(&p.id))
+        .unwrap()
+        .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    cells.sort_by(|a, b| a.cell.conversation.cmp(&b.cell.conversation));
+    cells
+}
+
+#[test]
+fn the_python_example_compresses_through_the_harness_model_layer() {
+    let config = external_config("");
+    let out = std::env::temp_dir().join(format!("compactbench-external-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let summary = sweep(&config, &out);
+    assert_eq!((summary.total_cells, summary.failed), (6, 0));
+    let cells = cells_of(&out, "exec", &config);
+    assert_eq!(cells.len(), 3);
+    assert!(
+        cells.iter().all(|c| c.result.error.is_none()),
+        "{:?}",
+        cells.iter().map(|c| &c.result.error).collect::<Vec<_>>()
+    );
+    let events: Vec<_> = cells.iter().flat_map(|c| &c.result.events).collect();
+    assert!(events.iter().any(|e| e.status == "COMPRESSED"), "no compression event");
+    // The program's summary request went through the harness: recorded as a summarizer call.
+    assert!(events.iter().all(|e| e.summarizer_calls == 1 && e.summarizer_input_tokens > 0));
+    assert!(events.iter().all(|e| e.final_summary.as_deref().is_some_and(|s| s.contains("<state_snapshot>"))));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete() {
+    let config = external_config(" --crash-on 2");
+    let out = std::env::temp_dir().join(format!("compactbench-external-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let summary = sweep(&config, &out);
+    assert_eq!((summary.total_cells, summary.failed), (6, 3));
+    for c in cells_of(&out, "exec", &config) {
+        let e = c.result.error.expect("the program crashed on its second request");
+        assert!(e.contains("--crash-on 2`, request 2 ("), "{e}");
+        assert!(e.contains("exited with exit status: 1") && e.contains("crashing on request 2 as asked"), "{e}");
+        assert_eq!(c.result.requests, 1, "the replay stops at the failed request");
+    }
+    assert!(cells_of(&out, "none", &config).iter().all(|c| c.result.error.is_none() && c.result.requests > 2));
+    let _ = std::fs::remove_dir_all(&out);
+}

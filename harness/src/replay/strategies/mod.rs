@@ -1,11 +1,18 @@
 //! The built-in strategies, one file each. To add one: write `NAME.rs` implementing
 //! [`Strategy`](crate::replay::Strategy) and add one line to [`builtin`] (see `harness/ARCHITECTURE.md`).
 
+pub mod aider;
+pub mod cline;
+pub mod codex;
 pub mod common;
 pub mod drop_oldest;
 pub mod gemini;
+pub mod goose;
+pub mod langchain;
 pub mod none;
 pub mod observation_masking;
+pub mod opencode;
+pub mod openhands;
 pub mod truncation_only;
 
 use crate::replay::strategy::Strategy;
@@ -19,5 +26,14 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
         Arc::new(observation_masking::ObservationMasking),
         Arc::new(drop_oldest::DropOldest),
         Arc::new(none::NoCompression),
+        Arc::new(codex::Codex),
+        Arc::new(opencode::OpenCode),
+        Arc::new(cline::Cline),
+        Arc::new(goose::Goose),
+        Arc::new(aider::Aider),
+        Arc::new(openhands::OpenHands),
+        Arc::new(openhands::OpenHandsAmortized),
+        Arc::new(langchain::LangChain),
+        Arc::new(crate::replay::exec::Exec),
     ]
 }
