@@ -44,6 +44,9 @@ impl Strategy for Exec {
     fn about(&self) -> &'static str {
         "an external program speaking compactbench.exec/1 JSON lines (harness/docs/exec-protocol.md); its model calls go through the harness"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("external program")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

@@ -145,6 +145,10 @@ pub trait Strategy: Send + Sync {
     fn knobs(&self) -> Vec<Knob>;
     /// Whether it calls the summarizer model (then it is swept over the grid's `summarizer` values).
     fn uses_llm(&self) -> bool;
+    /// The agent whose policy it models (`Codex CLI`), for the per-system report; `None` for baselines.
+    fn system(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether it is written `NAME:ARGUMENT` (`exec:COMMAND`).
     fn takes_argument(&self) -> bool {
         false

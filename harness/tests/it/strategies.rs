@@ -204,3 +204,54 @@ fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete
     assert!(cells_of(&out, "none", &config).iter().all(|c| c.result.error.is_none() && c.result.requests > 2));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Every strategy of `configs/systems.toml`, replayed on one shipped conversation with the extractive
+/// summarizer and the config's knobs, compresses at least once.
+#[tokio::test]
+async fn every_other_system_compresses_a_shipped_conversation() {
+    use compactbench::llm::ExtractiveModel;
+    use compactbench::replay::{replay, ReplayInput};
+    let config = SweepConfig::load(&repo().join("configs/systems.toml")).unwrap();
+    let points = config.points().unwrap();
+    let conv =
+        compactbench::datasets::load_conversation(&repo().join("datasets/aider/chat-history-2024-08-13-13-42-45.json"))
+            .unwrap();
+    // OpenHands counts events: a longer trajectory for it.
+    let long =
+        compactbench::datasets::load_conversation(&repo().join("datasets/mini-swe-agent/django__django-11099.json"))
+            .unwrap();
+    let mut kinds = std::collections::BTreeSet::new();
+    for p in points.iter().filter(|p| p.strategy.kind() != "none") {
+        let c = if p.strategy.kind().starts_with("openhands") { &long } else { &conv };
+        let input = ReplayInput { id: "c", history: &c.history, recorded_prompt_tokens: &c.recorded_prompt_tokens };
+        let settings = compactbench::replay::ReplaySettings { token_limit: p.token_limit, ..config.replay.clone() };
+        let r = replay(input, p.strategy.build().unwrap().as_ref(), &settings, &ExtractiveModel::new()).await;
+        assert_eq!(r.error, None, "{}", p.strategy.kind());
+        let compressions =
+            r.events.iter().filter(|e| e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED").count();
+        assert!(
+            compressions >= 1,
+            "{} {:?}: {:?} ({} contents)",
+            p.strategy.kind(),
+            p.axes,
+            r.events_by_status,
+            c.history.len()
+        );
+        kinds.insert(p.strategy.kind().to_string());
+    }
+    assert_eq!(kinds.len(), 9, "{kinds:?}");
+}
+
+#[test]
+fn compactbench_strategies_lists_at_least_eleven_with_knobs() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_compactbench")).arg("strategies").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()).collect();
+    assert!(names.len() >= 11, "{names:?}");
+    assert!(text.contains("codex (calls the summarizer)") && text.contains("exec:COMMAND"));
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("trigger_fraction") && l.contains("default 0.9")),
+        "{text}"
+    );
+}

@@ -39,6 +39,9 @@ impl Strategy for Aider {
     fn about(&self) -> &'static str {
         "Aider: when the done messages exceed their budget, summarise the head recursively (depth ≤ 3), tail up to half the budget"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("Aider")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

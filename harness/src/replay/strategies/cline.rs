@@ -53,6 +53,9 @@ impl Strategy for Cline {
     fn about(&self) -> &'static str {
         "Cline: summary of the head + recent tail (SDK), or the rule-based fallback: keep the first pair, drop ½ or ¾"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("Cline")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

@@ -36,6 +36,9 @@ impl Strategy for Codex {
     fn about(&self) -> &'static str {
         "Codex CLI: summary of the whole history; newest user messages kept up to a token budget; the rest dropped"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("Codex CLI")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

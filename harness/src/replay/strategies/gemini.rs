@@ -109,6 +109,9 @@ impl Strategy for Gemini {
         "Gemini CLI's ChatCompressionService (the reference port), every historical variant a knob"
     }
 
+    fn system(&self) -> Option<&'static str> {
+        Some("Gemini CLI (reference)")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

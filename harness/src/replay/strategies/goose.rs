@@ -33,6 +33,9 @@ impl Strategy for Goose {
     fn about(&self) -> &'static str {
         "Goose: above 0.8 of the window the whole history is summarised, the last user message kept; middle-out tool-response removal on overflow"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("Goose")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

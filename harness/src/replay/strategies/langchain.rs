@@ -33,6 +33,9 @@ impl Strategy for LangChain {
     fn about(&self) -> &'static str {
         "LangChain SummarizationMiddleware: above a token count, summarise all but the last N messages, never splitting a tool call from its response"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("LangChain")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

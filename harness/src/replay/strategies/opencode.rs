@@ -44,6 +44,9 @@ impl Strategy for OpenCode {
     fn about(&self) -> &'static str {
         "OpenCode: prune old tool outputs; anchored summary of the head; recent tail kept by tokens"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("OpenCode")
+    }
     fn uses_llm(&self) -> bool {
         true
     }

@@ -47,6 +47,9 @@ impl Strategy for OpenHands {
     fn about(&self) -> &'static str {
         "OpenHands LLMSummarizingCondenser: above max_size events, keep the first ones + a summary + a tail to max_size/2"
     }
+    fn system(&self) -> Option<&'static str> {
+        Some("OpenHands")
+    }
     fn uses_llm(&self) -> bool {
         true
     }
@@ -72,6 +75,9 @@ impl Strategy for OpenHandsAmortized {
     }
     fn about(&self) -> &'static str {
         "OpenHands AmortizedForgettingCondenser: above max_size events, drop the middle down to max_size/2 (no model)"
+    }
+    fn system(&self) -> Option<&'static str> {
+        Some("OpenHands (amortized forgetting)")
     }
     fn uses_llm(&self) -> bool {
         false
