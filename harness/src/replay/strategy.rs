@@ -190,8 +190,11 @@ pub struct Knob {
     /// The valid values, for help and errors (`(0, 1]`, `≥ 1`, `current | none`).
     pub range: String,
     pub help: &'static str,
-    check: Arc<dyn Fn(&Json) -> Result<(), String> + Send + Sync>,
+    check: KnobCheck,
 }
+
+/// Checks one knob value, with a message saying what is wrong.
+type KnobCheck = Arc<dyn Fn(&Json) -> Result<(), String> + Send + Sync>;
 
 impl std::fmt::Debug for Knob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

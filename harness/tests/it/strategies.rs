@@ -61,16 +61,12 @@ impl CompressorSession for KeepLastSession {
         if (orig as f64) < p.trigger * p.token_limit as f64 || turn.stored.len() <= p.keep_last {
             return Ok(TurnOutcome::noop(orig));
         }
-        let mut start = turn.stored.len() - p.keep_last;
         // Start at a plain user turn, never at a tool response.
-        while start < turn.stored.len()
-            && !(history::is_user(&turn.stored[start]) && !history::has_function_response(&turn.stored[start]))
-        {
-            start += 1;
-        }
-        if start >= turn.stored.len() {
+        let plain_user = |c: &compactbench::history::Content| history::is_user(c) && !history::has_function_response(c);
+        let Some(start) = (turn.stored.len() - p.keep_last..turn.stored.len()).find(|&i| plain_user(&turn.stored[i]))
+        else {
             return Ok(TurnOutcome::noop(orig));
-        }
+        };
         let kept = turn.stored[start..].to_vec();
         let new = compactbench::tokens::Estimator::Current.history(&kept);
         Ok(TurnOutcome::replaced(orig, new, CompressionStatus::Compressed, kept))
