@@ -3,7 +3,8 @@
 //!
 //! `generated`: conversations of n, 2n and 4n generated rounds (the same generator, so the longer ones
 //! extend the shorter), through the reference (scripted summarizer, 32k window: it compresses every few
-//! rounds), observation masking and `none`, true request sizes measured with o200k as in the default run.
+//! rounds), observation masking, OpenCode's and Aider's policies and `none`, true request sizes measured
+//! with o200k as in the default run.
 //! `shipped`: the three largest shipped conversations through the default run's reference configuration
 //! (extractive summarizer), read and parsed from their files each time.
 
@@ -12,7 +13,7 @@ mod common;
 use compactbench::compress::{CallerKind, CompressSettings, Latch};
 use compactbench::json::{self, Value};
 use compactbench::llm::ScriptedModel;
-use compactbench::replay::{replay, strategies, PromptCountSource, ReplayInput, ReplaySettings};
+use compactbench::replay::{replay, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
 use compactbench_benches::{default_points, generate, largest_conversations, replay_file, Stop, SEED};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -21,6 +22,18 @@ use std::time::Duration;
 const WINDOW: u64 = 32_768;
 /// Rounds (four Contents each) of the smallest generated conversation.
 const ROUNDS: usize = 100;
+
+/// A strategy with its knobs' defaults, at the bench's window.
+fn registry_default(name: &str) -> StrategySpec {
+    let def = compactbench::replay::strategy::find(name).expect("registered");
+    let mut params = compactbench::replay::strategy::Params::new();
+    params.insert("token_limit".into(), WINDOW.into());
+    params.insert("max_output_tokens".into(), Default::default());
+    for k in def.knobs() {
+        params.insert(k.name.into(), k.default);
+    }
+    StrategySpec { name: name.into(), params }
+}
 
 fn generated(c: &mut Criterion) {
     let settings = ReplaySettings {
@@ -39,6 +52,9 @@ fn generated(c: &mut Criterion) {
             ),
         ),
         ("observation-masking", strategies::observation_masking::spec(5, "[masked]")),
+        // Other agents' policies that do work at every request (pruning, sizing the done messages).
+        ("opencode", registry_default("opencode")),
+        ("aider", registry_default("aider")),
         ("none", strategies::none::spec()),
     ];
     let mut g = c.benchmark_group("replay");

@@ -453,4 +453,37 @@ mod tests {
         // Stable ids: the same config gives the same points.
         assert_eq!(points, cfg.points().unwrap());
     }
+
+    #[test]
+    fn strategy_tables_set_one_strategys_knobs_and_are_checked() {
+        let cfg = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"goose\", \"drop-oldest\"]\nthreshold = [0.6]\n[grid.goose]\nthreshold = [0.7, 0.9]\n",
+            "c.toml",
+        )
+        .unwrap();
+        let points = cfg.points().unwrap();
+        let of = |k: &str| {
+            points.iter().filter(|p| p.strategy.kind() == k).map(|p| p.axes["threshold"].clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(of("goose"), ["0.7", "0.9"]);
+        assert_eq!(of("drop-oldest"), ["0.6"]);
+        let e = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"codex\"]\n[grid.codex]\ntrigger = [0.9]\n",
+            "c.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("c.toml: ") && e.contains("grid.codex.trigger") && e.contains("trigger_fraction"), "{e}");
+        let e = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"codex\"]\n[grid.codex]\ntrigger_fraction = [2]\n",
+            "c.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("grid.codex.trigger_fraction") && e.contains("2 is not in (0, 1]"), "{e}");
+        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"exec:\"]\n", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("grid.strategy") && e.contains("exec:…"), "{e}");
+    }
 }
