@@ -3,7 +3,8 @@
 //!
 //! `generated`: conversations of n, 2n and 4n generated rounds (the same generator, so the longer ones
 //! extend the shorter), through the reference (scripted summarizer, 32k window: it compresses every few
-//! rounds), observation masking and `none`, true request sizes measured with o200k as in the default run.
+//! rounds), observation masking, OpenCode's and Aider's policies and `none`, true request sizes measured
+//! with o200k as in the default run.
 //! `shipped`: the three largest shipped conversations through the default run's reference configuration
 //! (extractive summarizer), read and parsed from their files each time.
 
@@ -13,7 +14,7 @@ use compactbench_benches::{default_points, generate, largest_conversations, repl
 use compactbench_core::compress::{CallerKind, CompressSettings, Latch};
 use compactbench_core::json::{self, Value};
 use compactbench_core::llm::ScriptedModel;
-use compactbench_core::replay::{replay, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench_core::replay::{replay, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
@@ -21,6 +22,18 @@ use std::time::Duration;
 const WINDOW: u64 = 32_768;
 /// Rounds (four Contents each) of the smallest generated conversation.
 const ROUNDS: usize = 100;
+
+/// A strategy with its knobs' defaults, at the bench's window.
+fn registry_default(name: &str) -> StrategySpec {
+    let def = compactbench_core::replay::strategy::find(name).expect("registered");
+    let mut params = compactbench_core::replay::strategy::Params::new();
+    params.insert("token_limit".into(), WINDOW.into());
+    params.insert("max_output_tokens".into(), Default::default());
+    for k in def.knobs() {
+        params.insert(k.name.into(), k.default);
+    }
+    StrategySpec { name: name.into(), params }
+}
 
 fn generated(c: &mut Criterion) {
     let settings = ReplaySettings {
@@ -32,14 +45,17 @@ fn generated(c: &mut Criterion) {
     let strategies = [
         (
             "gemini",
-            StrategySpec::Gemini {
-                settings: CompressSettings { token_limit: Some(WINDOW), ..CompressSettings::default() },
-                caller: CallerKind::Interactive,
-                latch: Latch::Latched,
-            },
+            strategies::gemini::spec(
+                CompressSettings { token_limit: Some(WINDOW), ..CompressSettings::default() },
+                CallerKind::Interactive,
+                Latch::Latched,
+            ),
         ),
-        ("observation-masking", StrategySpec::ObservationMasking { keep_last: 5, placeholder: "[masked]".into() }),
-        ("none", StrategySpec::None),
+        ("observation-masking", strategies::observation_masking::spec(5, "[masked]")),
+        // Other agents' policies that do work at every request (pruning, sizing the done messages).
+        ("opencode", registry_default("opencode")),
+        ("aider", registry_default("aider")),
+        ("none", strategies::none::spec()),
     ];
     let mut g = c.benchmark_group("replay");
     for rounds in [ROUNDS, 2 * ROUNDS, 4 * ROUNDS] {
@@ -47,7 +63,7 @@ fn generated(c: &mut Criterion) {
         let bytes = json::to_string(&Value::Array(history.clone())).len() as u64;
         let recorded = vec![None; history.len()];
         for (name, spec) in &strategies {
-            let strategy = spec.build();
+            let strategy = spec.build().unwrap();
             g.throughput(Throughput::Bytes(bytes));
             g.bench_with_input(BenchmarkId::new(*name, format!("{rounds}-rounds")), &history, |b, h| {
                 b.iter(|| {

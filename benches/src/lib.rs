@@ -13,7 +13,7 @@ use compactbench_core::compress::{
 use compactbench_core::history::{self, Content};
 use compactbench_core::json::{self, Value};
 use compactbench_core::llm::LanguageModel;
-use compactbench_core::replay::{replay, ConversationResult, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench_core::replay::{replay, strategies, ConversationResult, ReplayInput, ReplaySettings, StrategySpec};
 use compactbench_core::tokens::Estimator;
 use compactbench_datasets as datasets;
 use compactbench_llm::ExtractiveModel;
@@ -279,14 +279,16 @@ pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
         ..CompressSettings::default()
     };
     let points = [
-        StrategySpec::Gemini { settings: compress(true), caller: CallerKind::Interactive, latch: Latch::default() },
-        StrategySpec::TruncationOnly { settings: compress(false) },
-        StrategySpec::ObservationMasking {
-            keep_last: 5,
-            placeholder: "Old environment output: ({num_text_lines} lines omitted)".into(),
-        },
-        StrategySpec::DropOldest { threshold: 0.5, keep_fraction: 0.3, token_limit: limit },
-        StrategySpec::None,
+        strategies::gemini::spec(compress(true), CallerKind::Interactive, Latch::default()),
+        StrategySpec::new("truncation-only", &serde_json::json!({ "settings": compress(false) }))
+            .unwrap_or_else(|e| panic!("{e}")),
+        strategies::observation_masking::spec(5, "Old environment output: ({num_text_lines} lines omitted)"),
+        strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
+            threshold: 0.5,
+            keep_fraction: 0.3,
+            token_limit: limit,
+        }),
+        strategies::none::spec(),
     ];
     (settings, points.into_iter().map(|strategy| BenchPoint { strategy, token_limit: limit }).collect())
 }
@@ -309,7 +311,7 @@ pub fn replay_file_with(
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
     let settings = ReplaySettings { token_limit: point.token_limit, ..settings.clone() };
-    let strategy = point.strategy.build();
+    let strategy = point.strategy.build().unwrap_or_else(|e| panic!("{e}"));
     futures::executor::block_on(replay(input, strategy.as_ref(), &settings, llm))
 }
 

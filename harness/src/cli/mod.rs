@@ -52,6 +52,8 @@ pub enum Command {
     BenchSplit(bench_split::BenchSplitArgs),
     /// Extract, draft and check probe questions stored with the datasets.
     Probes(crate::probes::cli::ProbesArgs),
+    /// List the strategies a sweep grid can name, with their knobs and defaults.
+    Strategies,
 }
 
 /// An error that carries its exit status.
@@ -103,5 +105,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Datasets(args) => datasets::run(args),
         Command::BenchSplit(args) => bench_split::run(args),
         Command::Probes(args) => crate::probes::cli::run(args),
+        Command::Strategies => {
+            print!("{}", crate::replay::strategy::describe());
+            Ok(())
+        }
     }
 }

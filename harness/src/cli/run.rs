@@ -144,7 +144,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
     let settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
-    let strategy = point.strategy.build();
+    let strategy = point.strategy.build().map_err(|e| CliError::bad_input(e.to_string()))?;
     let result = runtime()?.block_on(replay::replay(input, strategy.as_ref(), &settings, llm.as_ref()));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);

@@ -6,6 +6,7 @@
 pub mod aggregate;
 pub mod gate;
 pub mod plots;
+pub mod systems;
 
 use crate::sweep::{self, CellResult, ConfigPoint, Plan};
 use aggregate::{bootstrap_mean, conversation_metrics, Estimate};
@@ -420,6 +421,12 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], head: &Table, plo
             let _ = writeln!(md, "- {x}");
         }
         md.push('\n');
+    }
+    if let Some(t) = systems::per_system(plan, cells) {
+        md.push_str("## Per system\n\n");
+        md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Cumulative tokens vs none*: the sum of every request's size against the same replay without compression; *retention at end*: share of probes whose answer is still in the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *overflows*: requests larger than the window.\n\n");
+        md.push_str(&t.markdown());
+        md.push_str("\n\n");
     }
     md.push_str("## Plots\n\n");
     for (caption, files) in &plots.written {

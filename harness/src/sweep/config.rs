@@ -1,11 +1,8 @@
 //! Sweep configs (TOML): which conversations, which replay settings, and a grid of compressor settings.
 //! Unknown keys and bad values are errors that name the key and the file.
 
-use crate::compress::{
-    CallerKind, CompressSettings, CompressionPrompts, FailurePath, Latch, SplitVariant, TruncationVariant,
-};
+use crate::replay::strategy as registry;
 use crate::replay::{ReplaySettings, StrategySpec};
-use crate::tokens::Estimator;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -136,57 +133,21 @@ impl Default for LlmConfig {
     }
 }
 
-/// Base values of settings the grid does not vary.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BaseSettings {
-    pub model: String,
-    pub active_model: Option<String>,
-    pub approved_plan_path: Option<String>,
-    pub model_table: crate::models::ModelTable,
-    pub high_fidelity: bool,
-    pub inflation_guard: bool,
-    pub env_text: Option<String>,
-    pub mask_placeholder: String,
-}
+pub use crate::replay::strategy::BaseSettings;
 
-impl Default for BaseSettings {
-    fn default() -> Self {
-        let d = CompressSettings::default();
-        BaseSettings {
-            model: d.model,
-            active_model: None,
-            approved_plan_path: None,
-            model_table: d.model_table,
-            high_fidelity: true,
-            inflation_guard: true,
-            env_text: None,
-            mask_placeholder: "Old environment output: ({num_text_lines} lines omitted)".into(),
-        }
-    }
-}
-
-/// The axes. Every axis is a list; the grid is their product, restricted to the axes a strategy reads.
+/// The axes. Every axis is a list; the grid is their product, restricted to the knobs each strategy
+/// declares. `strategy`, `summarizer` and `token_limit` are shared; every other key is a strategy knob
+/// (`compactbench strategies` lists them), checked against the registry. A table named after a strategy
+/// (`[grid.codex]`) sets that strategy's knobs only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(default)]
 pub struct Grid {
     pub strategy: Vec<String>,
     pub summarizer: Vec<String>,
-    pub threshold: Vec<f64>,
-    pub preserve_fraction: Vec<f64>,
-    pub prompt: Vec<String>,
-    pub verification: Vec<bool>,
-    pub split: Vec<SplitVariant>,
-    pub estimator: Vec<Estimator>,
-    pub truncation: Vec<TruncationVariant>,
-    pub function_response_budget: Vec<u64>,
-    pub truncate_tool_output_threshold: Vec<i64>,
-    pub failure_path: Vec<FailurePath>,
-    pub caller: Vec<CallerKind>,
-    pub latch: Vec<Latch>,
     pub token_limit: Vec<u64>,
-    pub mask_keep_last: Vec<usize>,
-    pub drop_keep_fraction: Vec<f64>,
+    /// Knob values by name (a list, or one value), or a strategy's own table.
+    #[serde(flatten)]
+    pub knobs: BTreeMap<String, toml::Value>,
 }
 
 impl Default for Grid {
@@ -194,23 +155,74 @@ impl Default for Grid {
         Grid {
             strategy: vec!["gemini".into()],
             summarizer: vec!["extractive".into()],
-            threshold: vec![0.5],
-            preserve_fraction: vec![0.3],
-            prompt: vec!["v5".into()],
-            verification: vec![true],
-            split: vec![SplitVariant::Current],
-            estimator: vec![Estimator::Current],
-            truncation: vec![TruncationVariant::Current],
-            function_response_budget: vec![50_000],
-            truncate_tool_output_threshold: vec![40_000],
-            failure_path: vec![FailurePath::TruncateOnly],
-            caller: vec![CallerKind::Interactive],
-            latch: vec![Latch::Latched],
             token_limit: Vec::new(),
-            mask_keep_last: vec![5],
-            drop_keep_fraction: vec![0.3],
+            knobs: BTreeMap::new(),
         }
     }
+}
+
+impl Grid {
+    /// The knob values as JSON (what strategies read).
+    fn knob_values(&self) -> BTreeMap<String, serde_json::Value> {
+        self.knobs
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null)))
+            .collect()
+    }
+
+    /// Every strategy exists and every knob key is declared by a registered strategy, with valid values.
+    fn check(&self, at: &str) -> Result<(), String> {
+        for (name, len) in [("strategy", self.strategy.len()), ("summarizer", self.summarizer.len())] {
+            if len == 0 {
+                return Err(format!("key `{at}.{name}`: needs at least one value"));
+            }
+        }
+        let mut listed = Vec::new();
+        for s in &self.strategy {
+            listed.push(registry::find(s).map_err(|e| format!("key `{at}.strategy`: {e}"))?);
+        }
+        let all = registry::registry();
+        for (key, value) in self.knob_values() {
+            // `[grid.NAME]`: one strategy's own knobs.
+            if let (Some(def), serde_json::Value::Object(table)) = (all.iter().find(|s| s.name() == key), &value) {
+                for (k, v) in table {
+                    let knob = def.knobs().into_iter().find(|kn| kn.name == k).ok_or_else(|| {
+                        let names: Vec<_> = def.knobs().iter().map(|kn| kn.name).collect();
+                        format!("key `{at}.{key}.{k}`: `{key}` has no knob `{k}` (its knobs: {})", names.join(", "))
+                    })?;
+                    check_values(&format!("{at}.{key}.{k}"), &knob, v)?;
+                }
+                continue;
+            }
+            let declaring: Vec<_> =
+                all.iter().filter_map(|s| s.knobs().into_iter().find(|k| k.name == key).map(|k| (s, k))).collect();
+            if declaring.is_empty() {
+                let mut names: Vec<&str> = all.iter().flat_map(|s| s.knobs()).map(|k| k.name).collect();
+                names.sort_unstable();
+                names.dedup();
+                return Err(format!(
+                    "key `{at}.{key}`: no strategy has a knob `{key}` (knobs: {}; `compactbench strategies` lists them)",
+                    names.join(", ")
+                ));
+            }
+            // Checked against the strategies of this grid that read it (another strategy's knob is moot here).
+            for (def, knob) in &declaring {
+                if listed.iter().any(|l| l.name() == def.name()) {
+                    check_values(&format!("{at}.{key}"), knob, &value)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_values(at: &str, knob: &registry::Knob, value: &serde_json::Value) -> Result<(), String> {
+    let values = match value {
+        serde_json::Value::Array(a) if a.is_empty() => return Err(format!("key `{at}`: needs at least one value")),
+        serde_json::Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    };
+    values.iter().try_for_each(|v| knob.check(v).map_err(|e| format!("key `{at}`: {e}")))
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -263,8 +275,6 @@ pub struct ConfigPoint {
     pub probe_no_injection: bool,
 }
 
-pub const STRATEGIES: [&str; 5] = ["gemini", "truncation-only", "observation-masking", "drop-oldest", "none"];
-
 impl SweepConfig {
     pub fn load(path: &Path) -> Result<SweepConfig, ConfigError> {
         let text = std::fs::read_to_string(path)
@@ -296,37 +306,7 @@ impl SweepConfig {
         let grids = std::iter::once(("grid".to_string(), &self.grid))
             .chain(self.slice.iter().map(|s| (format!("slice.{}.grid", s.name), &s.grid)));
         for (at, g) in grids {
-            for s in &g.strategy {
-                if !STRATEGIES.contains(&s.as_str()) {
-                    return Err(format!(
-                        "key `{at}.strategy`: unknown strategy `{s}` (expected one of: {})",
-                        STRATEGIES.join(", ")
-                    ));
-                }
-            }
-            for t in &g.threshold {
-                if !(*t > 0.0 && *t <= 1.0) {
-                    return Err(format!("key `{at}.threshold`: {t} is not in (0, 1]"));
-                }
-            }
-            for p in &g.preserve_fraction {
-                if !(*p > 0.0 && *p < 1.0) {
-                    return Err(format!("key `{at}.preserve_fraction`: {p} is not in (0, 1)"));
-                }
-            }
-            for f in &g.drop_keep_fraction {
-                if !(*f > 0.0 && *f < 1.0) {
-                    return Err(format!("key `{at}.drop_keep_fraction`: {f} is not in (0, 1)"));
-                }
-            }
-            for p in &g.prompt {
-                CompressionPrompts::from_spec(p).map_err(|e| format!("key `{at}.prompt`: {e}"))?;
-            }
-            for (name, len) in [("strategy", g.strategy.len()), ("summarizer", g.summarizer.len())] {
-                if len == 0 {
-                    return Err(format!("key `{at}.{name}`: needs at least one value"));
-                }
-            }
+            g.check(&at)?;
         }
         Ok(())
     }
@@ -369,32 +349,49 @@ impl SweepConfig {
     }
 }
 
-fn fmt_f(x: f64) -> String {
-    crate::json::js_format(x)
-}
-
 fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: u64) -> String {
     let canonical = serde_json::json!({ "strategy": strategy, "summarizer": summarizer, "token_limit": token_limit });
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     hex::encode(&digest[..6])
 }
 
+/// A grid's points: for every strategy and window, the strategy's own expansion of its knobs.
 fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfig) -> Result<Vec<ConfigPoint>, String> {
     let limits: Vec<u64> = if g.token_limit.is_empty() { vec![replay.token_limit] } else { g.token_limit.clone() };
+    let shared = g.knob_values();
     let mut out = Vec::new();
     for strategy in &g.strategy {
+        let def = registry::find(strategy).map_err(|e| e.to_string())?;
+        let own = match shared.get(def.name()) {
+            Some(serde_json::Value::Object(m)) => Some(m),
+            _ => None,
+        };
         for &limit in &limits {
-            let mut push = |spec: StrategySpec, summarizer: Option<String>, mut axes: BTreeMap<String, String>| {
+            let ctx = registry::GridContext {
+                strategy,
+                argument: strategy.split_once(':').map(|(_, a)| a).filter(|_| def.takes_argument()),
+                summarizers: &g.summarizer,
+                token_limit: limit,
+                base,
+                max_output_tokens: llm.max_output_tokens,
+                shared: &shared,
+                own,
+                knobs: def.knobs(),
+                uses_llm: def.uses_llm(),
+            };
+            for v in def.expand(&ctx).map_err(|e| e.to_string())? {
+                let spec = StrategySpec { name: def.name().to_string(), params: v.params };
+                let mut axes = v.axes;
                 axes.insert("strategy".into(), strategy.clone());
                 axes.insert("token_limit".into(), limit.to_string());
-                if let Some(s) = &summarizer {
+                if let Some(s) = &v.summarizer {
                     axes.insert("summarizer".into(), s.clone());
                 }
                 out.push(ConfigPoint {
-                    id: point_id(&spec, &summarizer, limit),
+                    id: point_id(&spec, &v.summarizer, limit),
                     axes,
                     strategy: spec,
-                    summarizer,
+                    summarizer: v.summarizer,
                     token_limit: limit,
                     slice: None,
                     max_conversations: None,
@@ -403,155 +400,10 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                     probe_answers_at_end_only: false,
                     probe_no_injection: false,
                 });
-            };
-            let settings_for =
-                |threshold: f64, preserve: f64, prompt: &CompressionPrompts, verification: bool| CompressSettings {
-                    model: base.model.clone(),
-                    active_model: base.active_model.clone(),
-                    approved_plan_path: base.approved_plan_path.clone(),
-                    threshold: Some(threshold),
-                    preserve_fraction: preserve,
-                    token_limit: Some(limit),
-                    model_table: base.model_table,
-                    high_fidelity: base.high_fidelity,
-                    inflation_guard: base.inflation_guard,
-                    verification,
-                    prompts: prompt.clone(),
-                    env_text: base.env_text.clone(),
-                    max_output_tokens: llm.max_output_tokens,
-                    ..CompressSettings::default()
-                };
-            match strategy.as_str() {
-                "gemini" => {
-                    let mut variants =
-                        vec![(settings_for(0.5, 0.3, &CompressionPrompts::current(), true), BTreeMap::new())];
-                    variants = axis(variants, "threshold", &g.threshold, |s, v| s.threshold = Some(*v), |v| fmt_f(*v));
-                    variants = axis(
-                        variants,
-                        "preserve_fraction",
-                        &g.preserve_fraction,
-                        |s, v| s.preserve_fraction = *v,
-                        |v| fmt_f(*v),
-                    );
-                    let prompts: Vec<(String, CompressionPrompts)> = g
-                        .prompt
-                        .iter()
-                        .map(|p| CompressionPrompts::from_spec(p).map(|c| (p.clone(), c)).map_err(|e| e.to_string()))
-                        .collect::<Result<_, _>>()?;
-                    variants = axis(variants, "prompt", &prompts, |s, v| s.prompts = v.1.clone(), |v| v.0.clone());
-                    variants =
-                        axis(variants, "verification", &g.verification, |s, v| s.verification = *v, bool::to_string);
-                    variants = axis(variants, "split", &g.split, |s, v| s.split = *v, ToString::to_string);
-                    variants = axis(variants, "estimator", &g.estimator, |s, v| s.estimator = *v, ToString::to_string);
-                    variants = truncation_axes(variants, g);
-                    variants = axis(variants, "failure_path", &g.failure_path, |s, v| s.failure_path = *v, serde_plain);
-                    // Prompts without a verification turn make the verification axis moot: one point, not two.
-                    for (settings, axes) in variants.iter_mut() {
-                        if settings.prompts.verification.is_none() {
-                            settings.verification = false;
-                            axes.insert("verification".into(), "n/a".into());
-                        }
-                    }
-                    for summarizer in &g.summarizer {
-                        for (settings, axes) in &variants {
-                            for &caller in &g.caller {
-                                for &latch in &g.latch {
-                                    let mut axes = axes.clone();
-                                    axes.insert("caller".into(), serde_plain(&caller));
-                                    axes.insert("latch".into(), serde_plain(&latch));
-                                    let spec = StrategySpec::Gemini { settings: settings.clone(), caller, latch };
-                                    push(spec, Some(summarizer.clone()), axes);
-                                }
-                            }
-                        }
-                    }
-                }
-                "truncation-only" => {
-                    let mut variants =
-                        vec![(settings_for(0.5, 0.3, &CompressionPrompts::current(), false), BTreeMap::new())];
-                    variants = axis(variants, "threshold", &g.threshold, |s, v| s.threshold = Some(*v), |v| fmt_f(*v));
-                    variants = truncation_axes(variants, g);
-                    for (settings, axes) in variants {
-                        push(StrategySpec::TruncationOnly { settings }, None, axes);
-                    }
-                }
-                "observation-masking" => {
-                    for &keep_last in &g.mask_keep_last {
-                        let axes = [("mask_keep_last".to_string(), keep_last.to_string())].into_iter().collect();
-                        push(
-                            StrategySpec::ObservationMasking { keep_last, placeholder: base.mask_placeholder.clone() },
-                            None,
-                            axes,
-                        );
-                    }
-                }
-                "drop-oldest" => {
-                    for &threshold in &g.threshold {
-                        for &keep_fraction in &g.drop_keep_fraction {
-                            let axes = [("threshold", fmt_f(threshold)), ("drop_keep_fraction", fmt_f(keep_fraction))]
-                                .into_iter()
-                                .map(|(k, v)| (k.to_string(), v))
-                                .collect();
-                            push(StrategySpec::DropOldest { threshold, keep_fraction, token_limit: limit }, None, axes);
-                        }
-                    }
-                }
-                "none" => push(StrategySpec::None, None, BTreeMap::new()),
-                other => return Err(format!("unknown strategy `{other}`")),
             }
         }
     }
     Ok(out)
-}
-
-type Variants = Vec<(CompressSettings, BTreeMap<String, String>)>;
-
-/// One more grid axis: every variant so far times every value of the axis.
-fn axis<T>(
-    variants: Variants,
-    name: &str,
-    values: &[T],
-    apply: impl Fn(&mut CompressSettings, &T),
-    show: impl Fn(&T) -> String,
-) -> Variants {
-    variants
-        .into_iter()
-        .flat_map(|(settings, axes)| {
-            values.iter().map(move |v| (settings.clone(), axes.clone(), v)).collect::<Vec<_>>()
-        })
-        .map(|(mut settings, mut axes, v)| {
-            apply(&mut settings, v);
-            axes.insert(name.to_string(), show(v));
-            (settings, axes)
-        })
-        .collect()
-}
-
-/// The tool-output truncation axes, shared by the reference and the truncation-only strategy.
-fn truncation_axes(variants: Variants, g: &Grid) -> Variants {
-    let variants = axis(variants, "truncation", &g.truncation, |s, v| s.truncation = *v, ToString::to_string);
-    let variants = axis(
-        variants,
-        "function_response_budget",
-        &g.function_response_budget,
-        |s, v| s.function_response_budget = *v,
-        ToString::to_string,
-    );
-    axis(
-        variants,
-        "truncate_tool_output_threshold",
-        &g.truncate_tool_output_threshold,
-        |s, v| s.truncate_tool_output_threshold = *v,
-        ToString::to_string,
-    )
-}
-
-fn serde_plain<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
 }
 
 #[cfg(test)]
@@ -600,5 +452,38 @@ mod tests {
         assert_eq!(ids.len(), points.len());
         // Stable ids: the same config gives the same points.
         assert_eq!(points, cfg.points().unwrap());
+    }
+
+    #[test]
+    fn strategy_tables_set_one_strategys_knobs_and_are_checked() {
+        let cfg = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"goose\", \"drop-oldest\"]\nthreshold = [0.6]\n[grid.goose]\nthreshold = [0.7, 0.9]\n",
+            "c.toml",
+        )
+        .unwrap();
+        let points = cfg.points().unwrap();
+        let of = |k: &str| {
+            points.iter().filter(|p| p.strategy.kind() == k).map(|p| p.axes["threshold"].clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(of("goose"), ["0.7", "0.9"]);
+        assert_eq!(of("drop-oldest"), ["0.6"]);
+        let e = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"codex\"]\n[grid.codex]\ntrigger = [0.9]\n",
+            "c.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("c.toml: ") && e.contains("grid.codex.trigger") && e.contains("trigger_fraction"), "{e}");
+        let e = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"codex\"]\n[grid.codex]\ntrigger_fraction = [2]\n",
+            "c.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("grid.codex.trigger_fraction") && e.contains("2 is not in (0, 1]"), "{e}");
+        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"exec:\"]\n", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("grid.strategy") && e.contains("exec:…"), "{e}");
     }
 }

@@ -377,7 +377,10 @@ async fn run_cell(
         Some(spec) => models.get(spec).unwrap_or_else(|e| Arc::new(Unavailable(format!("summarizer `{spec}`: {e}")))),
         None => Arc::new(Unavailable("this strategy calls no model".into())),
     };
-    let strategy = point.strategy.build();
+    let strategy = match point.strategy.build() {
+        Ok(s) => s,
+        Err(e) => return failed(e.to_string()),
+    };
     let input = ReplayInput {
         id: &cell.conversation,
         history: &conversation.history,

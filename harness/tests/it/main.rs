@@ -6,5 +6,6 @@ mod probes;
 mod properties;
 mod replay;
 mod report;
+mod strategies;
 mod support;
 mod upstream;

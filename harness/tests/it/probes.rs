@@ -3,7 +3,7 @@
 use compactbench::datasets;
 use compactbench::llm::ExtractiveModel;
 use compactbench::probes::{self, extract, grade, ProbeObserver, ProbeOptions, ProbeOrigin};
-use compactbench::replay::{replay_observed, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench::replay::{replay_observed, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,7 +38,8 @@ async fn observe(conv: &datasets::Conversation, spec: &StrategySpec, limit: u64,
     let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default());
     let input =
         ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
-    let r = replay_observed(input, spec.build().as_ref(), &settings(limit), &ExtractiveModel::new(), &mut obs).await;
+    let r = replay_observed(input, spec.build().unwrap().as_ref(), &settings(limit), &ExtractiveModel::new(), &mut obs)
+        .await;
     assert_eq!(r.error, None);
     obs.into_results()
 }
@@ -79,7 +80,7 @@ fn shipped_probe_files_match_the_extractor_and_load() {
 async fn none_strategy_retains_every_answer_in_the_history() {
     for rel in SAMPLES {
         let conv = conversation(rel);
-        let r = observe(&conv, &StrategySpec::None, 1_000_000, false).await;
+        let r = observe(&conv, &strategies::none::spec(), 1_000_000, false).await;
         let end = r.at_end().expect("end checkpoint");
         assert_eq!(end.scores.len(), r.probes);
         assert!(end.scores.iter().all(|s| s.retained), "{rel}: {:?}", end.scores);
@@ -89,7 +90,11 @@ async fn none_strategy_retains_every_answer_in_the_history() {
 #[tokio::test]
 async fn drop_oldest_in_a_small_window_loses_early_evidence() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
-    let spec = StrategySpec::DropOldest { threshold: 0.5, keep_fraction: 0.3, token_limit: 4096 };
+    let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
+        threshold: 0.5,
+        keep_fraction: 0.3,
+        token_limit: 4096,
+    });
     let r = observe(&conv, &spec, 4096, false).await;
     let end = r.at_end().unwrap();
     let lost = end.scores.iter().filter(|s| !s.retained).count();
@@ -101,16 +106,16 @@ async fn drop_oldest_in_a_small_window_loses_early_evidence() {
 async fn observer_scores_a_real_compression_with_answers() {
     use compactbench::compress::{CallerKind, CompressSettings, CompressionPrompts, Latch};
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
-    let spec = StrategySpec::Gemini {
-        settings: CompressSettings {
+    let spec = strategies::gemini::spec(
+        CompressSettings {
             token_limit: Some(8192),
             threshold: Some(0.5),
             prompts: CompressionPrompts::current(),
             ..CompressSettings::default()
         },
-        caller: CallerKind::Interactive,
-        latch: Latch::Latched,
-    };
+        CallerKind::Interactive,
+        Latch::Latched,
+    );
     let a = observe(&conv, &spec, 8192, true).await;
     let b = observe(&conv, &spec, 8192, true).await;
     assert_eq!(a, b, "deterministic");
@@ -134,16 +139,16 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
     let (injected, planted) = probes::inject::plant(&conv).unwrap();
     assert!(grade::content_text(&injected.history[planted.at]).contains(&planted.canary));
     for variant in ["v5", "v2"] {
-        let spec = StrategySpec::Gemini {
-            settings: CompressSettings {
+        let spec = strategies::gemini::spec(
+            CompressSettings {
                 token_limit: Some(8192),
                 threshold: Some(0.5),
                 prompts: CompressionPrompts::from_spec(variant).unwrap(),
                 ..CompressSettings::default()
             },
-            caller: CallerKind::Interactive,
-            latch: Latch::Latched,
-        };
+            CallerKind::Interactive,
+            Latch::Latched,
+        );
         let mut obs =
             ProbeObserver::new(&conv.meta.id, Vec::new(), None, None, ProbeOptions::default()).with_injection(&planted);
         let input = ReplayInput {
@@ -151,7 +156,8 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
             history: &injected.history,
             recorded_prompt_tokens: &injected.recorded_prompt_tokens,
         };
-        replay_observed(input, spec.build().as_ref(), &settings(8192), &ExtractiveModel::new(), &mut obs).await;
+        replay_observed(input, spec.build().unwrap().as_ref(), &settings(8192), &ExtractiveModel::new(), &mut obs)
+            .await;
         let inj = obs.into_results().injection.unwrap();
         assert!(inj.snapshots > 0, "{variant}: summaries were written after the planted output");
         assert!(inj.obeyed_snapshots <= inj.snapshots);

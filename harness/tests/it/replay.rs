@@ -4,7 +4,9 @@ use compactbench::compress::{CallerKind, CompressSettings, CompressionPrompts, L
 use compactbench::datasets;
 use compactbench::history;
 use compactbench::llm::{ExtractiveModel, ScriptedModel};
-use compactbench::replay::{replay, ConversationResult, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench::replay::{
+    replay, strategies, ConversationResult, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec,
+};
 use compactbench::tokens::Estimator;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,23 +28,23 @@ fn settings(limit: u64) -> ReplaySettings {
 }
 
 fn gemini(limit: u64, threshold: f64) -> StrategySpec {
-    StrategySpec::Gemini {
-        settings: CompressSettings {
+    strategies::gemini::spec(
+        CompressSettings {
             token_limit: Some(limit),
             threshold: Some(threshold),
             prompts: CompressionPrompts::current(),
             ..CompressSettings::default()
         },
-        caller: CallerKind::Interactive,
-        latch: Latch::Latched,
-    }
+        CallerKind::Interactive,
+        Latch::Latched,
+    )
 }
 
 async fn run(conv: &datasets::Conversation, spec: &StrategySpec, s: &ReplaySettings) -> ConversationResult {
     let llm = ExtractiveModel::new();
     let input =
         ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
-    replay(input, spec.build().as_ref(), s, &llm).await
+    replay(input, spec.build().unwrap().as_ref(), s, &llm).await
 }
 
 /// The first model turn whose preceding request reached the threshold, computed straight from the
@@ -111,7 +113,7 @@ async fn a_single_task_tool_loop_has_no_split_point() {
 #[tokio::test]
 async fn none_strategy_is_the_uncompressed_baseline() {
     let conv = conversation("datasets/tau-bench/task000-trial0.json");
-    let r = run(&conv, &StrategySpec::None, &settings(4096)).await;
+    let r = run(&conv, &strategies::none::spec(), &settings(4096)).await;
     assert!(r.events.is_empty());
     assert_eq!(r.cumulative_request_tokens, r.baseline_cumulative_tokens);
     assert_eq!(r.cumulative_true_tokens, r.baseline_cumulative_true_tokens);
@@ -125,7 +127,11 @@ async fn none_strategy_is_the_uncompressed_baseline() {
 #[tokio::test]
 async fn drop_oldest_keeps_the_window_and_cuts_at_user_turns() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
-    let spec = StrategySpec::DropOldest { threshold: 0.5, keep_fraction: 0.3, token_limit: 8192 };
+    let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
+        threshold: 0.5,
+        keep_fraction: 0.3,
+        token_limit: 8192,
+    });
     let r = run(&conv, &spec, &settings(8192)).await;
     assert!(!r.events.is_empty());
     for e in &r.events {
@@ -139,7 +145,7 @@ async fn an_llm_failure_is_recorded_and_stops_only_that_replay() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
     let llm = ScriptedModel::with_results(vec![Err(compactbench::llm::LlmError::Timeout { seconds: 1 })]);
     let input = ReplayInput { id: "x", history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
-    let r = replay(input, gemini(8192, 0.5).build().as_ref(), &settings(8192), &llm).await;
+    let r = replay(input, gemini(8192, 0.5).build().unwrap().as_ref(), &settings(8192), &llm).await;
     assert!(r.error.as_deref().unwrap().contains("timed out"), "{:?}", r.error);
 }
 

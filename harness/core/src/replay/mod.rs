@@ -6,11 +6,15 @@
 //! when it enters the stored history, so a replay costs time linear in the conversation's length (plus the
 //! compressions themselves).
 
+pub mod exec;
 pub mod metrics;
+pub mod strategies;
 pub mod strategy;
 
 pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
-pub use strategy::{CompressorSession, Strategy, StrategySpec, TurnInput, TurnOutcome};
+pub use strategy::{
+    register, Compressor, CompressorSession, Strategy, StrategyError, StrategySpec, TurnInput, TurnOutcome,
+};
 
 use crate::compress::callers::{overflow_check, OverflowGuard};
 use crate::compress::{curated, CompressionStatus};
@@ -197,6 +201,23 @@ impl Stored {
         drop(old);
     }
 
+    /// Rewrites a few Contents in place (a strategy's edits), measuring only those; the totals are summed
+    /// again in order, so they are the same figures a rebuilt history would give.
+    fn edit(&mut self, edits: Vec<(usize, Content)>) {
+        for (i, c) in edits {
+            if i < self.contents.len() {
+                self.measures[i] = self.measure(&c);
+                self.contents[i] = c;
+            }
+        }
+        self.est = RunningSum::default();
+        self.tik = RunningSum::default();
+        for m in &self.measures {
+            self.est.push(m.0);
+            self.tik.push(m.1);
+        }
+    }
+
     /// o200k tokens of another history (`o200k_count_history`), reusing the figures of Contents it shares
     /// with this one: a candidate that rewrote a few Contents costs only those.
     fn true_tokens_of(&self, h: &[Content]) -> u64 {
@@ -304,7 +325,7 @@ fn first_pass_history(stored: &[Content], first: &str, final_summary: &str) -> O
 /// and is recorded in the result.
 pub async fn replay(
     input: ReplayInput<'_>,
-    strategy: &dyn Strategy,
+    strategy: &dyn Compressor,
     settings: &ReplaySettings,
     llm: &dyn LanguageModel,
 ) -> ConversationResult {
@@ -314,7 +335,7 @@ pub async fn replay(
 /// [`replay`] with an observer.
 pub async fn replay_observed(
     input: ReplayInput<'_>,
-    strategy: &dyn Strategy,
+    strategy: &dyn Compressor,
     settings: &ReplaySettings,
     llm: &dyn LanguageModel,
     observer: &mut dyn ReplayObserver,
@@ -332,6 +353,8 @@ pub async fn replay_observed(
     let mut last_prompt = stored.heuristic();
     let mut compressed_any = false;
     let mut pending_start = 0;
+    // The first stored Content the session has not seen as it is now.
+    let mut changed_from = 0;
     for (i, turn) in input.history.iter().enumerate() {
         if !history::is_model(turn) {
             continue;
@@ -347,11 +370,12 @@ pub async fn replay_observed(
                     last_prompt_tokens: last_prompt,
                     force,
                     prompt_id: format!("{}-{i}", input.id),
+                    changed_from,
                 },
                 llm,
             )
             .await;
-        let outcome = match outcome {
+        let mut outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
                 result.error = Some(format!("turn {i}: {e}"));
@@ -359,9 +383,14 @@ pub async fn replay_observed(
             }
         };
         let status = outcome.info.compression_status;
+        let edited = !outcome.edits.is_empty();
+        if edited {
+            stored.edit(std::mem::take(&mut outcome.edits));
+        }
         let event = (status != CompressionStatus::Noop || force).then(|| {
             let true_after = match (&outcome.candidate, settings.measure_true_tokens) {
                 (Some(c), true) => stored.true_tokens_of(c) + overhead,
+                (None, true) if edited => stored.true_tokens() + overhead,
                 _ => true_before,
             };
             build_event(i, result.requests, force, &outcome, before_contents, (true_before, true_after), settings)
@@ -369,12 +398,17 @@ pub async fn replay_observed(
         *result.events_by_status.entry(status.name().to_string()).or_default() += 1;
         let first_and_final =
             outcome.trace.as_ref().and_then(|t| Some((t.first_summary.clone()?, t.final_summary.clone()?)));
+        let replaced = outcome.replaced.is_some();
         if let Some(new) = outcome.replaced {
             stored.replace(new);
+        }
+        if replaced || edited {
             compressed_any = true;
             // After `startChat`/`setHistory` the count is the heuristic of the stored history.
             last_prompt = stored.heuristic();
         }
+        // Appending may merge into the last Content; a replaced history is new as a whole.
+        changed_from = if replaced { 0 } else { stored.contents.len().saturating_sub(1) };
         if let Some(event) = event {
             let first_pass =
                 first_and_final.and_then(|(first, fin)| first_pass_history(&stored.contents, &first, &fin));

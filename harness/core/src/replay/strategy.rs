@@ -1,27 +1,36 @@
-//! Compression strategies behind one trait: the reference (`gemini`) and the baselines it is compared with.
+//! The strategy interface and its registry.
+//!
+//! A [`Strategy`] is one entry of the registry: it declares its knobs (the sweep axes it reads), expands its
+//! part of a sweep grid into points, and turns one point's parameters into a [`Compressor`], which starts a
+//! [`CompressorSession`] per conversation. The built-in strategies live in `replay/strategies/`, one file
+//! each, listed once in [`crate::replay::strategies::builtin`]; [`register`] adds more at run time (a test
+//! or an embedding program). `harness/ARCHITECTURE.md` walks through adding one.
 
-use crate::compress::truncate::{effective_max_chars, truncate_history_to_budget, TruncationSettings};
-use crate::compress::{
-    compress, Caller, CallerKind, CompressEnv, CompressError, CompressOutcome, CompressRequest, CompressSettings,
-    CompressTrace, CompressionInfo, CompressionStatus, HistoryUpdate, Latch, MemoryToolOutputStore,
-};
-use crate::history::{self, Content};
-use crate::json::Value;
+use crate::compress::{CompressError, CompressTrace, CompressionInfo, CompressionStatus};
+use crate::history::Content;
 use crate::llm::LanguageModel;
-use crate::tokens::Estimator;
 use async_trait::async_trait;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, LazyLock, RwLock};
 
 /// What a strategy sees before a model request.
 #[derive(Clone, Debug)]
 pub struct TurnInput<'a> {
     /// The stored history (without the pending request).
     pub stored: &'a [Content],
-    /// `getLastPromptTokenCount()`.
+    /// `getLastPromptTokenCount()`: the size of the last request as the replay measured it.
     pub last_prompt_tokens: u64,
     /// `/compress` at this turn.
     pub force: bool,
     pub prompt_id: String,
+    /// Index of the first Content of `stored` that is new or changed since the previous request (0 at the
+    /// first request and after the strategy replaced the history): a session that keeps state about the
+    /// history only needs to look at `stored[changed_from..]`.
+    pub changed_from: usize,
 }
 
 /// What a strategy did.
@@ -30,6 +39,9 @@ pub struct TurnOutcome {
     pub info: CompressionInfo,
     /// The new stored history, when the strategy replaced it.
     pub replaced: Option<Vec<Content>>,
+    /// Contents rewritten in place (index into the stored history, new Content), when the strategy changed
+    /// a few Contents and kept the rest (masking): the replay re-measures only these.
+    pub edits: Vec<(usize, Content)>,
     /// The reference's trace (summaries, LLM calls, split) when there was one.
     pub trace: Option<CompressTrace>,
     /// The stored history after a COMPRESSED result is `[env, ...new]` for the interactive caller; the
@@ -38,17 +50,34 @@ pub struct TurnOutcome {
 }
 
 impl TurnOutcome {
-    /// A baseline strategy replaced the stored history (no LLM, no trace).
-    fn replaced(orig: u64, new: u64, status: CompressionStatus, history: Vec<Content>) -> Self {
+    /// The strategy replaced the stored history without a model call.
+    pub fn replaced(orig: u64, new: u64, status: CompressionStatus, history: Vec<Content>) -> Self {
         TurnOutcome {
             info: CompressionInfo { original_token_count: orig, new_token_count: new, compression_status: status },
             candidate: Some(history.clone()),
             replaced: Some(history),
+            edits: Vec::new(),
             trace: None,
         }
     }
 
-    fn noop(orig: u64) -> Self {
+    /// The strategy replaced the stored history, with the model calls and summaries it made.
+    pub fn summarized(orig: u64, new: u64, history: Vec<Content>, trace: CompressTrace) -> Self {
+        TurnOutcome { trace: Some(trace), ..Self::replaced(orig, new, CompressionStatus::Compressed, history) }
+    }
+
+    /// The strategy rewrote a few Contents in place.
+    pub fn edited(orig: u64, new: u64, status: CompressionStatus, edits: Vec<(usize, Content)>) -> Self {
+        TurnOutcome {
+            info: CompressionInfo { original_token_count: orig, new_token_count: new, compression_status: status },
+            replaced: None,
+            edits,
+            trace: None,
+            candidate: None,
+        }
+    }
+
+    pub fn noop(orig: u64) -> Self {
         TurnOutcome {
             info: CompressionInfo {
                 original_token_count: orig,
@@ -56,10 +85,30 @@ impl TurnOutcome {
                 compression_status: CompressionStatus::Noop,
             },
             replaced: None,
+            edits: Vec::new(),
             trace: None,
             candidate: None,
         }
     }
+}
+
+/// Why a strategy could not be configured or failed during a replay.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StrategyError {
+    #[error(transparent)]
+    Compress(#[from] CompressError),
+    #[error("summarizer call failed: {0}")]
+    Llm(#[from] crate::llm::LlmError),
+    #[error("unknown strategy `{name}` (expected one of: {known})")]
+    Unknown { name: String, known: String },
+    #[error("strategy `{strategy}` is already registered")]
+    Duplicate { strategy: String },
+    #[error("strategy `{strategy}`, knob `{knob}`: {message}")]
+    Knob { strategy: String, knob: String, message: String },
+    #[error("strategy `{strategy}`: bad parameters: {message}")]
+    Params { strategy: String, message: String },
+    #[error("strategy `{strategy}`: {message}")]
+    Failed { strategy: String, message: String },
 }
 
 /// One conversation's compressor state.
@@ -69,277 +118,522 @@ pub trait CompressorSession: Send {
         &mut self,
         turn: TurnInput<'_>,
         llm: &dyn LanguageModel,
-    ) -> Result<TurnOutcome, CompressError>;
+    ) -> Result<TurnOutcome, StrategyError>;
 }
 
-/// A strategy: makes a fresh session per conversation.
-pub trait Strategy: Send + Sync {
-    fn name(&self) -> &str;
-    /// Whether it calls the summarizer model at all.
-    fn uses_llm(&self) -> bool;
+/// A strategy with its knob values fixed: makes a fresh session per conversation.
+pub trait Compressor: Send + Sync {
     fn start(&self) -> Box<dyn CompressorSession>;
 }
 
-/// Which strategy, with its knobs; the sweep grid builds these.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "strategy", rename_all = "kebab-case")]
-pub enum StrategySpec {
-    /// The reference: `compress()` driven by the interactive or sub-agent caller.
-    Gemini { settings: CompressSettings, caller: CallerKind, latch: Latch },
-    /// Tool-output truncation only (the reference's fallback path, used as a strategy), at the threshold.
-    TruncationOnly { settings: CompressSettings },
-    /// Keep the last `keep_last` tool outputs, replace older ones with a placeholder (SWE-agent, JetBrains).
-    ObservationMasking { keep_last: usize, placeholder: String },
-    /// Sliding window at user-turn boundaries: above the threshold, drop the oldest turns until the history
-    /// fits `1 − preserve_fraction`… of the window, i.e. keep `preserve_fraction × limit` tokens.
-    DropOldest { threshold: f64, keep_fraction: f64, token_limit: u64 },
-    /// Never compress: the upper bound on what the agent knows, the lower bound on savings.
+impl<F: Fn() -> Box<dyn CompressorSession> + Send + Sync> Compressor for F {
+    fn start(&self) -> Box<dyn CompressorSession> {
+        self()
+    }
+}
+
+/// A strategy's parameters at one grid point (knob values and whatever else it needs), as stored in the plan.
+pub type Params = Map<String, Json>;
+
+/// One registry entry.
+pub trait Strategy: Send + Sync {
+    /// The name used in `[grid] strategy = [...]` (for strategies that take an argument, the part before `:`).
+    fn name(&self) -> &'static str;
+    /// One line for `compactbench strategies`.
+    fn about(&self) -> &'static str;
+    /// The knobs it reads: its sweep axes.
+    fn knobs(&self) -> Vec<Knob>;
+    /// Whether it calls the summarizer model (then it is swept over the grid's `summarizer` values).
+    fn uses_llm(&self) -> bool;
+    /// The agent whose policy it models (`Codex CLI`), for the per-system report; `None` for baselines.
+    fn system(&self) -> Option<&'static str> {
+        None
+    }
+    /// Whether it is written `NAME:ARGUMENT` (`exec:COMMAND`).
+    fn takes_argument(&self) -> bool {
+        false
+    }
+    /// Its part of the grid: one [`Variant`] per point. The default is the product of its knobs' values
+    /// (and of the summarizers when it uses a model), with parameters `{token_limit, knob: value, …}`.
+    fn expand(&self, grid: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
+        grid.knob_product()
+    }
+    /// Parameters of one point → the compressor.
+    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError>;
+}
+
+/// Parses a point's parameters into a strategy's typed parameter struct.
+pub fn parse_params<P: DeserializeOwned>(strategy: &str, params: &Params) -> Result<P, StrategyError> {
+    serde_json::from_value(Json::Object(params.clone()))
+        .map_err(|e| StrategyError::Params { strategy: strategy.into(), message: e.to_string() })
+}
+
+/// A strategy's typed parameters → the stored map.
+pub fn to_params<P: Serialize>(strategy: &str, p: &P) -> Result<Params, StrategyError> {
+    match serde_json::to_value(p) {
+        Ok(Json::Object(m)) => Ok(m),
+        Ok(Json::Null) => Ok(Map::new()),
+        Ok(other) => {
+            Err(StrategyError::Params { strategy: strategy.into(), message: format!("not an object: {other}") })
+        }
+        Err(e) => Err(StrategyError::Params { strategy: strategy.into(), message: e.to_string() }),
+    }
+}
+
+/// A knob: one sweep axis a strategy reads.
+#[derive(Clone)]
+pub struct Knob {
+    pub name: &'static str,
+    /// `number`, `integer`, `bool`, `string` or `enum`.
+    pub kind: &'static str,
+    pub default: Json,
+    /// The valid values, for help and errors (`(0, 1]`, `≥ 1`, `current | none`).
+    pub range: String,
+    pub help: &'static str,
+    check: KnobCheck,
+}
+
+/// Checks one knob value, with a message saying what is wrong.
+type KnobCheck = Arc<dyn Fn(&Json) -> Result<(), String> + Send + Sync>;
+
+impl std::fmt::Debug for Knob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Knob").field("name", &self.name).field("default", &self.default).finish()
+    }
+}
+
+/// Bounds of a number knob.
+#[derive(Clone, Copy, Debug)]
+pub enum Bound {
+    Open(f64),
+    Closed(f64),
     None,
 }
 
-impl StrategySpec {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            StrategySpec::Gemini { .. } => "gemini",
-            StrategySpec::TruncationOnly { .. } => "truncation-only",
-            StrategySpec::ObservationMasking { .. } => "observation-masking",
-            StrategySpec::DropOldest { .. } => "drop-oldest",
-            StrategySpec::None => "none",
-        }
-    }
-
-    pub fn build(&self) -> Box<dyn Strategy> {
-        Box::new(BuiltStrategy { spec: self.clone() })
-    }
-}
-
-struct BuiltStrategy {
-    spec: StrategySpec,
-}
-
-impl Strategy for BuiltStrategy {
-    fn name(&self) -> &str {
-        self.spec.kind()
-    }
-
-    fn uses_llm(&self) -> bool {
-        matches!(self.spec, StrategySpec::Gemini { .. })
-    }
-
-    fn start(&self) -> Box<dyn CompressorSession> {
-        match &self.spec {
-            StrategySpec::Gemini { settings, caller, latch } => Box::new(GeminiSession {
-                settings: settings.clone(),
-                caller: Caller::new(*caller, *latch),
-                next_id: 0,
-                store: MemoryToolOutputStore::new("/tmp/compactbench/project"),
-            }),
-            StrategySpec::TruncationOnly { settings } => Box::new(TruncationOnlySession {
-                settings: settings.clone(),
-                next_id: 0,
-                store: MemoryToolOutputStore::new("/tmp/compactbench/project"),
-            }),
-            StrategySpec::ObservationMasking { keep_last, placeholder } => {
-                Box::new(MaskingSession { keep_last: *keep_last, placeholder: placeholder.clone() })
+impl Knob {
+    /// A number within `lo`..`hi`.
+    pub fn number(name: &'static str, default: f64, lo: Bound, hi: Bound, help: &'static str) -> Knob {
+        let range = format!(
+            "{}{}, {}{}",
+            match lo {
+                Bound::Open(_) | Bound::None => "(",
+                Bound::Closed(_) => "[",
+            },
+            match lo {
+                Bound::Open(x) | Bound::Closed(x) => crate::json::js_format(x),
+                Bound::None => "-∞".into(),
+            },
+            match hi {
+                Bound::Open(x) | Bound::Closed(x) => crate::json::js_format(x),
+                Bound::None => "∞".into(),
+            },
+            match hi {
+                Bound::Closed(_) => "]",
+                _ => ")",
             }
-            StrategySpec::DropOldest { threshold, keep_fraction, token_limit } => Box::new(DropOldestSession {
-                threshold: *threshold,
-                keep_fraction: *keep_fraction,
-                token_limit: *token_limit,
-            }),
-            StrategySpec::None => Box::new(NoneSession),
-        }
-    }
-}
-
-struct GeminiSession {
-    settings: CompressSettings,
-    caller: Caller,
-    next_id: u64,
-    store: MemoryToolOutputStore,
-}
-
-#[async_trait]
-impl CompressorSession for GeminiSession {
-    async fn before_request(
-        &mut self,
-        turn: TurnInput<'_>,
-        llm: &dyn LanguageModel,
-    ) -> Result<TurnOutcome, CompressError> {
-        // The sub-agent caller never forces.
-        let force = turn.force && self.caller.kind == CallerKind::Interactive;
-        let req = CompressRequest {
-            prompt_id: turn.prompt_id,
-            force,
-            has_failed: self.caller.has_failed_argument(),
-            last_prompt_tokens: turn.last_prompt_tokens,
-            ui_last_prompt_tokens: turn.last_prompt_tokens,
-        };
-        let mut env = CompressEnv { next_truncation_id: &mut self.next_id, tool_outputs: &mut self.store };
-        let out: CompressOutcome = compress(turn.stored, &req, &self.settings, &mut env, llm).await?;
-        // Outputs are only needed for their paths; keep memory flat over long replays.
-        self.store.files.clear();
-        let env_turn = self.settings.env_text.as_deref().map(history::user_text);
-        let replaced = match self.caller.apply(&out, force, env_turn.as_ref()) {
-            HistoryUpdate::Replaced(h) => Some(h),
-            HistoryUpdate::Unchanged => None,
-        };
-        let candidate = out.trace.candidate_history.clone().map(|h| {
-            let mut full: Vec<Content> = Vec::with_capacity(h.len() + 1);
-            if self.caller.kind == CallerKind::Interactive {
-                full.extend(env_turn.clone());
+        );
+        let shown = range.clone();
+        let check = move |v: &Json| {
+            let x = v.as_f64().ok_or_else(|| format!("{} is not a number", label(v)))?;
+            let ok_lo = match lo {
+                Bound::Open(l) => x > l,
+                Bound::Closed(l) => x >= l,
+                Bound::None => true,
+            };
+            let ok_hi = match hi {
+                Bound::Open(h) => x < h,
+                Bound::Closed(h) => x <= h,
+                Bound::None => true,
+            };
+            if ok_lo && ok_hi {
+                Ok(())
+            } else {
+                Err(format!("{} is not in {shown}", label(v)))
             }
-            full.extend(h);
-            full
-        });
-        Ok(TurnOutcome { info: out.info, replaced, trace: Some(out.trace), candidate })
-    }
-}
-
-struct TruncationOnlySession {
-    settings: CompressSettings,
-    next_id: u64,
-    store: MemoryToolOutputStore,
-}
-
-#[async_trait]
-impl CompressorSession for TruncationOnlySession {
-    async fn before_request(
-        &mut self,
-        turn: TurnInput<'_>,
-        _llm: &dyn LanguageModel,
-    ) -> Result<TurnOutcome, CompressError> {
-        let orig = turn.last_prompt_tokens;
-        let limit = self.settings.token_limit();
-        if !turn.force && (orig as f64) < self.settings.effective_threshold() * limit as f64 {
-            return Ok(TurnOutcome::noop(orig));
-        }
-        let ts = TruncationSettings {
-            variant: self.settings.truncation,
-            budget: self.settings.function_response_budget,
-            max_chars: effective_max_chars(limit, orig, self.settings.truncate_tool_output_threshold),
-            estimator: Estimator::Current,
         };
-        let t = truncate_history_to_budget(turn.stored, &ts, &mut self.next_id, &mut self.store);
-        self.store.files.clear();
-        let tc = self.settings.estimator.history(&t.history);
-        if t.changed.is_empty() || tc >= orig {
-            return Ok(TurnOutcome::noop(orig));
+        Knob { name, kind: "number", default: Json::from(default), range, help, check: Arc::new(check) }
+    }
+
+    /// A whole number ≥ `min`.
+    pub fn integer(name: &'static str, default: i64, min: i64, help: &'static str) -> Knob {
+        let check = move |v: &Json| match v.as_i64() {
+            Some(x) if x >= min => Ok(()),
+            Some(_) => Err(format!("{} is less than {min}", label(v))),
+            None => Err(format!("{} is not a whole number", label(v))),
+        };
+        Knob {
+            name,
+            kind: "integer",
+            default: Json::from(default),
+            range: format!("≥ {min}"),
+            help,
+            check: Arc::new(check),
         }
-        Ok(TurnOutcome::replaced(orig, tc, CompressionStatus::ContentTruncated, t.history))
+    }
+
+    pub fn boolean(name: &'static str, default: bool, help: &'static str) -> Knob {
+        let check = |v: &Json| if v.is_boolean() { Ok(()) } else { Err(format!("{} is not true or false", label(v))) };
+        Knob {
+            name,
+            kind: "bool",
+            default: Json::from(default),
+            range: "true | false".into(),
+            help,
+            check: Arc::new(check),
+        }
+    }
+
+    /// One of a named enum's values (checked by deserializing into `T`).
+    pub fn choice<T: DeserializeOwned + Serialize + 'static>(
+        name: &'static str,
+        default: T,
+        values: &[&str],
+        help: &'static str,
+    ) -> Knob {
+        let check = |v: &Json| serde_json::from_value::<T>(v.clone()).map(|_| ()).map_err(|e| e.to_string());
+        Knob {
+            name,
+            kind: "enum",
+            default: serde_json::to_value(default).unwrap_or(Json::Null),
+            range: values.join(" | "),
+            help,
+            check: Arc::new(check),
+        }
+    }
+
+    /// A string, checked by `check`.
+    pub fn text(
+        name: &'static str,
+        default: &str,
+        range: &str,
+        help: &'static str,
+        check: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Knob {
+        let check = move |v: &Json| match v.as_str() {
+            Some(s) => check(s),
+            None => Err(format!("{} is not a string", label(v))),
+        };
+        Knob { name, kind: "string", default: Json::from(default), range: range.into(), help, check: Arc::new(check) }
+    }
+
+    /// Checks one value of this knob.
+    pub fn check(&self, v: &Json) -> Result<(), String> {
+        (self.check)(v)
     }
 }
 
-struct MaskingSession {
-    keep_last: usize,
-    placeholder: String,
+/// A knob that names a prompt section, `FILE:SECTION` (a built-in file stem of `configs/prompts/` or a path).
+pub fn prompt_knob(name: &'static str, default: &str, help: &'static str) -> Knob {
+    Knob::text(name, default, "FILE:SECTION", help, |s| prompt_section(s).map(|_| ()).map_err(|e| e.to_string()))
 }
 
-fn line_count(v: &Value) -> usize {
+/// The text of a prompt section named `FILE:SECTION`.
+pub fn prompt_section(spec: &str) -> Result<String, crate::compress::prompts::PromptError> {
+    use crate::compress::prompts::{builtin_prompt, PromptError, PromptFile};
+    let Some((file, section)) = spec.rsplit_once(':') else {
+        return Err(PromptError::Unknown(spec.into(), "a FILE:SECTION spec".into()));
+    };
+    let path = std::path::Path::new(file);
+    let f = if path.exists() { PromptFile::load(path)? } else { builtin_prompt(file)? };
+    Ok(f.section(section)?.to_string())
+}
+
+/// How a grid value is shown in axes and reports: strings verbatim, numbers as JavaScript prints them.
+pub fn label(v: &Json) -> String {
     match v {
-        Value::String(s) => s.to_str_lossy().lines().count(),
-        Value::Object(_) => v.get("output").or_else(|| v.get("content")).map(line_count).unwrap_or(1),
-        _ => 1,
+        Json::String(s) => s.clone(),
+        Json::Number(n) if n.is_f64() => crate::json::js_format(n.as_f64().unwrap_or(f64::NAN)),
+        other => other.to_string(),
     }
 }
 
-#[async_trait]
-impl CompressorSession for MaskingSession {
-    async fn before_request(
-        &mut self,
-        turn: TurnInput<'_>,
-        _llm: &dyn LanguageModel,
-    ) -> Result<TurnOutcome, CompressError> {
-        let orig = turn.last_prompt_tokens;
-        // Positions of tool outputs, newest last.
-        let positions: Vec<(usize, usize)> = turn
-            .stored
-            .iter()
-            .enumerate()
-            .flat_map(|(ci, c)| {
-                history::parts(c)
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| history::function_response(p).is_some())
-                    .map(move |(pi, _)| (ci, pi))
+/// Base values of settings the grid does not vary (the config's `[base]` table).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BaseSettings {
+    pub model: String,
+    pub active_model: Option<String>,
+    pub approved_plan_path: Option<String>,
+    pub model_table: crate::models::ModelTable,
+    pub high_fidelity: bool,
+    pub inflation_guard: bool,
+    pub env_text: Option<String>,
+    pub mask_placeholder: String,
+}
+
+impl Default for BaseSettings {
+    fn default() -> Self {
+        let d = crate::compress::CompressSettings::default();
+        BaseSettings {
+            model: d.model,
+            active_model: None,
+            approved_plan_path: None,
+            model_table: d.model_table,
+            high_fidelity: true,
+            inflation_guard: true,
+            env_text: None,
+            mask_placeholder: "Old environment output: ({num_text_lines} lines omitted)".into(),
+        }
+    }
+}
+
+/// One point of a strategy's part of the grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    pub params: Params,
+    /// Axis values for reports (the knobs this strategy reads).
+    pub axes: BTreeMap<String, String>,
+    /// The summarizer's model spec, for strategies that call one.
+    pub summarizer: Option<String>,
+}
+
+/// What a strategy's `expand` reads: the grid's values for its knobs and the settings around them.
+pub struct GridContext<'a> {
+    /// The strategy as written in the grid (`exec:python3 x.py`).
+    pub strategy: &'a str,
+    /// The part after `NAME:` for strategies that take an argument.
+    pub argument: Option<&'a str>,
+    pub summarizers: &'a [String],
+    /// The simulated window of this point.
+    pub token_limit: u64,
+    pub base: &'a BaseSettings,
+    /// `[llm] max_output_tokens`.
+    pub max_output_tokens: Option<u32>,
+    /// The grid's knob values (`[grid]` keys), and this strategy's own table (`[grid.NAME]`), which wins.
+    pub shared: &'a BTreeMap<String, Json>,
+    pub own: Option<&'a Map<String, Json>>,
+    pub knobs: Vec<Knob>,
+    pub uses_llm: bool,
+}
+
+impl GridContext<'_> {
+    fn knob(&self, name: &str) -> Result<&Knob, StrategyError> {
+        self.knobs.iter().find(|k| k.name == name).ok_or_else(|| StrategyError::Knob {
+            strategy: self.strategy.into(),
+            knob: name.into(),
+            message: "read but not declared by the strategy".into(),
+        })
+    }
+
+    /// The raw values of a knob: the grid's list (a single value counts as a list of one), else its default.
+    pub fn raw_values(&self, name: &str) -> Result<Vec<Json>, StrategyError> {
+        let knob = self.knob(name)?;
+        let v = self.own.and_then(|m| m.get(name)).or_else(|| self.shared.get(name));
+        let values = match v {
+            None => vec![knob.default.clone()],
+            Some(Json::Array(a)) => a.clone(),
+            Some(other) => vec![other.clone()],
+        };
+        if values.is_empty() {
+            return Err(StrategyError::Knob {
+                strategy: self.strategy.into(),
+                knob: name.into(),
+                message: "needs at least one value".into(),
+            });
+        }
+        for v in &values {
+            knob.check(v).map_err(|message| StrategyError::Knob {
+                strategy: self.strategy.into(),
+                knob: name.into(),
+                message,
+            })?;
+        }
+        Ok(values)
+    }
+
+    /// A knob's values, typed, with their labels.
+    pub fn values<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<(T, String)>, StrategyError> {
+        self.raw_values(name)?
+            .into_iter()
+            .map(|v| {
+                let shown = label(&v);
+                serde_json::from_value(v).map(|t| (t, shown)).map_err(|e| StrategyError::Knob {
+                    strategy: self.strategy.into(),
+                    knob: name.into(),
+                    message: e.to_string(),
+                })
             })
-            .collect();
-        let mask_count = positions.len().saturating_sub(self.keep_last);
-        // Placeholders for the outputs not masked yet; the history is copied only when one changes.
-        let masked_already = |r: &Value| r.get("masked").is_some();
-        let edits: Vec<(usize, usize, String)> = positions[..mask_count]
-            .iter()
-            .filter_map(|&(ci, pi)| {
-                let fr = history::function_response(&history::parts(&turn.stored[ci])[pi])?;
-                let response = fr.get("response").unwrap_or(&Value::Null);
-                if masked_already(response) {
-                    return None;
-                }
-                Some((ci, pi, self.placeholder.replace("{num_text_lines}", &line_count(response).to_string())))
-            })
-            .collect();
-        if edits.is_empty() {
-            return Ok(TurnOutcome::noop(orig));
+            .collect()
+    }
+
+    /// The default expansion: summarizers (when the strategy uses a model) × the product of all knobs.
+    pub fn knob_product(&self) -> Result<Vec<Variant>, StrategyError> {
+        let mut combos: Vec<(Params, BTreeMap<String, String>)> = {
+            let mut p = Params::new();
+            p.insert("token_limit".into(), Json::from(self.token_limit));
+            if self.uses_llm {
+                p.insert("max_output_tokens".into(), Json::from(self.max_output_tokens));
+            }
+            vec![(p, BTreeMap::new())]
+        };
+        for knob in &self.knobs {
+            let values = self.raw_values(knob.name)?;
+            combos = combos
+                .into_iter()
+                .flat_map(|(p, a)| {
+                    values.iter().map(move |v| {
+                        let (mut p, mut a) = (p.clone(), a.clone());
+                        p.insert(knob.name.into(), v.clone());
+                        a.insert(knob.name.into(), label(v));
+                        (p, a)
+                    })
+                })
+                .collect();
         }
-        let mut history = turn.stored.to_vec();
-        for (ci, pi, text) in edits {
-            let Some(Value::Array(parts)) = history[ci].get_mut("parts") else { continue };
-            let Some(fr) = parts[pi].get_mut("functionResponse") else { continue };
-            fr.insert("response", Value::object([("output", Value::str(&text)), ("masked", Value::Bool(true))]));
+        let summarizers: Vec<Option<String>> =
+            if self.uses_llm { self.summarizers.iter().cloned().map(Some).collect() } else { vec![None] };
+        let mut out = Vec::new();
+        for s in &summarizers {
+            for (params, axes) in &combos {
+                out.push(Variant { params: params.clone(), axes: axes.clone(), summarizer: s.clone() });
+            }
         }
-        let new = Estimator::Current.history(&history);
-        Ok(TurnOutcome::replaced(orig, new, CompressionStatus::ContentTruncated, history))
+        Ok(out)
     }
 }
 
-struct DropOldestSession {
-    threshold: f64,
-    keep_fraction: f64,
-    token_limit: u64,
+/// Which strategy, with its parameters; the sweep grid builds these and the plan stores them, as
+/// `{"strategy": NAME, …parameters}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StrategySpec {
+    pub name: String,
+    pub params: Params,
 }
 
-#[async_trait]
-impl CompressorSession for DropOldestSession {
-    async fn before_request(
-        &mut self,
-        turn: TurnInput<'_>,
-        _llm: &dyn LanguageModel,
-    ) -> Result<TurnOutcome, CompressError> {
-        let orig = turn.last_prompt_tokens;
-        if !turn.force && (orig as f64) < self.threshold * self.token_limit as f64 {
-            return Ok(TurnOutcome::noop(orig));
+impl Serialize for StrategySpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.params.len() + 1))?;
+        m.serialize_entry("strategy", &self.name)?;
+        for (k, v) in &self.params {
+            m.serialize_entry(k, v)?;
         }
-        let budget = self.keep_fraction * self.token_limit as f64;
-        // Walk back from the newest turn; cut at the oldest plain user turn whose suffix fits the budget.
-        let mut suffix = 0.0;
-        let mut cut = turn.stored.len();
-        for (i, c) in turn.stored.iter().enumerate().rev() {
-            suffix += Estimator::Current.content_raw(c);
-            if suffix > budget {
-                break;
-            }
-            if history::is_user(c) && !history::has_function_response(c) {
-                cut = i;
-            }
-        }
-        if cut == 0 || cut == turn.stored.len() {
-            return Ok(TurnOutcome::noop(orig));
-        }
-        let kept = turn.stored[cut..].to_vec();
-        let new = Estimator::Current.history(&kept);
-        Ok(TurnOutcome::replaced(orig, new, CompressionStatus::Compressed, kept))
+        m.end()
     }
 }
 
-struct NoneSession;
+impl<'de> Deserialize<'de> for StrategySpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = Map::<String, Json>::deserialize(d)?;
+        let name = match m.get("strategy") {
+            Some(Json::String(s)) => s.clone(),
+            _ => return Err(serde::de::Error::custom("missing string field `strategy`")),
+        };
+        let params = m.into_iter().filter(|(k, _)| k != "strategy").collect();
+        Ok(StrategySpec { name, params })
+    }
+}
 
-#[async_trait]
-impl CompressorSession for NoneSession {
-    async fn before_request(
-        &mut self,
-        turn: TurnInput<'_>,
-        _llm: &dyn LanguageModel,
-    ) -> Result<TurnOutcome, CompressError> {
-        Ok(TurnOutcome::noop(turn.last_prompt_tokens))
+impl StrategySpec {
+    /// A spec from a strategy's typed parameters.
+    pub fn new<P: Serialize>(name: &str, params: &P) -> Result<StrategySpec, StrategyError> {
+        Ok(StrategySpec { name: name.into(), params: to_params(name, params)? })
+    }
+
+    /// The registry name (`gemini`, `exec`, …).
+    pub fn kind(&self) -> &str {
+        &self.name
+    }
+
+    /// The compressor, configured by its registry entry.
+    pub fn build(&self) -> Result<Box<dyn Compressor>, StrategyError> {
+        let entry = registry().into_iter().find(|s| s.name() == self.name);
+        match entry {
+            Some(s) => s.configure(&self.params),
+            None => Err(find(&self.name)
+                .err()
+                .unwrap_or(StrategyError::Unknown { name: self.name.clone(), known: String::new() })),
+        }
+    }
+}
+
+static REGISTRY: LazyLock<RwLock<Vec<Arc<dyn Strategy>>>> =
+    LazyLock::new(|| RwLock::new(crate::replay::strategies::builtin()));
+
+/// Every registered strategy, built-ins first, in registration order.
+pub fn registry() -> Vec<Arc<dyn Strategy>> {
+    REGISTRY.read().map(|r| r.clone()).unwrap_or_else(|e| e.into_inner().clone())
+}
+
+/// Adds a strategy to the registry (an error when its name is taken).
+pub fn register(strategy: Arc<dyn Strategy>) -> Result<(), StrategyError> {
+    let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    if r.iter().any(|s| s.name() == strategy.name()) {
+        return Err(StrategyError::Duplicate { strategy: strategy.name().into() });
+    }
+    r.push(strategy);
+    Ok(())
+}
+
+/// The registry entry for a strategy as written in a grid (`gemini`, `exec:python3 x.py`).
+pub fn find(written: &str) -> Result<Arc<dyn Strategy>, StrategyError> {
+    let all = registry();
+    if let Some(s) = all.iter().find(|s| s.name() == written && !s.takes_argument()) {
+        return Ok(s.clone());
+    }
+    if let Some((prefix, arg)) = written.split_once(':') {
+        if let Some(s) = all.iter().find(|s| s.name() == prefix && s.takes_argument() && !arg.trim().is_empty()) {
+            return Ok(s.clone());
+        }
+    }
+    let known = all
+        .iter()
+        .map(|s| if s.takes_argument() { format!("{}:…", s.name()) } else { s.name().to_string() })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(StrategyError::Unknown { name: written.into(), known })
+}
+
+/// `compactbench strategies`: every registered strategy with its one line and knobs.
+pub fn describe() -> String {
+    let mut out = String::new();
+    for s in registry() {
+        let name = if s.takes_argument() { format!("{}:COMMAND", s.name()) } else { s.name().to_string() };
+        let model = if s.uses_llm() { " (calls the summarizer)" } else { "" };
+        let _ = writeln!(out, "{name}{model}\n    {}", s.about());
+        for k in s.knobs() {
+            let _ = writeln!(
+                out,
+                "    {:<32} {:<7} default {:<24} {}  — {}",
+                k.name,
+                k.kind,
+                label(&k.default),
+                k.range,
+                k.help
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_serializes_as_a_tagged_object_and_round_trips() {
+        let spec =
+            StrategySpec::new("drop-oldest", &serde_json::json!({"threshold": 0.5, "keep_fraction": 0.3})).unwrap();
+        let text = serde_json::to_string(&spec).unwrap();
+        assert_eq!(text, r#"{"strategy":"drop-oldest","threshold":0.5,"keep_fraction":0.3}"#);
+        assert_eq!(serde_json::from_str::<StrategySpec>(&text).unwrap(), spec);
+    }
+
+    #[test]
+    fn exec_is_found_by_prefix_and_unknown_names_list_the_registry() {
+        assert_eq!(find("exec:python3 x.py").unwrap().name(), "exec");
+        assert!(find("exec:").is_err() && find("exec").is_err());
+        let e = find("magic").err().unwrap().to_string();
+        assert!(e.contains("unknown strategy `magic`") && e.contains("gemini") && e.contains("exec:…"), "{e}");
+    }
+
+    #[test]
+    fn number_knobs_check_their_range() {
+        let k = Knob::number("threshold", 0.5, Bound::Open(0.0), Bound::Closed(1.0), "");
+        assert_eq!(k.range, "(0, 1]");
+        assert!(k.check(&Json::from(1.0)).is_ok());
+        assert_eq!(k.check(&Json::from(1.5)).unwrap_err(), "1.5 is not in (0, 1]");
+        assert!(k.check(&Json::from("x")).is_err());
     }
 }

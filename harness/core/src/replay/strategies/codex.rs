@@ -1,0 +1,194 @@
+//! OpenAI Codex CLI's local compaction, modelled from `openai/codex` `codex-rs/core/src/compact.rs`
+//! @`0100b103` (`build_compacted_history`), the trigger of `protocol/src/openai_models.rs`
+//! (`auto_compact_token_limit = min(configured, 90 % of the window)`) and the prompt
+//! `codex-rs/core/templates/compact/prompt.md` @`11baefb5` (`configs/prompts/codex.txt`).
+//!
+//! - Trigger: the last request ≥ `trigger_fraction × window` (or `/compress`).
+//! - The summarizer gets the whole history with the prompt appended as a user turn; when that request does
+//!   not fit the window, the oldest items are dropped until it does ("Trimmed N older conversation items").
+//! - New history: the previous user messages, newest first, within `user_message_budget` tokens (the
+//!   oldest kept one cut with a "tokens truncated" marker), in their original order, then one user message
+//!   `"{summary_prefix}\n{summary}"`. Assistant turns, tool calls and tool outputs are dropped, and so are
+//!   earlier summary messages (the new summary covers them).
+
+use super::common::{self, call, clip_chars, is_plain_user, section, text_tokens, trace};
+use crate::history::{self, Content};
+use crate::llm::LanguageModel;
+use crate::replay::strategy::*;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+pub struct Codex;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct CodexParams {
+    token_limit: u64,
+    max_output_tokens: Option<u32>,
+    trigger_fraction: f64,
+    user_message_budget: u64,
+    summary_prompt: String,
+}
+
+impl Strategy for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn about(&self) -> &'static str {
+        "Codex CLI: summary of the whole history; newest user messages kept up to a token budget; the rest dropped"
+    }
+    fn system(&self) -> Option<&'static str> {
+        Some("Codex CLI")
+    }
+    fn uses_llm(&self) -> bool {
+        true
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![
+            Knob::number(
+                "trigger_fraction",
+                0.9,
+                Bound::Open(0.0),
+                Bound::Closed(1.0),
+                "auto-compact at this share of the window",
+            ),
+            Knob::integer(
+                "user_message_budget",
+                20_000,
+                0,
+                "tokens of previous user messages kept (COMPACT_USER_MESSAGE_MAX_TOKENS)",
+            ),
+            prompt_knob("summary_prompt", "codex:prompt_handoff", "the compaction prompt"),
+        ]
+    }
+    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+        let p: CodexParams = parse_params(self.name(), params)?;
+        let prompt = section(self.name(), &p.summary_prompt)?;
+        let prefix = section(self.name(), "codex:summary_prefix")?;
+        Ok(Box::new(move || {
+            Box::new(CodexSession { p: p.clone(), prompt: prompt.clone(), prefix: prefix.clone() })
+                as Box<dyn CompressorSession>
+        }))
+    }
+}
+
+struct CodexSession {
+    p: CodexParams,
+    prompt: String,
+    prefix: String,
+}
+
+/// The marker Codex puts in a user message cut to the budget.
+fn truncated(text: &str, keep_tokens: u64) -> String {
+    let total = text_tokens(text);
+    let (head, _) = clip_chars(text, (keep_tokens * 4) as usize);
+    format!("{head}…{} tokens truncated…", total.saturating_sub(keep_tokens))
+}
+
+impl CodexSession {
+    /// `build_compacted_history`: user messages newest first within the budget, then the summary.
+    fn compacted(&self, stored: &[Content], summary: &str) -> Vec<Content> {
+        let mut kept: Vec<String> = Vec::new();
+        let mut left = self.p.user_message_budget;
+        for c in stored.iter().rev().filter(|c| is_plain_user(c)) {
+            let text = history::visible_text(c);
+            if text.is_empty() || text.starts_with(&self.prefix) {
+                continue;
+            }
+            if left == 0 {
+                break;
+            }
+            let t = text_tokens(&text);
+            if t <= left {
+                left -= t;
+                kept.push(text);
+            } else {
+                kept.push(truncated(&text, left));
+                left = 0;
+            }
+        }
+        kept.reverse();
+        let mut out: Vec<Content> = kept.iter().map(|t| history::user_text(t)).collect();
+        out.push(history::user_text(&format!("{}\n{summary}", self.prefix)));
+        out
+    }
+}
+
+#[async_trait]
+impl CompressorSession for CodexSession {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, StrategyError> {
+        let orig = turn.last_prompt_tokens;
+        let limit = (self.p.trigger_fraction * self.p.token_limit as f64) as u64;
+        if turn.stored.is_empty() || (!turn.force && orig < limit) {
+            return Ok(TurnOutcome::noop(orig));
+        }
+        // The whole history plus the prompt; the oldest items go first when it does not fit the window.
+        let prompt_turn = history::user_text(&self.prompt);
+        let mut from = 0;
+        let mut size = common::tokens(turn.stored) + common::content_tokens(&prompt_turn);
+        while size > self.p.token_limit && from + 1 < turn.stored.len() {
+            size -= common::content_tokens(&turn.stored[from]).min(size);
+            from += 1;
+        }
+        let mut request = turn.stored[from..].to_vec();
+        request.push(prompt_turn);
+        let id = format!("{}-compact", turn.prompt_id);
+        let (summary, record) = call(llm, None, request, &id, self.p.max_output_tokens).await?;
+        let new = self.compacted(turn.stored, &summary);
+        let new_tokens = common::tokens(&new);
+        let tr = trace(&summary, vec![record], turn.stored.len(), 0, &new);
+        Ok(TurnOutcome::summarized(orig, new_tokens, new, tr))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::fixtures::*;
+
+    #[test]
+    fn triggers_at_ninety_percent_and_keeps_only_user_messages_and_the_summary() {
+        let h = session(3, 40);
+        let llm = Recorder::new("SUMMARY");
+        let mut s = session_of("codex", serde_json::json!({}), 1000);
+        assert!(run(s.as_mut(), &h, 899, &llm).replaced.is_none(), "below 0.9 × 1000");
+        assert!(llm.sent().is_empty());
+        let out = run(s.as_mut(), &h, 900, &llm);
+        let new = out.replaced.expect("compacted at 900");
+        let texts: Vec<String> = new.iter().map(text_of).collect();
+        assert_eq!(
+            texts[..3],
+            ["request 0: fix src/file0.rs", "request 1: fix src/file1.rs", "request 2: fix src/file2.rs"]
+        );
+        assert!(
+            texts[3].starts_with("Another language model started to solve this problem")
+                && texts[3].ends_with("\nSUMMARY")
+        );
+        assert_eq!(new.len(), 4, "assistant turns and tool outputs are dropped");
+        // The summarizer saw the whole history with the handoff prompt as the last user turn.
+        let sent = llm.sent();
+        assert_eq!(sent[0].contents.len(), h.len() + 1);
+        assert!(
+            text_of(sent[0].contents.last().unwrap()).starts_with("You are performing a CONTEXT CHECKPOINT COMPACTION")
+        );
+    }
+
+    #[test]
+    fn user_messages_are_kept_newest_first_within_the_budget() {
+        let mut h = vec![user(&"old ".repeat(200)), model("ok")];
+        h.extend([user("newest request"), model("done")]);
+        let llm = Recorder::new("S");
+        // 20 tokens: the newest message fits whole, the older one is cut with a marker.
+        let mut s = session_of("codex", serde_json::json!({"user_message_budget": 20}), 1000);
+        let new = run(s.as_mut(), &h, 950, &llm).replaced.unwrap();
+        let texts: Vec<String> = new.iter().map(text_of).collect();
+        assert!(texts[0].starts_with("old old") && texts[0].contains("tokens truncated"), "{texts:?}");
+        assert_eq!(texts[1], "newest request");
+        // An earlier summary message is not carried over as a user message.
+        let mut s2 = session_of("codex", serde_json::json!({}), 1000);
+        let again = run(s2.as_mut(), &new, 950, &llm).replaced.unwrap();
+        assert_eq!(again.iter().filter(|c| text_of(c).starts_with("Another language model")).count(), 1);
+    }
+}

@@ -1,0 +1,99 @@
+//! Sliding window at user-turn boundaries: above the threshold, drop the oldest turns until the history
+//! fits `keep_fraction × window` tokens.
+
+use super::gemini::threshold_knob;
+use crate::compress::CompressionStatus;
+use crate::history;
+use crate::llm::LanguageModel;
+use crate::replay::strategy::*;
+use crate::tokens::Estimator;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+pub struct DropOldest;
+
+/// Stored parameters (the field order is part of the point id).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DropOldestParams {
+    pub threshold: f64,
+    pub keep_fraction: f64,
+    pub token_limit: u64,
+}
+
+impl Strategy for DropOldest {
+    fn name(&self) -> &'static str {
+        "drop-oldest"
+    }
+    fn about(&self) -> &'static str {
+        "sliding window: above the threshold, drop the oldest turns down to a share of the window (no model)"
+    }
+    fn uses_llm(&self) -> bool {
+        false
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![
+            threshold_knob(0.5),
+            Knob::number("drop_keep_fraction", 0.3, Bound::Open(0.0), Bound::Open(1.0), "share of the window kept"),
+        ]
+    }
+    fn expand(&self, g: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
+        let mut out = Vec::new();
+        for (threshold, t_shown) in g.values::<f64>("threshold")? {
+            for (keep_fraction, k_shown) in g.values::<f64>("drop_keep_fraction")? {
+                let p = DropOldestParams { threshold, keep_fraction, token_limit: g.token_limit };
+                let axes = [("threshold".to_string(), t_shown.clone()), ("drop_keep_fraction".to_string(), k_shown)];
+                out.push(Variant {
+                    params: to_params(self.name(), &p)?,
+                    axes: axes.into_iter().collect(),
+                    summarizer: None,
+                });
+            }
+        }
+        Ok(out)
+    }
+    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+        let p: DropOldestParams = parse_params(self.name(), params)?;
+        Ok(Box::new(move || Box::new(DropOldestSession(p.clone())) as Box<dyn CompressorSession>))
+    }
+}
+
+/// The spec of `drop-oldest` (tests).
+pub fn spec(p: DropOldestParams) -> StrategySpec {
+    StrategySpec::new("drop-oldest", &p).expect("plain numbers serialize")
+}
+
+struct DropOldestSession(DropOldestParams);
+
+#[async_trait]
+impl CompressorSession for DropOldestSession {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        _llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, StrategyError> {
+        let p = &self.0;
+        let orig = turn.last_prompt_tokens;
+        if !turn.force && (orig as f64) < p.threshold * p.token_limit as f64 {
+            return Ok(TurnOutcome::noop(orig));
+        }
+        let budget = p.keep_fraction * p.token_limit as f64;
+        // Walk back from the newest turn; cut at the oldest plain user turn whose suffix fits the budget.
+        let mut suffix = 0.0;
+        let mut cut = turn.stored.len();
+        for (i, c) in turn.stored.iter().enumerate().rev() {
+            suffix += Estimator::Current.content_raw(c);
+            if suffix > budget {
+                break;
+            }
+            if history::is_user(c) && !history::has_function_response(c) {
+                cut = i;
+            }
+        }
+        if cut == 0 || cut == turn.stored.len() {
+            return Ok(TurnOutcome::noop(orig));
+        }
+        let kept = turn.stored[cut..].to_vec();
+        let new = Estimator::Current.history(&kept);
+        Ok(TurnOutcome::replaced(orig, new, CompressionStatus::Compressed, kept))
+    }
+}

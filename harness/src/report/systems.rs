@@ -1,0 +1,104 @@
+//! The per-system table: each strategy that models another agent's policy (and the reference and `none`
+//! beside them), with its cost, what it kept, how often it compressed and how often the window overflowed.
+
+use super::Table;
+use crate::sweep::summary::{summarize, PointSummary};
+use crate::sweep::{CellResult, ConfigPoint, Plan};
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "–".into())
+}
+
+/// The agent a strategy models, from the registry (`None` for baselines and unknown strategies).
+fn system_of(p: &ConfigPoint) -> Option<&'static str> {
+    crate::replay::strategy::registry().into_iter().find(|s| s.name() == p.strategy.kind()).and_then(|s| s.system())
+}
+
+/// The axis values that tell this point from the other points of its strategy (`–` when it has no other).
+fn variant(p: &ConfigPoint, plan: &Plan) -> String {
+    let same: Vec<&ConfigPoint> =
+        plan.points.iter().filter(|q| q.slice.is_none() && q.strategy.kind() == p.strategy.kind()).collect();
+    let shown: Vec<String> = p
+        .axes
+        .iter()
+        .filter(|(k, v)| same.iter().any(|q| q.axes.get(*k) != Some(*v)))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if shown.is_empty() {
+        "–".into()
+    } else {
+        shown.join(" ")
+    }
+}
+
+/// The table, when the run holds at least one strategy modelling another agent.
+pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
+    let others = plan.points.iter().any(|p| system_of(p).is_some() && p.strategy.kind() != "gemini");
+    if !others {
+        return None;
+    }
+    let summaries = summarize(plan, cells);
+    let header = [
+        "system",
+        "strategy",
+        "variant",
+        "cells",
+        "failed",
+        "cumulative tokens vs none",
+        "retention at end",
+        "compressions",
+        "overflows",
+    ];
+    let mut rows = Vec::new();
+    for (p, s) in plan.points.iter().zip(&summaries).filter(|(p, _)| p.slice.is_none()) {
+        let system =
+            system_of(p).unwrap_or(if p.strategy.kind() == "none" { "(no compression)" } else { "(baseline)" });
+        rows.push(row(system, p, &variant(p, plan), s));
+    }
+    Some(Table { header: header.map(String::from).to_vec(), rows })
+}
+
+fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<String> {
+    let compressions: u64 = ["COMPRESSED", "CONTENT_TRUNCATED"].iter().filter_map(|k| s.events_by_status.get(*k)).sum();
+    vec![
+        system.to_string(),
+        p.axes.get("strategy").cloned().unwrap_or_else(|| p.strategy.kind().to_string()),
+        variant.to_string(),
+        s.conversations.to_string(),
+        s.failed.to_string(),
+        pct(s.cumulative_vs_none),
+        pct(s.probes.as_ref().and_then(|x| x.all.retention_end)),
+        compressions.to_string(),
+        s.overflow_events.to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::SweepConfig;
+
+    fn plan_of(file: &str) -> Plan {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let config = SweepConfig::load(&root.join(file)).unwrap();
+        Plan {
+            name: config.name.clone(),
+            points: config.points().unwrap(),
+            conversations: Vec::new(),
+            repeats: 1,
+            replay: config.replay.clone(),
+            probes: None,
+        }
+    }
+
+    #[test]
+    fn a_row_per_point_of_the_systems_config_and_no_table_for_the_default_run() {
+        let t = per_system(&plan_of("configs/systems.toml"), &[]).expect("other agents' strategies");
+        let systems: Vec<&str> = t.rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(systems.len(), 11);
+        assert!(systems.contains(&"Codex CLI") && systems.contains(&"(no compression)"), "{systems:?}");
+        let cline: Vec<&str> = t.rows.iter().filter(|r| r[1] == "cline").map(|r| r[2].as_str()).collect();
+        assert_eq!(cline, ["mode=summary", "mode=truncate"]);
+        assert!(per_system(&plan_of("configs/default.toml"), &[]).is_none());
+    }
+}

@@ -1,0 +1,253 @@
+//! The strategy registry as a contributor meets it: a strategy defined here, registered and swept without
+//! touching any other file (the `harness/ARCHITECTURE.md` walk-through), and the point ids of the shipped
+//! default config unchanged by the registry.
+
+use compactbench::compress::CompressionStatus;
+use compactbench::history;
+use compactbench::llm::LanguageModel;
+use compactbench::replay::strategy::{
+    parse_params, Bound, Compressor, CompressorSession, Knob, Params, Strategy, StrategyError, TurnInput, TurnOutcome,
+};
+use compactbench::sweep::{runner, SweepConfig};
+use serde::Deserialize;
+use std::sync::Arc;
+
+use crate::support::repo;
+
+/// Keep the newest `keep_last` Contents once the last request passes `trigger × window`.
+struct KeepLast;
+
+#[derive(Clone, Deserialize)]
+struct KeepLastParams {
+    token_limit: u64,
+    trigger: f64,
+    keep_last: usize,
+}
+
+impl Strategy for KeepLast {
+    fn name(&self) -> &'static str {
+        "test-keep-last"
+    }
+    fn about(&self) -> &'static str {
+        "keeps the newest N Contents above a trigger (a test strategy)"
+    }
+    fn uses_llm(&self) -> bool {
+        false
+    }
+    fn knobs(&self) -> Vec<Knob> {
+        vec![
+            Knob::number("trigger", 0.5, Bound::Open(0.0), Bound::Closed(1.0), "fraction of the window"),
+            Knob::integer("keep_last", 4, 1, "Contents kept"),
+        ]
+    }
+    // `expand` is the default: the product of the knobs' values.
+    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+        let p: KeepLastParams = parse_params(self.name(), params)?;
+        Ok(Box::new(move || Box::new(KeepLastSession(p.clone())) as Box<dyn CompressorSession>))
+    }
+}
+
+struct KeepLastSession(KeepLastParams);
+
+#[async_trait::async_trait]
+impl CompressorSession for KeepLastSession {
+    async fn before_request(
+        &mut self,
+        turn: TurnInput<'_>,
+        _llm: &dyn LanguageModel,
+    ) -> Result<TurnOutcome, StrategyError> {
+        let p = &self.0;
+        let orig = turn.last_prompt_tokens;
+        if (orig as f64) < p.trigger * p.token_limit as f64 || turn.stored.len() <= p.keep_last {
+            return Ok(TurnOutcome::noop(orig));
+        }
+        // Start at a plain user turn, never at a tool response.
+        let plain_user = |c: &compactbench::history::Content| history::is_user(c) && !history::has_function_response(c);
+        let Some(start) = (turn.stored.len() - p.keep_last..turn.stored.len()).find(|&i| plain_user(&turn.stored[i]))
+        else {
+            return Ok(TurnOutcome::noop(orig));
+        };
+        let kept = turn.stored[start..].to_vec();
+        let new = compactbench::tokens::Estimator::Current.history(&kept);
+        Ok(TurnOutcome::replaced(orig, new, CompressionStatus::Compressed, kept))
+    }
+}
+
+/// Runs a sweep config into `out` (from the repository root, offline).
+pub fn sweep(config: &SweepConfig, out: &std::path::Path) -> runner::RunSummary {
+    let plan = runner::make_plan(config, &repo()).unwrap();
+    let opts = runner::RunOptions {
+        run_dir: out.to_path_buf(),
+        base_dir: repo(),
+        shard: None,
+        cache_mode: None,
+        progress: false,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(runner::run(config, &plan, &opts)).unwrap()
+}
+
+fn register_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| compactbench::replay::register(Arc::new(KeepLast)).unwrap());
+}
+
+#[test]
+fn a_strategy_defined_here_is_registered_validated_and_swept() {
+    register_once();
+    assert!(compactbench::replay::strategy::describe().contains("test-keep-last"));
+    // Its knobs are grid keys like any built-in's, checked against its declaration.
+    let bad =
+        "name = \"t\"\ndatasets = [\"datasets/aider\"]\n[grid]\nstrategy = [\"test-keep-last\"]\ntrigger = [1.5]\n";
+    let e = SweepConfig::parse(bad, "t.toml").unwrap_err().to_string();
+    assert!(e.contains("t.toml") && e.contains("grid.trigger") && e.contains("1.5 is not in (0, 1]"), "{e}");
+    let text = "name = \"t\"\ndatasets = [\"datasets/aider\"]\nmax_conversations = 2\n[replay]\ntoken_limit = 4096\n\
+                prompt_count_source = \"heuristic\"\n[llm]\ncache_mode = \"off\"\n\
+                [grid]\nstrategy = [\"test-keep-last\", \"none\"]\ntrigger = [0.3]\nkeep_last = [2, 6]\n";
+    let config = SweepConfig::parse(text, "t.toml").unwrap();
+    let points = config.points().unwrap();
+    let mine: Vec<_> = points.iter().filter(|p| p.strategy.kind() == "test-keep-last").collect();
+    assert_eq!(mine.len(), 2);
+    assert_eq!(mine[0].axes["keep_last"], "2");
+    let out = std::env::temp_dir().join(format!("compactbench-keep-last-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let summary = sweep(&config, &out);
+    assert_eq!((summary.total_cells, summary.failed), (6, 0));
+    let cells: Vec<compactbench::sweep::CellResult> = std::fs::read_dir(out.join("cells").join(&mine[1].id))
+        .unwrap()
+        .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    assert_eq!(cells.len(), 2);
+    assert!(cells.iter().all(|c| c.result.error.is_none()));
+    assert!(
+        cells.iter().any(|c| c.result.events_by_status.get("COMPRESSED").copied().unwrap_or(0) > 0),
+        "no compression"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn default_config_points_keep_the_committed_baseline_ids() {
+    let config = SweepConfig::load(&repo().join("configs/default.toml")).unwrap();
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(repo().join("reports/baseline/plan.json")).unwrap()).unwrap();
+    let baseline: Vec<(String, String)> = plan["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap().to_string(), serde_json::to_string(&p["axes"]).unwrap()))
+        .collect();
+    let now: Vec<(String, String)> =
+        config.points().unwrap().iter().map(|p| (p.id.clone(), serde_json::to_string(&p.axes).unwrap())).collect();
+    assert_eq!(now, baseline);
+}
+
+/// `configs/external.toml` with the example's path made absolute (tests run in `harness/`).
+fn external_config(extra_args: &str) -> SweepConfig {
+    let example = repo().join("harness/examples/summarize_head.py");
+    let text = std::fs::read_to_string(repo().join("configs/external.toml"))
+        .unwrap()
+        .replace("harness/examples/summarize_head.py", &format!("{}{extra_args}", example.display()));
+    SweepConfig::parse(&text, "configs/external.toml").unwrap()
+}
+
+fn cells_of(out: &std::path::Path, strategy: &str, config: &SweepConfig) -> Vec<compactbench::sweep::CellResult> {
+    let points = config.points().unwrap();
+    let p = points.iter().find(|p| p.strategy.kind() == strategy).unwrap();
+    let mut cells: Vec<compactbench::sweep::CellResult> = std::fs::read_dir(out.join("cells").join(&p.id))
+        .unwrap()
+        .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    cells.sort_by(|a, b| a.cell.conversation.cmp(&b.cell.conversation));
+    cells
+}
+
+#[test]
+fn the_python_example_compresses_through_the_harness_model_layer() {
+    let config = external_config("");
+    let out = std::env::temp_dir().join(format!("compactbench-external-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let summary = sweep(&config, &out);
+    assert_eq!((summary.total_cells, summary.failed), (6, 0));
+    let cells = cells_of(&out, "exec", &config);
+    assert_eq!(cells.len(), 3);
+    assert!(
+        cells.iter().all(|c| c.result.error.is_none()),
+        "{:?}",
+        cells.iter().map(|c| &c.result.error).collect::<Vec<_>>()
+    );
+    let events: Vec<_> = cells.iter().flat_map(|c| &c.result.events).collect();
+    assert!(events.iter().any(|e| e.status == "COMPRESSED"), "no compression event");
+    // The program's summary request went through the harness: recorded as a summarizer call.
+    assert!(events.iter().all(|e| e.summarizer_calls == 1 && e.summarizer_input_tokens > 0));
+    assert!(events.iter().all(|e| e.final_summary.as_deref().is_some_and(|s| s.contains("<state_snapshot>"))));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete() {
+    let config = external_config(" --crash-on 2");
+    let out = std::env::temp_dir().join(format!("compactbench-external-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let summary = sweep(&config, &out);
+    assert_eq!((summary.total_cells, summary.failed), (6, 3));
+    for c in cells_of(&out, "exec", &config) {
+        let e = c.result.error.expect("the program crashed on its second request");
+        assert!(e.contains("--crash-on 2`, request 2 ("), "{e}");
+        assert!(e.contains("exited with exit status: 1") && e.contains("crashing on request 2 as asked"), "{e}");
+        assert_eq!(c.result.requests, 1, "the replay stops at the failed request");
+    }
+    assert!(cells_of(&out, "none", &config).iter().all(|c| c.result.error.is_none() && c.result.requests > 2));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Every strategy of `configs/systems.toml`, replayed on one shipped conversation with the extractive
+/// summarizer and the config's knobs, compresses at least once.
+#[tokio::test]
+async fn every_other_system_compresses_a_shipped_conversation() {
+    use compactbench::llm::ExtractiveModel;
+    use compactbench::replay::{replay, ReplayInput};
+    let config = SweepConfig::load(&repo().join("configs/systems.toml")).unwrap();
+    let points = config.points().unwrap();
+    let conv =
+        compactbench::datasets::load_conversation(&repo().join("datasets/aider/chat-history-2024-08-13-13-42-45.json"))
+            .unwrap();
+    // OpenHands counts events: a longer trajectory for it.
+    let long =
+        compactbench::datasets::load_conversation(&repo().join("datasets/mini-swe-agent/django__django-11099.json"))
+            .unwrap();
+    let mut kinds = std::collections::BTreeSet::new();
+    for p in points.iter().filter(|p| p.strategy.kind() != "none") {
+        let c = if p.strategy.kind().starts_with("openhands") { &long } else { &conv };
+        let input = ReplayInput { id: "c", history: &c.history, recorded_prompt_tokens: &c.recorded_prompt_tokens };
+        let settings = compactbench::replay::ReplaySettings { token_limit: p.token_limit, ..config.replay.clone() };
+        let r = replay(input, p.strategy.build().unwrap().as_ref(), &settings, &ExtractiveModel::new()).await;
+        assert_eq!(r.error, None, "{}", p.strategy.kind());
+        let compressions =
+            r.events.iter().filter(|e| e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED").count();
+        assert!(
+            compressions >= 1,
+            "{} {:?}: {:?} ({} contents)",
+            p.strategy.kind(),
+            p.axes,
+            r.events_by_status,
+            c.history.len()
+        );
+        kinds.insert(p.strategy.kind().to_string());
+    }
+    assert_eq!(kinds.len(), 9, "{kinds:?}");
+}
+
+#[test]
+fn compactbench_strategies_lists_at_least_eleven_with_knobs() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_compactbench")).arg("strategies").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()).collect();
+    assert!(names.len() >= 11, "{names:?}");
+    assert!(text.contains("codex (calls the summarizer)") && text.contains("exec:COMMAND"));
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("trigger_fraction") && l.contains("default 0.9")),
+        "{text}"
+    );
+}
