@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod extract;
+pub mod figures;
 pub mod generate;
 pub mod grade;
 pub mod inject;

@@ -1,6 +1,7 @@
 //! Scoring probes during a replay: after every compression event and at the end, on the history the agent
 //! would send (and on the first-pass history when a verification pass replaced the first summary).
 
+use super::figures;
 use super::grade::{self, AnswerGrade};
 use super::{inject, Probe, ProbeKind, ProbeOrigin};
 use crate::compress::prompts::PromptFile;
@@ -57,6 +58,15 @@ pub struct ProbeScore {
     pub source: ProbeOrigin,
     /// A gold answer (normalised) occurs in the history the agent would send.
     pub retained: bool,
+    /// The probe belongs to its conversation's early-only set ([`super::figures::early_only`]); the same at
+    /// every moment and for every strategy. `None`: scored without the recording (older cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_only: Option<bool>,
+    /// At this moment the strategy has summarised, rewritten or dropped the probe's evidence and no accepted
+    /// answer survives verbatim in the history (kept tail, later turns): only the snapshot can still answer
+    /// it ([`super::figures::at_risk`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_risk: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<AnswerResult>,
     /// The same with the first-pass summary instead of the verified one.
@@ -74,6 +84,13 @@ pub struct Checkpoint {
     /// Recorded model turn of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<usize>,
+    /// Compressions (events that replaced the history: COMPRESSED, CONTENT_TRUNCATED) so far, this one
+    /// included; at the end, all of the replay's. `None` in older cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u32>,
+    /// This event replaced the history (a failed or rejected compression did not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaced: bool,
     pub scores: Vec<ProbeScore>,
 }
 
@@ -97,6 +114,9 @@ pub struct InjectionResult {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeResults {
     pub probes: usize,
+    /// Model spec of the answerer (`extractive` retrieves a passage: its grade is retrieval accuracy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerer: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +141,9 @@ pub struct ProbeObserver {
     judge: Option<Arc<dyn LanguageModel>>,
     options: ProbeOptions,
     results: ProbeResults,
+    /// What the recording says about each probe (absent: early-only and at-risk are not scored).
+    recording: Option<figures::RecordingIndex>,
+    compressions: u32,
 }
 
 impl ProbeObserver {
@@ -131,8 +154,27 @@ impl ProbeObserver {
         judge: Option<Arc<dyn LanguageModel>>,
         options: ProbeOptions,
     ) -> Self {
-        let results = ProbeResults { probes: probes.len(), ..Default::default() };
-        ProbeObserver { conversation: conversation.into(), probes, answerer, judge, options, results }
+        let results = ProbeResults {
+            probes: probes.len(),
+            answerer: answerer.as_ref().map(|m| m.spec().to_string()),
+            ..Default::default()
+        };
+        ProbeObserver {
+            conversation: conversation.into(),
+            probes,
+            answerer,
+            judge,
+            options,
+            results,
+            recording: None,
+            compressions: 0,
+        }
+    }
+
+    /// Scores early-only and at-risk against the recorded history the replay is fed.
+    pub fn with_recording(mut self, recorded: &[Content]) -> Self {
+        self.recording = Some(figures::RecordingIndex::new(recorded, &self.probes));
+        self
     }
 
     /// Watches summaries for the canary of a planted instruction.
@@ -197,9 +239,15 @@ impl ProbeObserver {
     ) -> Vec<ProbeScore> {
         let hay = grade::history_haystack(stored);
         let first_hay = first_pass.map(grade::history_haystack);
+        let view = self.recording.as_ref().map(|r| r.view(stored));
         let mut scores = Vec::new();
-        for p in self.probes.iter().filter(|p| p.available_before() <= upto) {
+        for (i, p) in self.probes.iter().enumerate().filter(|(_, p)| p.available_before() <= upto) {
             let retained = p.answers().any(|a| hay.contains(a));
+            let early_only = self.recording.as_ref().map(|r| r.early_only(i));
+            let at_risk = match (&self.recording, &view) {
+                (Some(r), Some(v)) => Some(r.at_risk(i, p, v)),
+                _ => None,
+            };
             let answer = if ask { self.answer(p, stored).await } else { None };
             let first_pass_answer = match first_pass {
                 Some(fp) if ask && self.options.verification_accuracy => self.answer(p, fp).await,
@@ -210,6 +258,8 @@ impl ProbeObserver {
                 kind: p.kind,
                 source: p.source,
                 retained,
+                early_only,
+                at_risk,
                 answer,
                 first_pass_retained: first_hay.as_ref().map(|h| p.answers().any(|a| h.contains(a))),
                 first_pass_answer,
@@ -276,9 +326,17 @@ impl ReplayObserver for ProbeObserver {
         if self.probes.is_empty() {
             return;
         }
+        let replaced = matches!(event.status.as_str(), "COMPRESSED" | "CONTENT_TRUNCATED");
+        self.compressions += replaced as u32;
         let scores = self.score(stored, first_pass, event.turn, self.options.answer_at_events).await;
         if !scores.is_empty() {
-            self.results.checkpoints.push(Checkpoint { event: Some(event_index), turn: Some(event.turn), scores });
+            self.results.checkpoints.push(Checkpoint {
+                event: Some(event_index),
+                turn: Some(event.turn),
+                ordinal: self.recording.is_some().then_some(self.compressions),
+                replaced,
+                scores,
+            });
         }
     }
 
@@ -290,7 +348,8 @@ impl ReplayObserver for ProbeObserver {
             return;
         }
         let scores = self.score(stored, None, usize::MAX, true).await;
-        self.results.checkpoints.push(Checkpoint { event: None, turn: None, scores });
+        let ordinal = self.recording.is_some().then_some(self.compressions);
+        self.results.checkpoints.push(Checkpoint { event: None, turn: None, ordinal, replaced: false, scores });
     }
 }
 

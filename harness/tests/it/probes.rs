@@ -35,12 +35,84 @@ async fn observe(conv: &datasets::Conversation, spec: &StrategySpec, limit: u64,
     let probes = extract::extract(conv);
     let answerer: Option<Arc<dyn compactbench::llm::LanguageModel>> =
         answer.then(|| Arc::new(ExtractiveModel::new()) as Arc<dyn compactbench::llm::LanguageModel>);
-    let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default());
+    observe_probes(conv, probes, spec, limit, answerer).await.1
+}
+
+async fn observe_probes(
+    conv: &datasets::Conversation,
+    probes: Vec<probes::Probe>,
+    spec: &StrategySpec,
+    limit: u64,
+    answerer: Option<Arc<dyn compactbench::llm::LanguageModel>>,
+) -> (compactbench::replay::ConversationResult, probes::ProbeResults) {
+    let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default())
+        .with_recording(&conv.history);
     let input =
         ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
     let r = replay_observed(input, spec.build().as_ref(), &settings(limit), &ExtractiveModel::new(), &mut obs).await;
     assert_eq!(r.error, None);
-    obs.into_results()
+    (r, obs.into_results())
+}
+
+fn cell(
+    conv: &datasets::Conversation,
+    point: &str,
+    result: compactbench::replay::ConversationResult,
+    probes: probes::ProbeResults,
+) -> compactbench::sweep::CellResult {
+    compactbench::sweep::CellResult {
+        cell: compactbench::sweep::Cell { point: point.into(), conversation: conv.meta.id.clone(), repeat: 0 },
+        source: conv.meta.source.clone(),
+        result,
+        probes: Some(probes),
+    }
+}
+
+/// Early-only probes are a fixed set per conversation that `none` keeps by construction; drop-oldest puts
+/// probes at risk at its compressions and, keeping no snapshot, retains none of them.
+#[tokio::test]
+async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk_probes() {
+    use compactbench::probes::figures;
+    let (mut none_cells, mut drop_cells) = (Vec::new(), Vec::new());
+    for rel in SAMPLES {
+        let conv = conversation(rel);
+        let (r, none) = observe_probes(&conv, extract::extract(&conv), &StrategySpec::None, 1_000_000, None).await;
+        let flags = |p: &probes::ProbeResults| -> Vec<(String, Option<bool>)> {
+            p.at_end().unwrap().scores.iter().map(|s| (s.probe.clone(), s.early_only)).collect()
+        };
+        let end = none.at_end().unwrap();
+        assert!(end.scores.iter().all(|s| s.at_risk == Some(false)), "{rel}: `none` drops nothing");
+        assert!(end.scores.iter().filter(|s| s.early_only == Some(true)).all(|s| s.retained), "{rel}");
+        let spec = StrategySpec::DropOldest { threshold: 0.5, keep_fraction: 0.3, token_limit: 4096 };
+        let (dr, dropped) = observe_probes(&conv, extract::extract(&conv), &spec, 4096, None).await;
+        assert_eq!(flags(&none), flags(&dropped), "{rel}: the early-only set does not depend on the strategy");
+        none_cells.push(cell(&conv, "none", r, none));
+        drop_cells.push(cell(&conv, "drop", dr, dropped));
+    }
+    let none_refs: Vec<_> = none_cells.iter().collect();
+    let drop_refs: Vec<_> = drop_cells.iter().collect();
+    let n = figures::point_figures(&none_refs, "none").unwrap();
+    assert!(n.early_only_retention.n > 0, "some shipped probes are early-only");
+    assert_eq!(n.early_only_retention.value, Some(1.0));
+    assert_eq!(n.at_risk_retention.n, 0);
+    let d = figures::point_figures(&drop_refs, "drop-oldest").unwrap();
+    assert!(d.at_risk_retention.n > 0, "drop-oldest puts probes at risk");
+    assert_eq!(d.at_risk_retention.value, Some(0.0), "nothing but verbatim turns survive drop-oldest");
+    assert!(d.early_only_retention.value.unwrap() < 1.0);
+    assert_eq!(d.early_only_retention.n, n.early_only_retention.n);
+    // Ordinal breakdown: at-risk pairs after the first compression are counted.
+    assert!(d.breakdown.iter().any(|b| b.by == "ordinal" && b.value == "1" && b.figure == "at_risk_retention"));
+    // Per-conversation metrics are the rows' own means.
+    for c in &drop_cells {
+        let rows = figures::cell_rows(c, "drop-oldest");
+        let early: Vec<_> = rows.iter().filter(|r| r.moment == "end" && r.early_only == Some(true)).collect();
+        let m = figures::conversation_metrics(c);
+        if !early.is_empty() {
+            let share = early.iter().filter(|r| r.retained).count() as f64 / early.len() as f64;
+            assert_eq!(m["early_only_retention"], share);
+            assert_eq!(m["early_only_n"], early.len() as f64);
+        }
+    }
 }
 
 #[test]
