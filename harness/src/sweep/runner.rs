@@ -409,7 +409,8 @@ async fn run_cell(
         answerer,
         judge,
         pc.options(point.probe_answers_at_end_only),
-    );
+    )
+    .with_recording(&conversation.history);
     let result = replay::replay_observed(input, strategy.as_ref(), settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();
     // Only strategies that write summaries can obey a planted instruction.
