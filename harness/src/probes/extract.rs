@@ -52,9 +52,34 @@ re!(
     r"=+ ((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)(?:, )?)+)(?: in [\d.]+s)"
 );
 re!(UNITTEST_RAN, r"Ran (\d+) tests? in [\d.]+s");
-re!(DIRECTIVE, r"(?i)\b(must|don't|do not|never|always|make sure|should not|shouldn't|avoid|instead of|only)\b");
-re!(BECAUSE, r"(?i)^(.{12,}?)\s*,?\s+(?:because|since|so that|in order to)\s+(.+)$");
-re!(NEXT_STEP, r"(?i)^(?:now,?\s+|next,?\s+|then,?\s+)?(?:let's|let me|i'll|i will|i need to|we need to)\s+(.+)$");
+/// Words that make a user sentence a directive, a model sentence a reason, or a plan. The `extractive`
+/// baseline must not share them (a test checks): a summarizer that copied exactly these sentences would be
+/// rewarded by construction.
+pub const DIRECTIVE_WORDS: &[&str] = &[
+    "must",
+    "don't",
+    "do not",
+    "never",
+    "always",
+    "make sure",
+    "should not",
+    "shouldn't",
+    "avoid",
+    "instead of",
+    "only",
+];
+pub const REASON_WORDS: &[&str] = &["because", "since", "so that", "in order to"];
+pub const PLAN_WORDS: &[&str] = &["let's", "let me", "i'll", "i will", "i need to", "we need to"];
+
+static DIRECTIVE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!(r"(?i)\b({})\b", DIRECTIVE_WORDS.join("|"))).expect("valid regex"));
+static BECAUSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?i)^(.{{12,}}?)\s*,?\s+(?:{})\s+(.+)$", REASON_WORDS.join("|"))).expect("valid regex")
+});
+static NEXT_STEP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?i)^(?:now,?\s+|next,?\s+|then,?\s+)?(?:{})\s+(.+)$", PLAN_WORDS.join("|")))
+        .expect("valid regex")
+});
 
 /// One candidate probe before filtering and numbering.
 struct Candidate {
