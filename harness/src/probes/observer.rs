@@ -117,6 +117,9 @@ pub struct ProbeResults {
     /// Model spec of the answerer (`extractive` retrieves a passage: its grade is retrieval accuracy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answerer: Option<String>,
+    /// Probes left out of scoring, with the lint that marked each ([`super::lint`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<super::lint::Lint>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -141,9 +141,53 @@ fn shipped_probe_files_match_the_extractor_and_load() {
         let dir = repo().join("datasets/probes");
         let stored =
             std::fs::read(probes::probe_path(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::Auto)).unwrap();
-        assert_eq!(stored, probes::probe_file_bytes(&extract::extract_file(&conv)), "{rel}: re-run `probes extract`");
+        // The extractor lints against every conversation of the source.
+        let source_dir = repo().join("datasets").join(&conv.meta.source);
+        let files = datasets::find_conversations(&[source_dir]).unwrap();
+        let convs: Vec<datasets::Conversation> =
+            files.iter().map(|f| datasets::load_conversation(f).unwrap()).collect();
+        let refs: Vec<&datasets::Conversation> = convs.iter().collect();
+        let corpus = extract::extract_corpus(&refs);
+        let mine = corpus.iter().find(|f| f.conversation == conv.meta.id).unwrap();
+        assert_eq!(stored, probes::probe_file_bytes(mine), "{rel}: re-run `probes extract`");
         let all = probes::load_probes(&dir, &conv.meta.source, &conv.meta.id, &ProbeOrigin::ALL, conv.history.len());
         assert!(all.is_ok(), "{rel}: {:?}", all.err());
+        // Scoring leaves out exactly the probes a lint marks.
+        let (kept, lints) =
+            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, &ProbeOrigin::ALL, &conv.history)
+                .unwrap();
+        let all = all.unwrap();
+        assert_eq!(
+            kept.len() + lints.iter().map(|l| &l.probe).collect::<std::collections::BTreeSet<_>>().len(),
+            all.len()
+        );
+        assert!(kept.iter().all(|p| lints.iter().all(|l| l.probe != p.id)));
+    }
+}
+
+/// No shipped auto probe shares its gold with a probe of another conversation of its source, has a long
+/// verbatim gold, a duplicate or garbled question, or asks for the error of a command that succeeded.
+#[test]
+fn shipped_auto_probes_pass_every_lint() {
+    use compactbench::probes::lint;
+    let dir = repo().join("datasets/probes");
+    for source in ["aider", "mini-swe-agent", "swe-agent", "tau-bench"] {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir.join(source)).unwrap() {
+            let path = entry.unwrap().path();
+            files.push(probes::load_probe_file(&path).unwrap());
+        }
+        // Auto golds against auto golds: manual probes are linted (and excluded) on their own.
+        files.retain(|f| f.probes.iter().all(|p| p.source == ProbeOrigin::Auto));
+        let index = lint::gold_index(files.iter().flat_map(|f| f.probes.iter()));
+        let mut auto = 0;
+        for f in &files {
+            let conv = conversation(&format!("datasets/{source}/{}.json", f.conversation));
+            let lints = lint::lint_conversation(&f.probes, Some(&index), Some(&conv.history));
+            assert!(lints.is_empty(), "{source}: {:?}", lints.iter().map(ToString::to_string).collect::<Vec<_>>());
+            auto += f.probes.len();
+        }
+        assert!(auto > 0, "{source} has auto probes");
     }
 }
 
