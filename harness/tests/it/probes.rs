@@ -312,3 +312,81 @@ fn manual_probes_cover_ten_conversations_with_removable_evidence() {
     assert!(files >= 10, "{files} manual probe files");
     assert_eq!(kinds.len(), 5, "every kind: {kinds:?}");
 }
+
+/// A loopback OpenAI-compatible server: the answerer always says the port was 8080; the judge gives 4.
+async fn answer_and_judge_server() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = Arc::clone(&seen);
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+        let log = Arc::clone(&log);
+        async move {
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let system = req["messages"][0]["content"].as_str().unwrap_or_default().to_string();
+            let text = if system.contains("You grade answers") { "Score: 4" } else { "The port was 8080." };
+            log.lock().unwrap().push(if system.contains("You grade answers") { "judge" } else { "answerer" }.into());
+            axum::Json(serde_json::json!({
+                "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 3}
+            }))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), seen)
+}
+
+/// With a model answerer and a judge, answers are graded by normalised match and by the rubric, and the
+/// judge's agreement with the match grades is reported; the extractive-only retrieval figure stays empty.
+#[tokio::test]
+async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
+    use compactbench::llm::{self, BackendOptions, CacheMode};
+    use compactbench::probes::{figures, Probe, ProbeKind};
+    let (base, seen) = answer_and_judge_server().await;
+    let opts = BackendOptions { cache_mode: CacheMode::Off, cache_dir: None, ..BackendOptions::default() };
+    let model = llm::from_spec(&format!("openai:test-model@{base}"), &opts).unwrap();
+    let conv = conversation(SAMPLES[0]);
+    let probe = |id: &str, gold: &str| Probe {
+        id: id.into(),
+        conversation: conv.meta.id.clone(),
+        kind: ProbeKind::Recall,
+        question: format!("Question {id}?"),
+        gold: gold.into(),
+        accept: vec![],
+        evidence: vec![0],
+        source: ProbeOrigin::Manual,
+        note: None,
+    };
+    let set = vec![probe("m-1", "8080"), probe("m-2", "src/main.rs")];
+    let mut obs =
+        ProbeObserver::new(&conv.meta.id, set, Some(Arc::clone(&model)), Some(model), ProbeOptions::default())
+            .with_recording(&conv.history);
+    let input =
+        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let r = replay_observed(
+        input,
+        StrategySpec::None.build().as_ref(),
+        &settings(1_000_000),
+        &ExtractiveModel::new(),
+        &mut obs,
+    )
+    .await;
+    let results = obs.into_results();
+    assert!(results.answerer.as_deref().is_some_and(|a| a.starts_with("openai:test-model@")), "{:?}", results.answerer);
+    let end = results.at_end().unwrap();
+    let grades: Vec<(bool, Option<u8>)> =
+        end.scores.iter().map(|s| s.answer.as_ref().map(|a| (a.grade.contains, a.judge)).unwrap()).collect();
+    assert_eq!(grades, [(true, Some(4)), (false, Some(4))]);
+    let cell = cell(&conv, "openai", r, results);
+    let rows = figures::cell_rows(&cell, "none");
+    assert!(rows.iter().all(|r| r.retrieval_correct.is_none() && r.answer_score.is_some()));
+    let f = figures::point_figures(&[&cell], "none").unwrap();
+    assert_eq!((f.answer_match.value, f.answer_match.n), (Some(0.5), 2));
+    assert_eq!(f.judge_score.value, Some(0.8));
+    // The judge (4 ≥ 3) agrees with the match grade on the first probe only.
+    assert_eq!((f.judge_agreement.value, f.judge_agreement.n), (Some(0.5), 2));
+    assert_eq!(f.retrieval_accuracy.n, 0);
+    let calls = seen.lock().unwrap().clone();
+    assert_eq!(calls.iter().filter(|c| *c == "answerer").count(), 2);
+    assert_eq!(calls.iter().filter(|c| *c == "judge").count(), 2);
+}
