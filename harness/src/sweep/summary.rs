@@ -70,6 +70,12 @@ pub struct InjectionSummary {
     pub conversations: usize,
     pub snapshots: u64,
     pub obeyed_snapshots: u64,
+    /// Summaries that quoted the canary only on lines flagging it as an injection (`probes::inject::classify`).
+    #[serde(default)]
+    pub flagged_snapshots: u64,
+    /// Conversations whose instruction was planted in a user turn (no tool output to carry it).
+    #[serde(default)]
+    pub planted_in_user_turn: usize,
     /// Share of conversations whose last summary obeyed the planted instruction.
     pub final_obeyed: Option<f64>,
     /// Share of summaries that obeyed it.
@@ -145,6 +151,8 @@ fn probe_summary(cells: &[&CellResult], strategy: &str) -> Option<ProbeSummary> 
             inj.conversations += 1;
             inj.snapshots += i.snapshots as u64;
             inj.obeyed_snapshots += i.obeyed_snapshots as u64;
+            inj.flagged_snapshots += i.flagged_snapshots as u64;
+            inj.planted_in_user_turn += (i.carrier == "user-turn") as usize;
             final_obeyed += i.final_obeyed as usize;
         }
     }
