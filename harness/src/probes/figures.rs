@@ -572,6 +572,39 @@ fn fmt_gain(r: &Rate) -> String {
     }
 }
 
+/// Early-only retention of each reference point against drop-oldest at the same threshold: different only
+/// when the two 95 % intervals are disjoint, else reported as indistinguishable.
+fn comparisons(plan: &crate::sweep::Plan, figs: &[(String, Option<ProbeFigures>)]) -> String {
+    use std::fmt::Write;
+    let of = |id: &str| figs.iter().find(|(p, _)| p == id).and_then(|(_, f)| f.as_ref());
+    let main = |kind: &'static str| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.kind() == kind);
+    let mut out = String::new();
+    for d in main("drop-oldest") {
+        let Some(df) = of(&d.id).map(|f| f.early_only_retention) else { continue };
+        for g in main("gemini").filter(|g| g.axes.get("threshold") == d.axes.get("threshold")) {
+            let Some(gf) = of(&g.id).map(|f| f.early_only_retention) else { continue };
+            let (Some(gl), Some(gh), Some(dl), Some(dh)) = (gf.ci_low, gf.ci_high, df.ci_low, df.ci_high) else {
+                continue;
+            };
+            let verdict = if gh < dl || dh < gl {
+                "differ (intervals disjoint)"
+            } else {
+                "are indistinguishable (intervals overlap)"
+            };
+            let _ = writeln!(
+                out,
+                "- Early-only retention: {} and {} {verdict}.",
+                crate::report::short_label(g),
+                crate::report::short_label(d)
+            );
+        }
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "\n");
+    }
+    out
+}
+
 /// The report's probe section: headline per point, then breakdowns (source, kind, origin, ordinal).
 pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> String {
     use std::fmt::Write;
@@ -608,6 +641,7 @@ pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Stri
             fmt_gain(&f.verification_retention_gain),
         );
     }
+    md.push_str(&comparisons(plan, &figs));
     for by in ["source", "kind", "origin", "ordinal"] {
         let _ = writeln!(md, "\n### By {by}\n");
         md.push_str("| point | figure | value | rate |\n|---|---|---|---|\n");
