@@ -600,7 +600,7 @@ fn comparisons(plan: &crate::sweep::Plan, figs: &[(String, Option<ProbeFigures>)
         }
     }
     if !out.is_empty() {
-        out.insert_str(0, "\n");
+        out.insert(0, '\n');
     }
     out
 }
