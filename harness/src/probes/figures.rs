@@ -283,6 +283,12 @@ pub struct ProbeFigures {
     pub judge_agreement: Rate,
     /// Mean gain (may be negative; `ci_*` bootstrap over conversations).
     pub verification_retention_gain: Rate,
+    /// Next-action agreement (when asked for): the model's next tool from the compressed history equals the
+    /// recorded one; the same from the uncompressed history (the ceiling); mean argument similarity of each.
+    pub next_action_compressed: Rate,
+    pub next_action_uncompressed: Rate,
+    pub next_action_args_compressed: Rate,
+    pub next_action_args_uncompressed: Rate,
     pub breakdown: Vec<BreakdownRow>,
 }
 
@@ -369,6 +375,21 @@ pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigur
             }
         }
     }
+    for (ci, c) in cells.iter().enumerate() {
+        let actions = c.probes.iter().flat_map(|r| &r.checkpoints).filter_map(|cp| cp.next_action.as_ref());
+        for a in actions {
+            for (name, v) in [
+                ("next_action_compressed", a.compressed.tool_match as u8 as f64),
+                ("next_action_uncompressed", a.uncompressed.tool_match as u8 as f64),
+                ("next_action_args_compressed", a.compressed.argument_similarity),
+                ("next_action_args_uncompressed", a.uncompressed.argument_similarity),
+            ] {
+                let t = tallies.entry(name).or_default();
+                t.resize(cells.len(), Tally::default());
+                t[ci].add(v);
+            }
+        }
+    }
     let rate = |name: &str| tallies.get(name).map(|t| pooled(t)).unwrap_or_default();
     let mut breakdown: Vec<BreakdownRow> = split
         .iter()
@@ -390,6 +411,10 @@ pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigur
         judge_score: rate("judge_score"),
         judge_agreement: rate("judge_agreement"),
         verification_retention_gain: rate("verification_retention_gain"),
+        next_action_compressed: rate("next_action_compressed"),
+        next_action_uncompressed: rate("next_action_uncompressed"),
+        next_action_args_compressed: rate("next_action_args_compressed"),
+        next_action_args_uncompressed: rate("next_action_args_uncompressed"),
         breakdown,
     })
 }

@@ -15,6 +15,9 @@ use std::sync::{Arc, LazyLock};
 static ANSWERER_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
     PromptFile::parse("answerer", include_str!("../../../configs/prompts/answerer.txt")).expect("answerer prompt")
 });
+/// The next-action question (open-loop stand-in for task success).
+const NEXT_ACTION_SYSTEM: &str = "You are the coding agent of this conversation. Reply with your next tool call \
+only, as one JSON object {\"tool\": \"<tool name>\", \"args\": {...}} and nothing else.";
 static JUDGE_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
     PromptFile::parse("judge", include_str!("../../../configs/prompts/judge.txt")).expect("judge prompt")
 });
@@ -30,11 +33,19 @@ pub struct ProbeOptions {
     /// Also ask the answerer on the first-pass history when verification changed the summary.
     pub verification_accuracy: bool,
     pub max_output_tokens: Option<u32>,
+    /// After each compression, ask the answerer model for the next action on the compressed and on the
+    /// uncompressed history and compare both with the recorded one (needs the recording; off by default).
+    pub next_action: bool,
 }
 
 impl Default for ProbeOptions {
     fn default() -> Self {
-        ProbeOptions { answer_at_events: true, verification_accuracy: false, max_output_tokens: Some(128) }
+        ProbeOptions {
+            answer_at_events: true,
+            verification_accuracy: false,
+            max_output_tokens: Some(128),
+            next_action: false,
+        }
     }
 }
 
@@ -92,6 +103,46 @@ pub struct Checkpoint {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replaced: bool,
     pub scores: Vec<ProbeScore>,
+    /// Next-action agreement at this compression, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<NextAction>,
+}
+
+/// How a predicted next action compares with the recorded one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActionGrade {
+    /// The predicted tool name equals the recorded one.
+    pub tool_match: bool,
+    /// Token F1 between the predicted and the recorded arguments (JSON text).
+    pub argument_similarity: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The recorded next action and the model's prediction from the compressed and the uncompressed history.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextAction {
+    pub recorded_tool: String,
+    pub compressed: ActionGrade,
+    pub uncompressed: ActionGrade,
+}
+
+/// The first tool call of a model turn: name and arguments as JSON text.
+fn tool_call_of(c: &Content) -> Option<(String, String)> {
+    history::parts(c).iter().find_map(|p| {
+        let fc = history::function_call(p)?;
+        let name = fc.get("name").and_then(|v| v.as_js_str()).map(|s| s.to_str_lossy().into_owned())?;
+        Some((name, fc.get("args").map(crate::json::to_string).unwrap_or_default()))
+    })
+}
+
+/// Reads `{"tool": …, "args": …}` from a model's reply (the first JSON object in it).
+fn parse_action(text: &str) -> Option<(String, String)> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    let v: serde_json::Value = serde_json::from_str(text.get(start..=end)?).ok()?;
+    let tool = v.get("tool")?.as_str()?.to_string();
+    Some((tool, v.get("args").map(|a| a.to_string()).unwrap_or_default()))
 }
 
 /// Whether summaries obeyed an instruction planted in a tool output.
@@ -152,6 +203,8 @@ pub struct ProbeObserver {
     results: ProbeResults,
     /// What the recording says about each probe (absent: early-only and at-risk are not scored).
     recording: Option<figures::RecordingIndex>,
+    /// The recorded history (kept only when next actions are asked for).
+    recorded: Option<Vec<Content>>,
     compressions: u32,
     injection: Option<inject::Injection>,
 }
@@ -177,6 +230,7 @@ impl ProbeObserver {
             options,
             results,
             recording: None,
+            recorded: None,
             compressions: 0,
             injection: None,
         }
@@ -185,6 +239,9 @@ impl ProbeObserver {
     /// Scores early-only and at-risk against the recorded history the replay is fed.
     pub fn with_recording(mut self, recorded: &[Content]) -> Self {
         self.recording = Some(figures::RecordingIndex::new(recorded, &self.probes));
+        if self.options.next_action {
+            self.recorded = Some(recorded.to_vec());
+        }
         self
     }
 
@@ -244,6 +301,51 @@ impl ProbeObserver {
             }
         }
         Some(result)
+    }
+
+    /// Asks the answerer model for the next action on a history and grades it against the recorded one.
+    async fn predict(&self, history_to: &[Content], recorded: &(String, String), label: &str) -> ActionGrade {
+        let Some(model) = &self.answerer else { return ActionGrade::default() };
+        let mut contents = history_to.to_vec();
+        if contents.last().is_some_and(history::is_model) {
+            contents.push(history::user_text("Continue."));
+        }
+        let request = LlmRequest {
+            system_instruction: Some(NEXT_ACTION_SYSTEM.to_string()),
+            contents,
+            params: GenerationParams {
+                max_output_tokens: self.options.max_output_tokens,
+                temperature: Some(0.0),
+                stop: Vec::new(),
+            },
+            label: RequestLabel {
+                prompt_id: format!("next-action-{}-{label}", self.conversation),
+                role: "next-action".into(),
+                model_alias: None,
+            },
+        };
+        match model.generate(&request).await {
+            Ok(r) => match parse_action(&r.text) {
+                Some((tool, args)) => ActionGrade {
+                    tool_match: tool == recorded.0,
+                    argument_similarity: grade::token_f1(&args, &recorded.1),
+                    error: None,
+                },
+                None => {
+                    ActionGrade { error: Some("no {\"tool\": …} object in the reply".into()), ..Default::default() }
+                }
+            },
+            Err(e) => ActionGrade { error: Some(e.to_string()), ..Default::default() },
+        }
+    }
+
+    async fn next_action(&self, turn: usize, stored: &[Content], event_index: usize) -> Option<NextAction> {
+        let recorded_history = self.recorded.as_ref()?;
+        let recorded = tool_call_of(recorded_history.get(turn)?)?;
+        let compressed = self.predict(stored, &recorded, &format!("{event_index}-compressed")).await;
+        let uncompressed =
+            self.predict(&recorded_history[..turn], &recorded, &format!("{event_index}-uncompressed")).await;
+        Some(NextAction { recorded_tool: recorded.0, compressed, uncompressed })
     }
 
     async fn score(
@@ -342,19 +444,25 @@ impl ReplayObserver for ProbeObserver {
                 inj.final_obeyed = treatment == inject::Treatment::Obeyed;
             }
         }
-        if self.probes.is_empty() {
-            return;
-        }
         let replaced = matches!(event.status.as_str(), "COMPRESSED" | "CONTENT_TRUNCATED");
         self.compressions += replaced as u32;
+        let next_action = if self.options.next_action && replaced {
+            self.next_action(event.turn, stored, event_index).await
+        } else {
+            None
+        };
+        if self.probes.is_empty() && next_action.is_none() {
+            return;
+        }
         let scores = self.score(stored, first_pass, event.turn, self.options.answer_at_events).await;
-        if !scores.is_empty() {
+        if !scores.is_empty() || next_action.is_some() {
             self.results.checkpoints.push(Checkpoint {
                 event: Some(event_index),
                 turn: Some(event.turn),
                 ordinal: self.recording.is_some().then_some(self.compressions),
                 replaced,
                 scores,
+                next_action,
             });
         }
     }
@@ -368,7 +476,14 @@ impl ReplayObserver for ProbeObserver {
         }
         let scores = self.score(stored, None, usize::MAX, true).await;
         let ordinal = self.recording.is_some().then_some(self.compressions);
-        self.results.checkpoints.push(Checkpoint { event: None, turn: None, ordinal, replaced: false, scores });
+        self.results.checkpoints.push(Checkpoint {
+            event: None,
+            turn: None,
+            ordinal,
+            replaced: false,
+            scores,
+            next_action: None,
+        });
     }
 }
 

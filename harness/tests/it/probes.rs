@@ -390,3 +390,43 @@ async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
     assert_eq!(calls.iter().filter(|c| *c == "answerer").count(), 2);
     assert_eq!(calls.iter().filter(|c| *c == "judge").count(), 2);
 }
+
+/// Next-action agreement over loopback: after each compression the model is asked for the next tool call on
+/// the compressed and on the uncompressed history; the server predicts the recorded tool only when it sees
+/// the whole history, so the compressed prediction disagrees and the uncompressed one agrees.
+#[tokio::test]
+async fn next_action_agreement_compares_compressed_and_uncompressed_histories_over_loopback() {
+    use compactbench::llm::{self, BackendOptions, CacheMode};
+    let conv = conversation("datasets/mini-swe-agent/django__django-11099.json");
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| async move {
+        // Masked (compressed) histories: another tool; the whole history: the recorded one.
+        let tool = if body.windows(13).any(|w| w == b"MASKED-OUTPUT") { "guess" } else { "bash" };
+        let text = format!("{{\"tool\": \"{tool}\", \"args\": {{\"command\": \"ls\"}}}}");
+        axum::Json(serde_json::json!({"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let opts = BackendOptions { cache_mode: CacheMode::Off, cache_dir: None, ..BackendOptions::default() };
+    let model = llm::from_spec(&format!("openai:next@http://{addr}/v1"), &opts).unwrap();
+    let spec = StrategySpec::ObservationMasking { keep_last: 2, placeholder: "MASKED-OUTPUT".into() };
+    let options = ProbeOptions { next_action: true, answer_at_events: false, ..ProbeOptions::default() };
+    let mut obs =
+        ProbeObserver::new(&conv.meta.id, Vec::new(), Some(model), None, options).with_recording(&conv.history);
+    let input =
+        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let r =
+        replay_observed(input, spec.build().as_ref(), &settings(1_000_000), &ExtractiveModel::new(), &mut obs).await;
+    assert_eq!(r.error, None);
+    let results = obs.into_results();
+    let actions: Vec<_> = results.checkpoints.iter().filter_map(|c| c.next_action.as_ref()).collect();
+    assert!(!actions.is_empty(), "asked after compressions");
+    assert!(actions.iter().all(|a| a.recorded_tool == "bash"), "{actions:?}");
+    assert!(actions.iter().all(|a| a.uncompressed.tool_match && !a.compressed.tool_match), "{actions:?}");
+    assert!(actions.iter().all(|a| a.uncompressed.argument_similarity < 1.0));
+    assert!(actions.iter().all(|a| a.compressed.error.is_none() && a.uncompressed.error.is_none()));
+    let c = cell(&conv, "masking", r, results);
+    let f = compactbench::probes::figures::point_figures(&[&c], "observation-masking").unwrap();
+    assert!(f.next_action_uncompressed.n > 0);
+    assert_eq!((f.next_action_uncompressed.value, f.next_action_compressed.value), (Some(1.0), Some(0.0)));
+}
