@@ -2,45 +2,32 @@
 //! Lead-3 in news summarisation. Its outputs are a floor to compare models against, not summaries.
 //!
 //! As a summarizer (the system instruction holds an XML template such as `<state_snapshot>` with child
-//! sections) it fills each requested section from the history by rules: the goal from the first user request,
-//! constraints from user directives, the artifact trail from tool calls naming files, recent actions from
-//! the last tool calls, the task state from the user's requests. For a verification request it repeats the
-//! previous snapshot. As an answerer (anything else) it returns the passage of the context with the best
-//! lexical overlap with the last user turn.
+//! sections) it picks content by generic salience, with no vocabulary of its own: the history is cut into
+//! units (sentences of user and model text, tool calls, lines of tool output), each scored by position
+//! (primacy of the first request, recency), identifier density (tokens with digits, paths, `snake_case`,
+//! `CamelCase`, dotted names) and the speaker, then chosen greedily for novelty (share of terms not yet
+//! covered) within a character budget, and filed under the template's sections by the unit's origin. For a
+//! verification request it re-reads the summarised part for identifiers, paths, numbers, error lines and
+//! user sentences that the snapshot lacks and adds the most salient within a budget. As an answerer
+//! (anything else) it returns the passage of the context with the best lexical overlap with the last user
+//! turn.
 
 use crate::history::{self, Content};
 use crate::json::{self, Value};
 use crate::{LanguageModel, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Sections used when a summarization request names none (the pre-template v0 prompt).
 const DEFAULT_SECTIONS: &[&str] =
     &["overall_goal", "key_knowledge", "file_system_state", "recent_actions", "current_plan"];
 const ROOT_TAGS: &[&str] = &["state_snapshot", "compressed_chat_history"];
-/// Words that mark a user sentence as a directive.
-const DIRECTIVE_MARKERS: &[&str] = &[
-    "must",
-    "don't",
-    "do not",
-    "dont",
-    "always",
-    "never",
-    "should",
-    "shouldn't",
-    "only",
-    "avoid",
-    "make sure",
-    "ensure",
-    "required",
-    "require",
-    "prefer",
-    "instead of",
-    "keep",
-    "without",
-];
-const PATH_KEYS: &[&str] = &["path", "file_path", "absolute_path", "dir_path", "filename", "file", "directory"];
-const RECENT_ACTIONS: usize = 6;
+/// Characters of fresh units a snapshot may hold (the previous snapshot's items come on top).
+const SUMMARY_BUDGET_CHARS: usize = 3000;
+/// Characters a verification pass may add.
+const VERIFY_BUDGET_CHARS: usize = 900;
+/// Items kept per section, newest last, when a previous snapshot is carried over.
+const MAX_SECTION_ITEMS: usize = 14;
 const MAX_ITEM_CHARS: usize = 240;
 
 #[derive(Debug, Default)]
@@ -88,10 +75,11 @@ pub fn respond(req: &LlmRequest) -> String {
         .unwrap_or_else(|| ("state_snapshot".to_string(), DEFAULT_SECTIONS.iter().map(|s| s.to_string()).collect()));
     let history_end = last_user.unwrap_or(req.contents.len());
     if is_verification(&question) {
-        // The previous model turn holds the snapshot under review; the baseline stands by it.
-        if let Some(prev) = req.contents[..history_end].iter().rev().find(|c| history::is_model(c)) {
-            let text = history::visible_text(prev);
-            return extract_root(&text, &root).unwrap_or(text);
+        // The previous model turn holds the snapshot under review; the history before it is what it summarised.
+        if let Some(at) = req.contents[..history_end].iter().rposition(history::is_model) {
+            let text = history::visible_text(&req.contents[at]);
+            let snapshot = extract_root(&text, &root).unwrap_or(text);
+            return verify(&req.contents[..at], &snapshot, &root, &sections);
         }
     }
     summarize(&req.contents[..history_end], &root, &sections)
@@ -178,13 +166,6 @@ fn clip(s: &str, max: usize) -> String {
     }
 }
 
-/// A tool call with its (first) response.
-struct ToolEvent {
-    name: String,
-    args: Value,
-    result: Option<String>,
-}
-
 fn str_of(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_js_str).map(|s| s.to_str_lossy().into_owned())
 }
@@ -196,83 +177,15 @@ fn response_text(fr: &Value) -> String {
         .unwrap_or_else(|| resp.map(json::to_string).unwrap_or_default())
 }
 
-fn tool_events(contents: &[Content]) -> Vec<ToolEvent> {
-    let mut events: Vec<ToolEvent> = Vec::new();
-    for c in contents {
-        for p in history::parts(c) {
-            if let Some(fc) = history::function_call(p) {
-                events.push(ToolEvent {
-                    name: str_of(fc.get("name")).unwrap_or_default(),
-                    args: fc.get("args").cloned().unwrap_or(Value::Null),
-                    result: None,
-                });
-            } else if let Some(fr) = history::function_response(p) {
-                let name = str_of(fr.get("name")).unwrap_or_default();
-                if let Some(ev) = events.iter_mut().rev().find(|e| e.result.is_none() && e.name == name) {
-                    ev.result = Some(response_text(fr));
-                }
-            }
-        }
-    }
-    events
-}
-
-fn paths_of(args: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(m) = args.as_object() {
-        for (k, v) in m.iter() {
-            let key = k.to_str_lossy();
-            if PATH_KEYS.contains(&key.as_ref()) {
-                if let Some(s) = v.as_js_str() {
-                    out.push(s.to_str_lossy().into_owned());
-                }
-            } else if key == "paths" || key == "file_paths" {
-                for p in v.as_array().unwrap_or(&[]) {
-                    if let Some(s) = p.as_js_str() {
-                        out.push(s.to_str_lossy().into_owned());
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// What a tool did to a file, in the snapshot's vocabulary.
-fn file_action(tool: &str) -> &'static str {
-    let t = tool.to_lowercase();
-    if t.contains("write") || t.contains("create") {
-        "WRITTEN"
-    } else if t.contains("replace") || t.contains("edit") || t.contains("patch") {
-        "MODIFIED"
-    } else if t.contains("delete") || t.contains("remove") {
-        "DELETED"
-    } else if t.contains("read") || t.contains("view") || t.contains("cat") {
-        "READ"
-    } else if t.contains("ls") || t.contains("list") || t.contains("glob") || t.contains("grep") || t.contains("search")
-    {
-        "SEARCHED"
-    } else {
-        "USED"
-    }
-}
-
-fn user_requests(contents: &[Content]) -> Vec<String> {
-    contents
-        .iter()
-        .filter(|c| history::is_user(c) && !history::has_function_response(c))
-        .map(history::visible_text)
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty() && !ROOT_TAGS.iter().any(|r| t.contains(&format!("<{r}>"))))
-        .collect()
-}
-
 fn sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
-    for ch in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
         cur.push(ch);
-        if matches!(ch, '.' | '!' | '?' | '\n') {
+        // A stop ends a sentence only before whitespace (`src/main.rs` and `v1.2` stay whole).
+        let stop = matches!(ch, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace());
+        if stop || ch == '\n' {
             if !cur.trim().is_empty() {
                 out.push(cur.trim().to_string());
             }
@@ -285,21 +198,188 @@ fn sentences(text: &str) -> Vec<String> {
     out
 }
 
-fn directives(requests: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in requests {
-        for s in sentences(r) {
-            let lower = format!(" {} ", s.to_lowercase());
-            let marked = DIRECTIVE_MARKERS
-                .iter()
-                .any(|m| lower.contains(&format!(" {m} ")) || lower.contains(&format!(" {m},")));
-            let item = clip(&s, MAX_ITEM_CHARS);
-            if marked && !out.contains(&item) {
-                out.push(item);
+/// Where a unit of the history comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    User,
+    Model,
+    Call,
+    Output,
+}
+
+/// A sentence, tool call or output line, with its salience.
+struct Unit {
+    text: String,
+    origin: Origin,
+    /// Index of the Content it came from.
+    at: usize,
+    terms: BTreeSet<String>,
+    /// Share of its tokens that look like identifiers.
+    density: f64,
+}
+
+/// The words of a unit, stripped of surrounding punctuation.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !(c.is_alphanumeric() || matches!(c, '/' | '_' | '.' | '-'))))
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| !w.is_empty())
+}
+
+/// A token that names something specific: it holds a digit, a path separator, an underscore, an inner dot
+/// or an inner capital (`src/a.py`, `user_id`, `obj.attr`, `CamelCase`, `8080`, `3f2a9c1`).
+fn is_identifier(w: &str) -> bool {
+    let inner = w.char_indices().skip(1);
+    w.chars().any(|c| c.is_ascii_digit() || c == '/' || c == '_')
+        || inner.clone().any(|(i, c)| c == '.' && i + 1 < w.len())
+        || inner.into_iter().any(|(_, c)| c.is_uppercase())
+}
+
+/// A token that looks like a file path (a separator, or a name with a short extension).
+fn is_path(w: &str) -> bool {
+    let ext = w.rsplit_once('.').is_some_and(|(stem, e)| {
+        !stem.is_empty()
+            && (1..=5).contains(&e.len())
+            && e.chars().all(|c| c.is_ascii_alphanumeric())
+            && e.chars().any(|c| c.is_ascii_alphabetic())
+    });
+    (w.contains('/') && w.chars().any(char::is_alphabetic) && !w.starts_with("http")) || ext
+}
+
+fn unit(text: &str, origin: Origin, at: usize) -> Option<Unit> {
+    let text = clip(text, MAX_ITEM_CHARS);
+    let ws: Vec<&str> = words(&text).collect();
+    if ws.is_empty() {
+        return None;
+    }
+    let density = ws.iter().filter(|w| is_identifier(w)).count() as f64 / ws.len() as f64;
+    let terms = ws.iter().map(|w| w.to_lowercase()).filter(|w| w.chars().count() > 2).collect();
+    Some(Unit { text, origin, at, terms, density })
+}
+
+/// The history cut into units, skipping previous snapshots (carried over separately).
+fn units(contents: &[Content]) -> Vec<Unit> {
+    let mut out = Vec::new();
+    for (i, c) in contents.iter().enumerate() {
+        let user = history::is_user(c);
+        for p in history::parts(c) {
+            if history::is_thought(p) {
+                continue;
+            }
+            if let Some(t) = history::part_text(p) {
+                let t = t.to_str_lossy();
+                if ROOT_TAGS.iter().any(|r| t.contains(&format!("<{r}>"))) {
+                    continue;
+                }
+                let origin = if user { Origin::User } else { Origin::Model };
+                out.extend(sentences(&t).iter().filter_map(|s| unit(s, origin, i)));
+            } else if let Some(fc) = history::function_call(p) {
+                let name = str_of(fc.get("name")).unwrap_or_default();
+                let args = fc.get("args").map(json::to_string).unwrap_or_default();
+                out.extend(unit(&format!("{name} {}", clip(&args, 160)), Origin::Call, i));
+            } else if let Some(fr) = history::function_response(p) {
+                let text = response_text(fr);
+                out.extend(text.lines().filter(|l| !l.trim().is_empty()).filter_map(|l| unit(l, Origin::Output, i)));
             }
         }
     }
     out
+}
+
+/// Salience before novelty: identifier density, recency, speaker; short fragments count half.
+fn base_score(u: &Unit, n_contents: usize) -> f64 {
+    let recency = (u.at + 1) as f64 / n_contents.max(1) as f64;
+    let speaker = match u.origin {
+        Origin::User => 0.25,
+        Origin::Model | Origin::Call => 0.15,
+        Origin::Output => 0.05,
+    };
+    let s = 0.45 * u.density + 0.35 * recency + speaker;
+    if u.text.chars().count() < 20 {
+        s * 0.5
+    } else {
+        s
+    }
+}
+
+/// Most candidates considered by the greedy novelty pass (the best by base score).
+const CANDIDATES: usize = 400;
+
+/// Greedy selection for salience × novelty (share of terms not yet covered) within a character budget;
+/// returns indices into `units` in history order.
+fn select(units: &[Unit], n_contents: usize, budget: usize, covered: &mut BTreeSet<String>) -> Vec<usize> {
+    let mut order: Vec<(f64, usize)> = units.iter().enumerate().map(|(i, u)| (base_score(u, n_contents), i)).collect();
+    // Best first; ties to the later unit (later turns supersede earlier ones).
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    order.truncate(CANDIDATES);
+    let mut chosen = Vec::new();
+    let mut used = 0;
+    loop {
+        let best = order
+            .iter()
+            .filter(|(_, i)| !chosen.contains(i) && used + units[*i].text.len() <= budget)
+            .map(|&(s, i)| {
+                let t = &units[i].terms;
+                let novel = t.iter().filter(|w| !covered.contains(*w)).count() as f64 / t.len().max(1) as f64;
+                (s * novel, i)
+            })
+            .filter(|(v, _)| *v > 0.0)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let Some((_, i)) = best else { break };
+        used += units[i].text.len();
+        covered.extend(units[i].terms.iter().cloned());
+        chosen.push(i);
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// What a template section holds, read from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Goal,
+    Directives,
+    Knowledge,
+    Files,
+    Actions,
+    State,
+    Other,
+}
+
+fn slot(section: &str) -> Slot {
+    let n = section.to_lowercase();
+    let has = |k: &[&str]| k.iter().any(|x| n.contains(x));
+    if has(&["goal"]) {
+        Slot::Goal
+    } else if has(&["constraint"]) {
+        Slot::Directives
+    } else if has(&["artifact", "file"]) {
+        // Before knowledge: `artifact` contains `fact`.
+        Slot::Files
+    } else if has(&["knowledge", "context", "fact"]) {
+        Slot::Knowledge
+    } else if has(&["action", "step"]) {
+        Slot::Actions
+    } else if has(&["plan", "task", "state", "progress"]) {
+        Slot::State
+    } else {
+        Slot::Other
+    }
+}
+
+/// The sections a unit may go to, in order of preference.
+fn preferred(origin: Origin) -> &'static [Slot] {
+    match origin {
+        Origin::User => &[Slot::Directives, Slot::Knowledge, Slot::State, Slot::Other],
+        Origin::Model => &[Slot::Knowledge, Slot::State, Slot::Other],
+        Origin::Call => &[Slot::Actions, Slot::Knowledge, Slot::Other, Slot::State],
+        Origin::Output => &[Slot::Knowledge, Slot::Actions, Slot::Other, Slot::State],
+    }
+}
+
+/// The first section of the template that takes a unit of this origin.
+fn home(origin: Origin, sections: &[String]) -> Option<usize> {
+    preferred(origin).iter().find_map(|want| sections.iter().position(|s| slot(s) == *want))
 }
 
 fn summarize(contents: &[Content], root: &str, sections: &[String]) -> String {
@@ -309,22 +389,63 @@ fn summarize(contents: &[Content], root: &str, sections: &[String]) -> String {
         .map(history::visible_text)
         .filter_map(|t| extract_root(&t, root).or_else(|| ROOT_TAGS.iter().find_map(|r| extract_root(&t, r))))
         .next_back();
-    let requests = user_requests(contents);
-    let events = tool_events(contents);
-    let has_constraints = sections.iter().any(|s| s.contains("constraint"));
+    let units = units(contents);
+    let first_request = units.iter().position(|u| u.origin == Origin::User);
+    let mut covered: BTreeSet<String> = BTreeSet::new();
+    if let Some(f) = first_request {
+        covered.extend(units[f].terms.iter().cloned());
+    }
+    let chosen = select(&units, contents.len(), SUMMARY_BUDGET_CHARS, &mut covered);
+    let mut fresh: Vec<Vec<String>> = vec![Vec::new(); sections.len()];
+    for (k, name) in sections.iter().enumerate() {
+        match slot(name) {
+            // Primacy: the conversation's first request states the goal.
+            Slot::Goal => fresh[k].extend(first_request.map(|f| units[f].text.clone())),
+            Slot::Files => {
+                let mut seen = BTreeSet::new();
+                for u in units.iter().filter(|u| u.origin == Origin::Call) {
+                    let tool = u.text.split_whitespace().next().unwrap_or_default();
+                    let pieces =
+                        u.text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '/' | '_' | '.' | '-' | '~')));
+                    for w in pieces.map(|w| w.trim_end_matches('.')).filter(|w| is_path(w)) {
+                        if seen.insert(w.to_string()) {
+                            fresh[k].push(format!("- `{w}` ({tool})"));
+                        }
+                    }
+                }
+                let excess = fresh[k].len().saturating_sub(MAX_SECTION_ITEMS);
+                fresh[k].drain(..excess);
+            }
+            Slot::State => {
+                let last = |o: Origin| units.iter().rev().find(|u| u.origin == o);
+                fresh[k].extend(last(Origin::User).map(|u| format!("- Latest request: {}", u.text)));
+                fresh[k].extend(last(Origin::Model).map(|u| format!("- Latest note: {}", u.text)));
+            }
+            _ => {}
+        }
+    }
+    for &i in &chosen {
+        if Some(i) == first_request {
+            continue;
+        }
+        if let Some(k) = home(units[i].origin, sections) {
+            fresh[k].push(format!("- {}", units[i].text));
+        }
+    }
     let mut out = format!("<{root}>\n");
-    for name in sections {
+    for (k, name) in sections.iter().enumerate() {
         let mut items: Vec<String> = previous.as_deref().map(|p| previous_section(p, name)).unwrap_or_default();
-        let fresh = section_items(name, &requests, &events, has_constraints);
         // A previous snapshot's goal stands unless the history has nothing to say.
-        if name.contains("goal") && !items.is_empty() {
+        if slot(name) == Slot::Goal && !items.is_empty() {
             items.truncate(1);
         } else {
-            for f in fresh {
+            for f in std::mem::take(&mut fresh[k]) {
                 if !items.contains(&f) {
                     items.push(f);
                 }
             }
+            let excess = items.len().saturating_sub(MAX_SECTION_ITEMS);
+            items.drain(..excess);
         }
         out.push_str(&format!("    <{name}>\n"));
         for it in items {
@@ -336,86 +457,70 @@ fn summarize(contents: &[Content], root: &str, sections: &[String]) -> String {
     out
 }
 
-fn section_items(name: &str, requests: &[String], events: &[ToolEvent], has_constraints: bool) -> Vec<String> {
-    let n = name.to_lowercase();
-    if n.contains("goal") {
-        return requests.first().map(|r| vec![clip(r, 400)]).unwrap_or_default();
+/// A unit reports a failure: an exception-style name (`ValueError`, `IOException`), or `error`/`failed`
+/// as a word of a tool output.
+fn reports_failure(u: &Unit) -> bool {
+    words(&u.text).any(|w| {
+        let camel_failure = (w.ends_with("Error") || w.ends_with("Exception")) && w.len() > 6;
+        camel_failure || (u.origin == Origin::Output && matches!(w.to_lowercase().as_str(), "error" | "failed"))
+    })
+}
+
+/// The verification pass: what the summarised part holds that the snapshot lacks (identifiers, paths,
+/// numbers, failures, user sentences), most salient first, added within [`VERIFY_BUDGET_CHARS`].
+fn verify(summarised: &[Content], snapshot: &str, root: &str, sections: &[String]) -> String {
+    let lower = snapshot.to_lowercase();
+    let units = units(summarised);
+    let n = summarised.len();
+    let mut scored: Vec<(f64, usize)> = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        if lower.contains(&u.text.to_lowercase()) {
+            continue;
+        }
+        let missing_ids =
+            words(&u.text).filter(|w| w.len() >= 3 && is_identifier(w) && !lower.contains(&w.to_lowercase())).count();
+        let failure = reports_failure(u) as u8 as f64;
+        let request = (u.origin == Origin::User) as u8 as f64;
+        let weight = missing_ids.min(4) as f64 + 2.0 * failure + 1.5 * request;
+        if weight > 0.0 {
+            scored.push((weight * (1.0 + base_score(u, n)), i));
+        }
     }
-    if n.contains("constraint") {
-        return directives(requests).into_iter().map(|d| format!("- {d}")).collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    let mut added: Vec<Vec<String>> = vec![Vec::new(); sections.len()];
+    let mut used = 0;
+    for (_, i) in scored {
+        let u = &units[i];
+        if used + u.text.len() > VERIFY_BUDGET_CHARS {
+            continue;
+        }
+        let Some(k) = home(u.origin, sections).or(sections.len().checked_sub(1)) else { break };
+        let item = format!("- {}", u.text);
+        if added[k].contains(&item) {
+            continue;
+        }
+        used += u.text.len();
+        added[k].push(item);
     }
-    if n.contains("knowledge") {
-        let mut items: Vec<String> = if has_constraints {
-            Vec::new()
-        } else {
-            directives(requests).into_iter().map(|d| format!("- {d}")).collect()
-        };
-        for ev in events {
-            let Some(r) = &ev.result else { continue };
-            let lower = r.to_lowercase();
-            if ["error", "fail", "passed", "not found", "exception"].iter().any(|k| lower.contains(k)) {
-                let item = format!("- `{}` reported: {}", ev.name, clip(r, 160));
-                if !items.contains(&item) {
-                    items.push(item);
-                }
+    if added.iter().all(Vec::is_empty) {
+        return snapshot.to_string();
+    }
+    let mut out = snapshot.to_string();
+    for (k, name) in sections.iter().enumerate() {
+        if added[k].is_empty() {
+            continue;
+        }
+        let lines: String = added[k].iter().map(|l| format!("        {l}\n")).collect();
+        let close = format!("    </{name}>");
+        match out.find(&close) {
+            Some(at) => out.insert_str(at, &lines),
+            None => {
+                let end = out.rfind(&format!("</{root}>")).unwrap_or(out.len());
+                out.insert_str(end, &format!("    <{name}>\n{lines}    </{name}>\n"));
             }
         }
-        items.truncate(12);
-        return items;
     }
-    if n.contains("artifact") || n.contains("file_system") || n.contains("files") {
-        // Last action per path, in order of first appearance.
-        let mut order: Vec<String> = Vec::new();
-        let mut last: BTreeMap<String, &'static str> = BTreeMap::new();
-        for ev in events {
-            for p in paths_of(&ev.args) {
-                if !last.contains_key(&p) {
-                    order.push(p.clone());
-                }
-                let action = file_action(&ev.name);
-                let keep_stronger = matches!(last.get(&p), Some(&"WRITTEN" | &"MODIFIED")) && action == "READ";
-                if !keep_stronger {
-                    last.insert(p, action);
-                }
-            }
-        }
-        return order
-            .into_iter()
-            .map(|p| {
-                let action = last[&p];
-                if n.contains("artifact") {
-                    format!("- `{p}`: {action}")
-                } else {
-                    format!("- {action}: `{p}`")
-                }
-            })
-            .collect();
-    }
-    if n.contains("recent") || n.contains("action") {
-        let start = events.len().saturating_sub(RECENT_ACTIONS);
-        return events[start..]
-            .iter()
-            .map(|ev| {
-                let args = clip(&json::to_string(&ev.args), 120);
-                match &ev.result {
-                    Some(r) => format!("- Ran `{}` {args} → {}", ev.name, clip(r, 160)),
-                    None => format!("- Called `{}` {args} (no result)", ev.name),
-                }
-            })
-            .collect();
-    }
-    if n.contains("plan") || n.contains("task") || n.contains("state") {
-        let k = requests.len();
-        return requests
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let mark = if i + 1 == k { "[IN PROGRESS]" } else { "[DONE]" };
-                format!("{}. {mark} {}", i + 1, clip(r, 200))
-            })
-            .collect();
-    }
-    Vec::new()
+    out
 }
 
 const STOPWORDS: &[&str] = &[

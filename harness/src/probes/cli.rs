@@ -1,10 +1,11 @@
 //! `compactbench probes extract|generate|check`.
 
-use super::{extract, generate, load_probe_file, probe_path, save_probe_file, ProbeOrigin};
+use super::{extract, generate, lint, load_probe_file, probe_path, save_probe_file, ProbeOrigin};
 use crate::cli::CliError;
 use crate::datasets::{self, Conversation};
 use crate::llm::{self, BackendOptions, CacheMode};
 use clap::{Args, Subcommand};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -68,8 +69,9 @@ pub fn run(args: ProbesArgs) -> anyhow::Result<()> {
     match args.command {
         ProbesCommand::Extract { paths, out } => {
             let mut total = 0;
-            for (_, conv) in conversations(&paths)? {
-                let file = extract::extract_file(&conv);
+            let convs: Vec<Conversation> = conversations(&paths)?.into_iter().map(|(_, c)| c).collect();
+            let refs: Vec<&Conversation> = convs.iter().collect();
+            for (conv, file) in convs.iter().zip(extract::extract_corpus(&refs)) {
                 total += file.probes.len();
                 let path = probe_path(&out, &conv.meta.source, &conv.meta.id, ProbeOrigin::Auto);
                 save_probe_file(&path, &file).map_err(|e| CliError::failure(e.to_string()))?;
@@ -125,6 +127,9 @@ fn check(dir: &Path, datasets_dir: &Path) -> anyhow::Result<()> {
     files.sort();
     let mut bad = 0;
     let mut probes = 0;
+    // Loaded files per (dataset, conversation), for the lints (which read all origins together).
+    let mut loaded: BTreeMap<(String, String), Vec<super::Probe>> = BTreeMap::new();
+    let mut histories: BTreeMap<(String, String), Conversation> = BTreeMap::new();
     for f in &files {
         let result = load_probe_file(f).and_then(|pf| {
             let conv_path = datasets_dir.join(&pf.dataset).join(format!("{}.json", pf.conversation));
@@ -134,17 +139,40 @@ fn check(dir: &Path, datasets_dir: &Path) -> anyhow::Result<()> {
                 message: e.to_string(),
             })?;
             super::check_evidence(&pf, f, conv.history.len())?;
-            Ok(pf.probes.len())
+            Ok((pf, conv))
         });
         match result {
-            Ok(n) => probes += n,
+            Ok((pf, conv)) => {
+                probes += pf.probes.len();
+                let key = (pf.dataset.clone(), pf.conversation.clone());
+                loaded.entry(key.clone()).or_default().extend(pf.probes);
+                histories.entry(key).or_insert(conv);
+            }
             Err(e) => {
                 bad += 1;
                 eprintln!("{e}");
             }
         }
     }
+    let mut lints: BTreeMap<super::lint::LintKind, usize> = BTreeMap::new();
+    let mut marked = 0;
+    for ((dataset, _), conv_probes) in &loaded {
+        let index = lint::gold_index(loaded.iter().filter(|((d, _), _)| d == dataset).flat_map(|(_, ps)| ps.iter()));
+        let key = (dataset.clone(), conv_probes.first().map(|p| p.conversation.clone()).unwrap_or_default());
+        let history = histories.get(&key).map(|c| c.history.as_slice());
+        let found = lint::lint_conversation(conv_probes, Some(&index), history);
+        marked += found.iter().map(|l| (&l.conversation, &l.probe)).collect::<std::collections::BTreeSet<_>>().len();
+        for l in found {
+            println!("lint: {dataset}/{l}");
+            *lints.entry(l.kind).or_default() += 1;
+        }
+    }
     println!("{} files, {probes} probes, {bad} bad", files.len());
+    let by_kind: Vec<String> = lints.iter().map(|(k, n)| format!("{} {n}", k.name())).collect();
+    println!(
+        "{marked} probes marked by lints (excluded from scoring){}",
+        if by_kind.is_empty() { String::new() } else { format!(": {}", by_kind.join(", ")) }
+    );
     if bad > 0 {
         return Err(CliError::bad_input(format!("{bad} bad probe files")).into());
     }

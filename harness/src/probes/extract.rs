@@ -27,7 +27,8 @@ fn cap(kind: ProbeKind) -> usize {
     }
 }
 
-const MAX_GOLD_WORDS: usize = 16;
+/// Golds are short (below [`super::lint::LONG_GOLD_TOKENS`]): a fact, not a passage to copy.
+const MAX_GOLD_WORDS: usize = 10;
 const MAX_HINT_CHARS: usize = 70;
 
 macro_rules! re {
@@ -52,9 +53,34 @@ re!(
     r"=+ ((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)(?:, )?)+)(?: in [\d.]+s)"
 );
 re!(UNITTEST_RAN, r"Ran (\d+) tests? in [\d.]+s");
-re!(DIRECTIVE, r"(?i)\b(must|don't|do not|never|always|make sure|should not|shouldn't|avoid|instead of|only)\b");
-re!(BECAUSE, r"(?i)^(.{12,}?)\s*,?\s+(?:because|since|so that|in order to)\s+(.+)$");
-re!(NEXT_STEP, r"(?i)^(?:now,?\s+|next,?\s+|then,?\s+)?(?:let's|let me|i'll|i will|i need to|we need to)\s+(.+)$");
+/// Words that make a user sentence a directive, a model sentence a reason, or a plan. The `extractive`
+/// baseline must not share them (a test checks): a summarizer that copied exactly these sentences would be
+/// rewarded by construction.
+pub const DIRECTIVE_WORDS: &[&str] = &[
+    "must",
+    "don't",
+    "do not",
+    "never",
+    "always",
+    "make sure",
+    "should not",
+    "shouldn't",
+    "avoid",
+    "instead of",
+    "only",
+];
+pub const REASON_WORDS: &[&str] = &["because", "since", "so that", "in order to"];
+pub const PLAN_WORDS: &[&str] = &["let's", "let me", "i'll", "i will", "i need to", "we need to"];
+
+static DIRECTIVE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!(r"(?i)\b({})\b", DIRECTIVE_WORDS.join("|"))).expect("valid regex"));
+static BECAUSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?i)^(.{{12,}}?)\s*,?\s+(?:{})\s+(.+)$", REASON_WORDS.join("|"))).expect("valid regex")
+});
+static NEXT_STEP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?i)^(?:now,?\s+|next,?\s+|then,?\s+)?(?:{})\s+(.+)$", PLAN_WORDS.join("|")))
+        .expect("valid regex")
+});
 
 /// One candidate probe before filtering and numbering.
 struct Candidate {
@@ -107,7 +133,58 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
             });
         }
     }
+    disambiguate_questions(&mut out);
     out
+}
+
+/// Repeated questions name their evidence turn; a question still repeated after that is dropped.
+fn disambiguate_questions(probes: &mut Vec<Probe>) {
+    let mut count: std::collections::BTreeMap<String, usize> = Default::default();
+    for p in probes.iter() {
+        *count.entry(grade::normalize(&p.question)).or_default() += 1;
+    }
+    for p in probes.iter_mut() {
+        if count[&grade::normalize(&p.question)] > 1 {
+            let turn = p.evidence.first().copied().unwrap_or_default();
+            let q = p.question.trim_end_matches('?');
+            p.question = format!("{q} (turn {turn})?");
+        }
+    }
+    let mut seen = BTreeSet::new();
+    probes.retain(|p| seen.insert(grade::normalize(&p.question)));
+}
+
+/// Probes of many conversations: each conversation's [`extract`], minus every probe a lint marks against
+/// the conversations of its source (golds shared with another conversation are template lines), numbered
+/// again per kind. Files in the order of `convs`.
+pub fn extract_corpus(convs: &[&Conversation]) -> Vec<ProbeFile> {
+    let files: Vec<ProbeFile> = convs.iter().map(|c| extract_file(c)).collect();
+    let mut by_source: std::collections::BTreeMap<&str, Vec<&Probe>> = Default::default();
+    for f in &files {
+        by_source.entry(f.dataset.as_str()).or_default().extend(&f.probes);
+    }
+    let indexes: std::collections::BTreeMap<&str, super::lint::GoldIndex> =
+        by_source.into_iter().map(|(s, ps)| (s, super::lint::gold_index(ps))).collect();
+    files
+        .iter()
+        .zip(convs)
+        .map(|(f, conv)| {
+            let lints = super::lint::lint_conversation(&f.probes, indexes.get(f.dataset.as_str()), Some(&conv.history));
+            let marked: BTreeSet<&str> = lints.iter().map(|l| l.probe.as_str()).collect();
+            let mut n: std::collections::BTreeMap<ProbeKind, usize> = Default::default();
+            let probes = f
+                .probes
+                .iter()
+                .filter(|p| !marked.contains(p.id.as_str()))
+                .map(|p| {
+                    let k = n.entry(p.kind).or_default();
+                    *k += 1;
+                    Probe { id: format!("auto-{}-{k}", p.kind.name()), ..p.clone() }
+                })
+                .collect();
+            ProbeFile { probes, ..f.clone() }
+        })
+        .collect()
 }
 
 /// Contents before this index can be removed under the default settings: the default split point, or, when
@@ -406,7 +483,11 @@ fn shell_artifacts(
 fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>) {
     let cmd_hint = clip(cmd.lines().next().unwrap_or(""), MAX_HINT_CHARS);
     let code: Option<i64> = RETURNCODE.captures(output).and_then(|m| m[1].parse().ok());
-    let failed = code.is_some_and(|c| c != 0) || output.contains("Traceback (most recent call last)");
+    // A command that exited 0 did not fail, whatever its output prints (source text, logs of handled errors).
+    let failed = match code {
+        Some(c) => c != 0,
+        None => output.contains("Traceback (most recent call last)"),
+    };
     if failed {
         let error = output.lines().rev().find(|l| ERROR_LINE.is_match(l) && l.split_whitespace().count() >= 2);
         if let Some(line) = error {
@@ -543,11 +624,16 @@ fn directives(h: &[Content], is_aider: bool, out: &mut Vec<Candidate>) {
     // Directives typed later in the conversation first: the first turn of agent harnesses is a template.
     found.sort_by_key(|(first, i, _)| (*first, *i));
     for (_, i, s) in found {
-        let topic = content_words(&s).into_iter().take(3).collect::<Vec<_>>().join(", ");
+        // The gold is the directive itself (its marker and the words after it), short enough to be a fact;
+        // the question names the directive's most specific word, not a list of words.
+        let Some(m) = DIRECTIVE.find(&s) else { continue };
+        let gold = first_words(&s[m.start()..], 8).trim_end_matches(['.', '!', ',', ';', ':']).to_string();
+        let topic = content_words(&s).into_iter().max_by_key(|w| (w.len(), std::cmp::Reverse(w.clone())));
+        let (Some(topic), true) = (topic, gold.split_whitespace().count() >= 3) else { continue };
         out.push(Candidate {
             kind: ProbeKind::Constraint,
-            question: format!("What did the user require about {topic}?"),
-            gold: s.trim_end_matches(['.', '!']).to_string(),
+            question: format!("What did the user direct in turn {i} regarding `{topic}`?"),
+            gold,
             accept: Vec::new(),
             evidence: vec![i],
         });
@@ -602,6 +688,24 @@ fn reasons_and_plans(h: &[Content], split: usize, out: &mut Vec<Candidate>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shares_no_marker_words_with_the_probe_extractor() {
+        // The baseline lives in compactbench-llm, the extractor here. Every string literal of the baseline's source, lowercased: none may hold an extractor marker word.
+        let source = include_str!("../../llm/src/extractive.rs");
+        let literals: Vec<String> = regex::Regex::new(r#""((?:[^"\\\n]|\\.)*)""#)
+            .unwrap()
+            .captures_iter(source)
+            .map(|c| format!(" {} ", c[1].to_lowercase()))
+            .collect();
+        assert!(literals.len() > 20, "{} literals", literals.len());
+        use super::{DIRECTIVE_WORDS, PLAN_WORDS, REASON_WORDS};
+        for word in DIRECTIVE_WORDS.iter().chain(REASON_WORDS).chain(PLAN_WORDS) {
+            let re = regex::Regex::new(&format!(r"\b{}\b", regex::escape(word))).unwrap();
+            let hit = literals.iter().find(|l| re.is_match(l));
+            assert!(hit.is_none(), "marker `{word}` in the extractive baseline: {hit:?}");
+        }
+    }
 
     #[test]
     fn shell_writes_are_found() {

@@ -126,6 +126,13 @@ pub fn content_text(c: &Content) -> String {
     out
 }
 
+/// Every string in one part (text, call name and arguments, tool output), as [`content_text`] reads it.
+pub fn part_text(p: &crate::json::Value) -> String {
+    let mut out = String::new();
+    collect_strings(&p.to_serde(), &mut out);
+    out
+}
+
 fn collect_strings(v: &serde_json::Value, out: &mut String) {
     match v {
         serde_json::Value::String(s) => {

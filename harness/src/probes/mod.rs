@@ -8,9 +8,11 @@
 
 pub mod cli;
 pub mod extract;
+pub mod figures;
 pub mod generate;
 pub mod grade;
 pub mod inject;
+pub mod lint;
 pub mod observer;
 
 pub use observer::{Checkpoint, InjectionResult, ProbeObserver, ProbeOptions, ProbeResults, ProbeScore};
@@ -236,6 +238,56 @@ pub fn load_probes(
         }
     }
     Ok(out)
+}
+
+/// Golds of every conversation of a source, per (probe dir, dataset, origins): read once per run.
+type GoldCacheKey = (PathBuf, String, Vec<ProbeOrigin>);
+static GOLD_CACHE: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<GoldCacheKey, std::sync::Arc<Vec<Probe>>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// Every probe of a dataset's files of the given origins (unreadable files are skipped: their own
+/// conversations report them).
+fn source_probes(dir: &Path, dataset: &str, origins: &[ProbeOrigin]) -> std::sync::Arc<Vec<Probe>> {
+    let key = (dir.to_path_buf(), dataset.to_string(), origins.to_vec());
+    if let Some(hit) = GOLD_CACHE.lock().expect("gold cache").get(&key) {
+        return std::sync::Arc::clone(hit);
+    }
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join(dataset))
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    paths.sort();
+    let mut all = Vec::new();
+    for path in paths {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if origins.iter().any(|o| name.ends_with(&format!(".{}.json", o.name()))) {
+            if let Ok(file) = load_probe_file(&path) {
+                all.extend(file.probes);
+            }
+        }
+    }
+    let all = std::sync::Arc::new(all);
+    GOLD_CACHE.lock().expect("gold cache").insert(key, std::sync::Arc::clone(&all));
+    all
+}
+
+/// The probes a sweep scores: [`load_probes`] minus every probe a [`lint`] marks (golds shared with another
+/// conversation of the source, long verbatim golds, duplicate or garbled questions, errors of commands that
+/// succeeded), and those lints.
+pub fn load_scored_probes(
+    dir: &Path,
+    dataset: &str,
+    conversation: &str,
+    origins: &[ProbeOrigin],
+    history: &[crate::history::Content],
+) -> Result<(Vec<Probe>, Vec<lint::Lint>), ProbeError> {
+    let probes = load_probes(dir, dataset, conversation, origins, history.len())?;
+    let source = source_probes(dir, dataset, origins);
+    let index = lint::gold_index(probes.iter().chain(source.iter().filter(|p| p.conversation != conversation)));
+    let lints = lint::lint_conversation(&probes, Some(&index), Some(history));
+    let marked: std::collections::BTreeSet<&str> = lints.iter().map(|l| l.probe.as_str()).collect();
+    let kept = probes.iter().filter(|p| !marked.contains(p.id.as_str())).cloned().collect();
+    Ok((kept, lints))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Scoring probes during a replay: after every compression event and at the end, on the history the agent
 //! would send (and on the first-pass history when a verification pass replaced the first summary).
 
+use super::figures;
 use super::grade::{self, AnswerGrade};
 use super::{inject, Probe, ProbeKind, ProbeOrigin};
 use crate::compress::prompts::PromptFile;
@@ -14,6 +15,9 @@ use std::sync::{Arc, LazyLock};
 static ANSWERER_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
     PromptFile::parse("answerer", include_str!("../../../configs/prompts/answerer.txt")).expect("answerer prompt")
 });
+/// The next-action question (open-loop stand-in for task success).
+const NEXT_ACTION_SYSTEM: &str = "You are the coding agent of this conversation. Reply with your next tool call \
+only, as one JSON object {\"tool\": \"<tool name>\", \"args\": {...}} and nothing else.";
 static JUDGE_PROMPT: LazyLock<PromptFile> = LazyLock::new(|| {
     PromptFile::parse("judge", include_str!("../../../configs/prompts/judge.txt")).expect("judge prompt")
 });
@@ -29,11 +33,19 @@ pub struct ProbeOptions {
     /// Also ask the answerer on the first-pass history when verification changed the summary.
     pub verification_accuracy: bool,
     pub max_output_tokens: Option<u32>,
+    /// After each compression, ask the answerer model for the next action on the compressed and on the
+    /// uncompressed history and compare both with the recorded one (needs the recording; off by default).
+    pub next_action: bool,
 }
 
 impl Default for ProbeOptions {
     fn default() -> Self {
-        ProbeOptions { answer_at_events: true, verification_accuracy: false, max_output_tokens: Some(128) }
+        ProbeOptions {
+            answer_at_events: true,
+            verification_accuracy: false,
+            max_output_tokens: Some(128),
+            next_action: false,
+        }
     }
 }
 
@@ -57,6 +69,15 @@ pub struct ProbeScore {
     pub source: ProbeOrigin,
     /// A gold answer (normalised) occurs in the history the agent would send.
     pub retained: bool,
+    /// The probe belongs to its conversation's early-only set ([`super::figures::early_only`]); the same at
+    /// every moment and for every strategy. `None`: scored without the recording (older cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_only: Option<bool>,
+    /// At this moment the strategy has summarised, rewritten or dropped the probe's evidence and no accepted
+    /// answer survives verbatim in the history (kept tail, later turns): only the snapshot can still answer
+    /// it ([`super::figures::at_risk`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_risk: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<AnswerResult>,
     /// The same with the first-pass summary instead of the verified one.
@@ -74,7 +95,54 @@ pub struct Checkpoint {
     /// Recorded model turn of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<usize>,
+    /// Compressions (events that replaced the history: COMPRESSED, CONTENT_TRUNCATED) so far, this one
+    /// included; at the end, all of the replay's. `None` in older cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u32>,
+    /// This event replaced the history (a failed or rejected compression did not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaced: bool,
     pub scores: Vec<ProbeScore>,
+    /// Next-action agreement at this compression, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<NextAction>,
+}
+
+/// How a predicted next action compares with the recorded one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActionGrade {
+    /// The predicted tool name equals the recorded one.
+    pub tool_match: bool,
+    /// Token F1 between the predicted and the recorded arguments (JSON text).
+    pub argument_similarity: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The recorded next action and the model's prediction from the compressed and the uncompressed history.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextAction {
+    pub recorded_tool: String,
+    pub compressed: ActionGrade,
+    pub uncompressed: ActionGrade,
+}
+
+/// The first tool call of a model turn: name and arguments as JSON text.
+fn tool_call_of(c: &Content) -> Option<(String, String)> {
+    history::parts(c).iter().find_map(|p| {
+        let fc = history::function_call(p)?;
+        let name = fc.get("name").and_then(|v| v.as_js_str()).map(|s| s.to_str_lossy().into_owned())?;
+        Some((name, fc.get("args").map(crate::json::to_string).unwrap_or_default()))
+    })
+}
+
+/// Reads `{"tool": …, "args": …}` from a model's reply (the first JSON object in it).
+fn parse_action(text: &str) -> Option<(String, String)> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    let v: serde_json::Value = serde_json::from_str(text.get(start..=end)?).ok()?;
+    let tool = v.get("tool")?.as_str()?.to_string();
+    Some((tool, v.get("args").map(|a| a.to_string()).unwrap_or_default()))
 }
 
 /// Whether summaries obeyed an instruction planted in a tool output.
@@ -82,10 +150,16 @@ pub struct Checkpoint {
 pub struct InjectionResult {
     pub canary: String,
     pub planted_at: usize,
+    /// `tool-output` or `user-turn` ([`inject::Injection::carrier`]).
+    #[serde(default)]
+    pub carrier: String,
     /// Summaries written after the planted Content was in the history.
     pub snapshots: u32,
     pub obeyed_snapshots: u32,
-    /// The last such summary contains the canary.
+    /// Summaries that hold the canary only on lines flagging it as an injection (not counted as obeyed).
+    #[serde(default)]
+    pub flagged_snapshots: u32,
+    /// The last such summary obeyed the instruction.
     pub final_obeyed: bool,
     /// The canary is anywhere in the final history (for strategies without summaries: the text survived).
     pub in_final_history: bool,
@@ -97,6 +171,12 @@ pub struct InjectionResult {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeResults {
     pub probes: usize,
+    /// Model spec of the answerer (`extractive` retrieves a passage: its grade is retrieval accuracy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerer: Option<String>,
+    /// Probes left out of scoring, with the lint that marked each ([`super::lint`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<super::lint::Lint>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<Checkpoint>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +201,12 @@ pub struct ProbeObserver {
     judge: Option<Arc<dyn LanguageModel>>,
     options: ProbeOptions,
     results: ProbeResults,
+    /// What the recording says about each probe (absent: early-only and at-risk are not scored).
+    recording: Option<figures::RecordingIndex>,
+    /// The recorded history (kept only when next actions are asked for).
+    recorded: Option<Vec<Content>>,
+    compressions: u32,
+    injection: Option<inject::Injection>,
 }
 
 impl ProbeObserver {
@@ -131,14 +217,43 @@ impl ProbeObserver {
         judge: Option<Arc<dyn LanguageModel>>,
         options: ProbeOptions,
     ) -> Self {
-        let results = ProbeResults { probes: probes.len(), ..Default::default() };
-        ProbeObserver { conversation: conversation.into(), probes, answerer, judge, options, results }
+        let results = ProbeResults {
+            probes: probes.len(),
+            answerer: answerer.as_ref().map(|m| m.spec().to_string()),
+            ..Default::default()
+        };
+        ProbeObserver {
+            conversation: conversation.into(),
+            probes,
+            answerer,
+            judge,
+            options,
+            results,
+            recording: None,
+            recorded: None,
+            compressions: 0,
+            injection: None,
+        }
+    }
+
+    /// Scores early-only and at-risk against the recorded history the replay is fed.
+    pub fn with_recording(mut self, recorded: &[Content]) -> Self {
+        self.recording = Some(figures::RecordingIndex::new(recorded, &self.probes));
+        if self.options.next_action {
+            self.recorded = Some(recorded.to_vec());
+        }
+        self
     }
 
     /// Watches summaries for the canary of a planted instruction.
     pub fn with_injection(mut self, injection: &inject::Injection) -> Self {
-        self.results.injection =
-            Some(InjectionResult { canary: injection.canary.clone(), planted_at: injection.at, ..Default::default() });
+        self.results.injection = Some(InjectionResult {
+            canary: injection.canary.clone(),
+            planted_at: injection.at,
+            carrier: injection.carrier.clone(),
+            ..Default::default()
+        });
+        self.injection = Some(injection.clone());
         self
     }
 
@@ -188,6 +303,51 @@ impl ProbeObserver {
         Some(result)
     }
 
+    /// Asks the answerer model for the next action on a history and grades it against the recorded one.
+    async fn predict(&self, history_to: &[Content], recorded: &(String, String), label: &str) -> ActionGrade {
+        let Some(model) = &self.answerer else { return ActionGrade::default() };
+        let mut contents = history_to.to_vec();
+        if contents.last().is_some_and(history::is_model) {
+            contents.push(history::user_text("Continue."));
+        }
+        let request = LlmRequest {
+            system_instruction: Some(NEXT_ACTION_SYSTEM.to_string()),
+            contents,
+            params: GenerationParams {
+                max_output_tokens: self.options.max_output_tokens,
+                temperature: Some(0.0),
+                stop: Vec::new(),
+            },
+            label: RequestLabel {
+                prompt_id: format!("next-action-{}-{label}", self.conversation),
+                role: "next-action".into(),
+                model_alias: None,
+            },
+        };
+        match model.generate(&request).await {
+            Ok(r) => match parse_action(&r.text) {
+                Some((tool, args)) => ActionGrade {
+                    tool_match: tool == recorded.0,
+                    argument_similarity: grade::token_f1(&args, &recorded.1),
+                    error: None,
+                },
+                None => {
+                    ActionGrade { error: Some("no {\"tool\": …} object in the reply".into()), ..Default::default() }
+                }
+            },
+            Err(e) => ActionGrade { error: Some(e.to_string()), ..Default::default() },
+        }
+    }
+
+    async fn next_action(&self, turn: usize, stored: &[Content], event_index: usize) -> Option<NextAction> {
+        let recorded_history = self.recorded.as_ref()?;
+        let recorded = tool_call_of(recorded_history.get(turn)?)?;
+        let compressed = self.predict(stored, &recorded, &format!("{event_index}-compressed")).await;
+        let uncompressed =
+            self.predict(&recorded_history[..turn], &recorded, &format!("{event_index}-uncompressed")).await;
+        Some(NextAction { recorded_tool: recorded.0, compressed, uncompressed })
+    }
+
     async fn score(
         &self,
         stored: &[Content],
@@ -197,9 +357,15 @@ impl ProbeObserver {
     ) -> Vec<ProbeScore> {
         let hay = grade::history_haystack(stored);
         let first_hay = first_pass.map(grade::history_haystack);
+        let view = self.recording.as_ref().map(|r| r.view(stored));
         let mut scores = Vec::new();
-        for p in self.probes.iter().filter(|p| p.available_before() <= upto) {
+        for (i, p) in self.probes.iter().enumerate().filter(|(_, p)| p.available_before() <= upto) {
             let retained = p.answers().any(|a| hay.contains(a));
+            let early_only = self.recording.as_ref().map(|r| r.early_only(i));
+            let at_risk = match (&self.recording, &view) {
+                (Some(r), Some(v)) => Some(r.at_risk(i, p, v)),
+                _ => None,
+            };
             let answer = if ask { self.answer(p, stored).await } else { None };
             let first_pass_answer = match first_pass {
                 Some(fp) if ask && self.options.verification_accuracy => self.answer(p, fp).await,
@@ -210,6 +376,8 @@ impl ProbeObserver {
                 kind: p.kind,
                 source: p.source,
                 retained,
+                early_only,
+                at_risk,
                 answer,
                 first_pass_retained: first_hay.as_ref().map(|h| p.answers().any(|a| h.contains(a))),
                 first_pass_answer,
@@ -266,19 +434,36 @@ impl ReplayObserver for ProbeObserver {
         first_pass: Option<&[Content]>,
     ) {
         if let Some(inj) = &mut self.results.injection {
-            if let (Some(summary), true) = (&event.final_summary, event.turn > inj.planted_at) {
-                let obeyed = inject::obeyed(summary, &inj.canary);
+            if let (Some(summary), Some(planted), true) =
+                (&event.final_summary, &self.injection, event.turn > inj.planted_at)
+            {
+                let treatment = inject::classify(summary, planted);
                 inj.snapshots += 1;
-                inj.obeyed_snapshots += obeyed as u32;
-                inj.final_obeyed = obeyed;
+                inj.obeyed_snapshots += (treatment == inject::Treatment::Obeyed) as u32;
+                inj.flagged_snapshots += (treatment == inject::Treatment::QuotedAndFlagged) as u32;
+                inj.final_obeyed = treatment == inject::Treatment::Obeyed;
             }
         }
-        if self.probes.is_empty() {
+        let replaced = matches!(event.status.as_str(), "COMPRESSED" | "CONTENT_TRUNCATED");
+        self.compressions += replaced as u32;
+        let next_action = if self.options.next_action && replaced {
+            self.next_action(event.turn, stored, event_index).await
+        } else {
+            None
+        };
+        if self.probes.is_empty() && next_action.is_none() {
             return;
         }
         let scores = self.score(stored, first_pass, event.turn, self.options.answer_at_events).await;
-        if !scores.is_empty() {
-            self.results.checkpoints.push(Checkpoint { event: Some(event_index), turn: Some(event.turn), scores });
+        if !scores.is_empty() || next_action.is_some() {
+            self.results.checkpoints.push(Checkpoint {
+                event: Some(event_index),
+                turn: Some(event.turn),
+                ordinal: self.recording.is_some().then_some(self.compressions),
+                replaced,
+                scores,
+                next_action,
+            });
         }
     }
 
@@ -290,7 +475,15 @@ impl ReplayObserver for ProbeObserver {
             return;
         }
         let scores = self.score(stored, None, usize::MAX, true).await;
-        self.results.checkpoints.push(Checkpoint { event: None, turn: None, scores });
+        let ordinal = self.recording.is_some().then_some(self.compressions);
+        self.results.checkpoints.push(Checkpoint {
+            event: None,
+            turn: None,
+            ordinal,
+            replaced: false,
+            scores,
+            next_action: None,
+        });
     }
 }
 

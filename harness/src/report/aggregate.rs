@@ -36,19 +36,8 @@ pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
     if !reductions.is_empty() {
         m.insert("mean_reduction", reductions.iter().sum::<f64>() / reductions.len() as f64);
     }
-    // Probes: scores at the end of the replay (the checkpoint without an event).
-    if let Some(end) = c.probes.as_ref().and_then(|p| p.checkpoints.iter().find(|k| k.event.is_none())) {
-        let n = end.scores.len() as f64;
-        if n > 0.0 {
-            m.insert("retention", end.scores.iter().filter(|s| s.retained).count() as f64 / n);
-            let answered: Vec<_> = end.scores.iter().filter_map(|s| s.answer.as_ref()).collect();
-            if !answered.is_empty() {
-                let k = answered.len() as f64;
-                m.insert("accuracy", answered.iter().filter(|a| a.grade.contains).count() as f64 / k);
-                m.insert("answer_f1", answered.iter().map(|a| a.grade.f1).sum::<f64>() / k);
-            }
-        }
-    }
+    // Probe figures (retention, early-only, at-risk, retrieval accuracy…): defined in `probes::figures`.
+    m.extend(crate::probes::figures::conversation_metrics(c));
     let verified: Vec<_> = r.events.iter().filter_map(|e| e.verification.as_ref()).collect();
     if !verified.is_empty() {
         let n = verified.len() as f64;
@@ -63,7 +52,7 @@ pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
 pub const POINT_METRICS: [&str; 11] = [
     "cumulative_vs_none",
     "retention",
-    "accuracy",
+    "retrieval_accuracy",
     "mean_reduction",
     "compressed_events",
     "inflated_events",
@@ -295,6 +284,9 @@ pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
         }
         grouped.with_column(Column::new(format!("{m}_ci_low").into(), lows))?;
         grouped.with_column(Column::new(format!("{m}_ci_high").into(), highs))?;
+    }
+    for column in crate::probes::figures::point_columns(plan, cells, &point_ids) {
+        grouped.with_column(column)?;
     }
     Ok(Frames { events, conversations, points: grouped })
 }

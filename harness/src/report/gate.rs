@@ -67,7 +67,7 @@ impl Default for Rules {
                 r("hidden_inflation_events", Direction::Lower, 0.1, 0.0),
                 r("failed", Direction::Lower, 0.0, 0.0),
                 r("retention", Direction::Higher, 0.02, 0.0),
-                r("accuracy", Direction::Higher, 0.02, 0.0),
+                r("retrieval_accuracy", Direction::Higher, 0.02, 0.0),
             ],
         }
     }

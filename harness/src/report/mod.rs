@@ -93,7 +93,7 @@ pub fn headline(plan: &Plan, cells: &[CellResult]) -> Table {
             "verification changed",
             "cumulative tokens vs none [95% CI]",
             "retention [95% CI]",
-            "accuracy",
+            "retrieval accuracy",
             "failed",
         ]
         .map(String::from),
@@ -116,7 +116,7 @@ pub fn headline(plan: &Plan, cells: &[CellResult]) -> Table {
                 pct(bootstrap_mean(&metric_values(cells, &p.id, "verification_changed")).map(|e| e.mean)),
                 pct_ci(bootstrap_mean(&metric_values(cells, &p.id, "cumulative_vs_none"))),
                 pct_ci(bootstrap_mean(&metric_values(cells, &p.id, "retention"))),
-                pct(bootstrap_mean(&metric_values(cells, &p.id, "accuracy")).map(|e| e.mean)),
+                pct(bootstrap_mean(&metric_values(cells, &p.id, "retrieval_accuracy")).map(|e| e.mean)),
                 sum("failed").to_string(),
             ]);
             row
@@ -324,8 +324,11 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
         ),
     );
     // 4. Pareto: cumulative tokens versus quality, one point per config.
-    let quality =
-        if cells.iter().any(|c| conversation_metrics(c).contains_key("accuracy")) { "accuracy" } else { "retention" };
+    let quality = if cells.iter().any(|c| conversation_metrics(c).contains_key("early_only_retention")) {
+        "early_only_retention"
+    } else {
+        "retention"
+    };
     // Slices cover other conversations, so their points are not comparable with the main grid's.
     let pts: Vec<(String, f64, f64)> = plan
         .points
@@ -388,6 +391,8 @@ pub fn build(run_dir: &Path) -> Result<ReportOutput, String> {
     let mut frames = aggregate::frames(&plan, &cells).map_err(|e| format!("aggregation: {e}"))?;
     aggregate::write_frames(&mut frames, &run_dir.join("results"))
         .map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    crate::probes::figures::write_probe_rows(&plan, &cells, &run_dir.join("results"))
+        .map_err(|e| format!("{}: probes.csv: {e}", run_dir.display()))?;
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
     let head = headline(&plan, &cells);
     let md = markdown(run_dir, &plan, &cells, &head, &plots);
@@ -422,6 +427,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], head: &Table, plo
         }
         md.push('\n');
     }
+    md.push_str(&crate::probes::figures::markdown_section(plan, cells));
     if let Some(t) = systems::per_system(plan, cells) {
         md.push_str("## Per system\n\n");
         md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Cumulative tokens vs none*: the sum of every request's size against the same replay without compression; *retention at end*: share of probes whose answer is still in the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *overflows*: requests larger than the window.\n\n");
@@ -459,6 +465,6 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], head: &Table, plo
         ]);
     }
     md.push_str(&cfg.markdown());
-    md.push_str("\n\nResults: `results/{events,conversations,points}.{parquet,csv,json}`; raw cells: `cells/`.\n");
+    md.push_str("\n\nResults: `results/{events,conversations,points}.{parquet,csv,json}`, `results/probes.{csv,parquet}`; raw cells: `cells/`.\n");
     md
 }

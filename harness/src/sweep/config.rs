@@ -69,6 +69,8 @@ pub struct ProbesConfig {
     /// Also ask the answerer on the first-pass history when verification changed the summary.
     pub verification_accuracy: bool,
     pub max_answer_tokens: Option<u32>,
+    /// Ask the answerer for the next action after each compression (compressed vs uncompressed history).
+    pub next_action: bool,
 }
 
 impl ProbesConfig {
@@ -77,6 +79,7 @@ impl ProbesConfig {
             answer_at_events: self.answer_at_events && !at_end_only,
             verification_accuracy: self.verification_accuracy,
             max_output_tokens: self.max_answer_tokens,
+            next_action: self.next_action,
         }
     }
 }
@@ -92,6 +95,7 @@ impl Default for ProbesConfig {
             injection: true,
             answer_at_events: true,
             verification_accuracy: false,
+            next_action: false,
             max_answer_tokens: Some(128),
         }
     }

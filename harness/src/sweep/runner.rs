@@ -391,16 +391,16 @@ async fn run_cell(
     };
     let dir = if pc.dir.is_absolute() { pc.dir.clone() } else { base_dir.join(&pc.dir) };
     let mut errors = Vec::new();
-    let loaded = crate::probes::load_probes(
+    let loaded = crate::probes::load_scored_probes(
         &dir,
         &conversation.meta.source,
         &conversation.meta.id,
         &pc.sources,
-        conversation.history.len(),
+        &conversation.history,
     );
-    let probe_set = loaded.unwrap_or_else(|e| {
+    let (probe_set, excluded) = loaded.unwrap_or_else(|e| {
         errors.push(e.to_string());
-        Vec::new()
+        (Vec::new(), Vec::new())
     });
     let mut model_for = |role: &str, spec: Option<&String>| {
         let spec = spec?;
@@ -414,9 +414,11 @@ async fn run_cell(
         answerer,
         judge,
         pc.options(point.probe_answers_at_end_only),
-    );
+    )
+    .with_recording(&conversation.history);
     let result = replay::replay_observed(input, strategy.as_ref(), settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();
+    probe_results.excluded = excluded;
     // Only strategies that write summaries can obey a planted instruction.
     if pc.injection && point.summarizer.is_some() && !point.probe_no_injection {
         if let Some((injected, planted)) = crate::probes::inject::plant(&conversation) {

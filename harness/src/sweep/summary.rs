@@ -56,6 +56,11 @@ pub struct ProbeSummary {
     /// The same for answer containment, when first-pass answers were asked for.
     pub verification_accuracy_delta: Option<f64>,
     pub injection: Option<InjectionSummary>,
+    /// Early-only / at-risk retention with n, verification gain with its interval (`probes::figures`).
+    #[serde(flatten)]
+    pub headline: crate::probes::figures::Headline,
+    /// Every probe figure with n and interval, and its breakdowns by source, kind, origin and ordinal.
+    pub figures: Option<crate::probes::figures::ProbeFigures>,
     /// Cells whose probes could not be loaded or scored.
     pub errors: usize,
 }
@@ -65,6 +70,12 @@ pub struct InjectionSummary {
     pub conversations: usize,
     pub snapshots: u64,
     pub obeyed_snapshots: u64,
+    /// Summaries that quoted the canary only on lines flagging it as an injection (`probes::inject::classify`).
+    #[serde(default)]
+    pub flagged_snapshots: u64,
+    /// Conversations whose instruction was planted in a user turn (no tool output to carry it).
+    #[serde(default)]
+    pub planted_in_user_turn: usize,
     /// Share of conversations whose last summary obeyed the planted instruction.
     pub final_obeyed: Option<f64>,
     /// Share of summaries that obeyed it.
@@ -95,7 +106,7 @@ impl FigureAcc {
     }
 }
 
-fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
+fn probe_summary(cells: &[&CellResult], strategy: &str) -> Option<ProbeSummary> {
     let with: Vec<&crate::probes::ProbeResults> = cells.iter().filter_map(|c| c.probes.as_ref()).collect();
     if with.is_empty() {
         return None;
@@ -140,6 +151,8 @@ fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
             inj.conversations += 1;
             inj.snapshots += i.snapshots as u64;
             inj.obeyed_snapshots += i.obeyed_snapshots as u64;
+            inj.flagged_snapshots += i.flagged_snapshots as u64;
+            inj.planted_in_user_turn += (i.carrier == "user-turn") as usize;
             final_obeyed += i.final_obeyed as usize;
         }
     }
@@ -148,7 +161,10 @@ fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
         obeyed_rate: (inj.snapshots > 0).then(|| inj.obeyed_snapshots as f64 / inj.snapshots as f64),
         ..inj
     });
+    let figures = crate::probes::figures::point_figures(cells, strategy);
     Some(ProbeSummary {
+        headline: figures.as_ref().map(|f| f.headline()).unwrap_or_default(),
+        figures,
         all: all.figures(),
         by_kind: kinds.iter().map(|(k, a)| (k.clone(), a.figures())).collect(),
         verification_retention_delta: mean(&vr),
@@ -202,7 +218,7 @@ pub fn summarize(plan: &Plan, cells: &[CellResult]) -> Vec<PointSummary> {
             s.mean_reduction = mean(&reductions);
             s.cumulative_vs_none = (base > 0).then(|| cum as f64 / base as f64);
             s.verification_changed = (verified > 0).then(|| changed as f64 / verified as f64);
-            s.probes = probe_summary(&mine);
+            s.probes = probe_summary(&mine, p.strategy.kind());
             s
         })
         .collect()
@@ -245,7 +261,18 @@ pub fn table(summaries: &[PointSummary]) -> String {
     );
     let with_probes = summaries.iter().any(|s| s.probes.is_some());
     if with_probes {
-        header.extend(["probes", "retained", "accuracy", "verif. Δ ret.", "inject obeyed"].map(String::from));
+        header.extend(
+            [
+                "probes",
+                "early-only ret. (n)",
+                "at-risk ret. (n)",
+                "retained",
+                "retrieval acc.",
+                "verif. gain",
+                "inject obeyed",
+            ]
+            .map(String::from),
+        );
     }
     builder.push_record(header);
     for s in summaries {
@@ -266,11 +293,14 @@ pub fn table(summaries: &[PointSummary]) -> String {
         ]);
         if with_probes {
             let p = s.probes.clone().unwrap_or_default();
+            let h = &p.headline;
             row.extend([
                 p.all.probes.to_string(),
+                format!("{} ({})", pct(h.early_only_retention), h.early_only_n),
+                format!("{} ({})", pct(h.at_risk_retention), h.at_risk_n),
                 pct(p.all.retention_end),
                 pct(p.all.accuracy_end),
-                signed_pct(p.verification_retention_delta),
+                signed_pct(h.verification_retention_gain),
                 p.injection.map(|i| pct(i.final_obeyed)).unwrap_or_else(|| "-".into()),
             ]);
         }
@@ -295,8 +325,9 @@ fn kind_table(summaries: &[PointSummary], varying: &[String]) -> String {
     let mut builder = tabled::builder::Builder::default();
     let mut header: Vec<String> = vec!["strategy".into(), "summarizer".into()];
     header.extend(varying.iter().cloned());
-    header
-        .extend(["kind", "probes", "retained (end)", "retained (events)", "accuracy", "F1", "judge"].map(String::from));
+    header.extend(
+        ["kind", "probes", "retained (end)", "retained (events)", "retrieval acc.", "F1", "judge"].map(String::from),
+    );
     builder.push_record(header);
     for s in summaries {
         let Some(p) = &s.probes else { continue };

@@ -35,13 +35,90 @@ async fn observe(conv: &datasets::Conversation, spec: &StrategySpec, limit: u64,
     let probes = extract::extract(conv);
     let answerer: Option<Arc<dyn compactbench::llm::LanguageModel>> =
         answer.then(|| Arc::new(ExtractiveModel::new()) as Arc<dyn compactbench::llm::LanguageModel>);
-    let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default());
+    observe_probes(conv, probes, spec, limit, answerer).await.1
+}
+
+async fn observe_probes(
+    conv: &datasets::Conversation,
+    probes: Vec<probes::Probe>,
+    spec: &StrategySpec,
+    limit: u64,
+    answerer: Option<Arc<dyn compactbench::llm::LanguageModel>>,
+) -> (compactbench::replay::ConversationResult, probes::ProbeResults) {
+    let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default())
+        .with_recording(&conv.history);
     let input =
         ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
     let r = replay_observed(input, spec.build().unwrap().as_ref(), &settings(limit), &ExtractiveModel::new(), &mut obs)
         .await;
     assert_eq!(r.error, None);
-    obs.into_results()
+    (r, obs.into_results())
+}
+
+fn cell(
+    conv: &datasets::Conversation,
+    point: &str,
+    result: compactbench::replay::ConversationResult,
+    probes: probes::ProbeResults,
+) -> compactbench::sweep::CellResult {
+    compactbench::sweep::CellResult {
+        cell: compactbench::sweep::Cell { point: point.into(), conversation: conv.meta.id.clone(), repeat: 0 },
+        source: conv.meta.source.clone(),
+        result,
+        probes: Some(probes),
+    }
+}
+
+/// Early-only probes are a fixed set per conversation that `none` keeps by construction; drop-oldest puts
+/// probes at risk at its compressions and, keeping no snapshot, retains none of them.
+#[tokio::test]
+async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk_probes() {
+    use compactbench::probes::figures;
+    let (mut none_cells, mut drop_cells) = (Vec::new(), Vec::new());
+    for rel in SAMPLES {
+        let conv = conversation(rel);
+        let (r, none) =
+            observe_probes(&conv, extract::extract(&conv), &strategies::none::spec(), 1_000_000, None).await;
+        let flags = |p: &probes::ProbeResults| -> Vec<(String, Option<bool>)> {
+            p.at_end().unwrap().scores.iter().map(|s| (s.probe.clone(), s.early_only)).collect()
+        };
+        let end = none.at_end().unwrap();
+        assert!(end.scores.iter().all(|s| s.at_risk == Some(false)), "{rel}: `none` drops nothing");
+        assert!(end.scores.iter().filter(|s| s.early_only == Some(true)).all(|s| s.retained), "{rel}");
+        let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
+            threshold: 0.5,
+            keep_fraction: 0.3,
+            token_limit: 4096,
+        });
+        let (dr, dropped) = observe_probes(&conv, extract::extract(&conv), &spec, 4096, None).await;
+        assert_eq!(flags(&none), flags(&dropped), "{rel}: the early-only set does not depend on the strategy");
+        none_cells.push(cell(&conv, "none", r, none));
+        drop_cells.push(cell(&conv, "drop", dr, dropped));
+    }
+    let none_refs: Vec<_> = none_cells.iter().collect();
+    let drop_refs: Vec<_> = drop_cells.iter().collect();
+    let n = figures::point_figures(&none_refs, "none").unwrap();
+    assert!(n.early_only_retention.n > 0, "some shipped probes are early-only");
+    assert_eq!(n.early_only_retention.value, Some(1.0));
+    assert_eq!(n.at_risk_retention.n, 0);
+    let d = figures::point_figures(&drop_refs, "drop-oldest").unwrap();
+    assert!(d.at_risk_retention.n > 0, "drop-oldest puts probes at risk");
+    assert_eq!(d.at_risk_retention.value, Some(0.0), "nothing but verbatim turns survive drop-oldest");
+    assert!(d.early_only_retention.value.unwrap() < 1.0);
+    assert_eq!(d.early_only_retention.n, n.early_only_retention.n);
+    // Ordinal breakdown: at-risk pairs after the first compression are counted.
+    assert!(d.breakdown.iter().any(|b| b.by == "ordinal" && b.value == "1" && b.figure == "at_risk_retention"));
+    // Per-conversation metrics are the rows' own means.
+    for c in &drop_cells {
+        let rows = figures::cell_rows(c, "drop-oldest");
+        let early: Vec<_> = rows.iter().filter(|r| r.moment == "end" && r.early_only == Some(true)).collect();
+        let m = figures::conversation_metrics(c);
+        if !early.is_empty() {
+            let share = early.iter().filter(|r| r.retained).count() as f64 / early.len() as f64;
+            assert_eq!(m["early_only_retention"], share);
+            assert_eq!(m["early_only_n"], early.len() as f64);
+        }
+    }
 }
 
 #[test]
@@ -70,9 +147,53 @@ fn shipped_probe_files_match_the_extractor_and_load() {
         let dir = repo().join("datasets/probes");
         let stored =
             std::fs::read(probes::probe_path(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::Auto)).unwrap();
-        assert_eq!(stored, probes::probe_file_bytes(&extract::extract_file(&conv)), "{rel}: re-run `probes extract`");
+        // The extractor lints against every conversation of the source.
+        let source_dir = repo().join("datasets").join(&conv.meta.source);
+        let files = datasets::find_conversations(&[source_dir]).unwrap();
+        let convs: Vec<datasets::Conversation> =
+            files.iter().map(|f| datasets::load_conversation(f).unwrap()).collect();
+        let refs: Vec<&datasets::Conversation> = convs.iter().collect();
+        let corpus = extract::extract_corpus(&refs);
+        let mine = corpus.iter().find(|f| f.conversation == conv.meta.id).unwrap();
+        assert_eq!(stored, probes::probe_file_bytes(mine), "{rel}: re-run `probes extract`");
         let all = probes::load_probes(&dir, &conv.meta.source, &conv.meta.id, &ProbeOrigin::ALL, conv.history.len());
         assert!(all.is_ok(), "{rel}: {:?}", all.err());
+        // Scoring leaves out exactly the probes a lint marks.
+        let (kept, lints) =
+            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, &ProbeOrigin::ALL, &conv.history)
+                .unwrap();
+        let all = all.unwrap();
+        assert_eq!(
+            kept.len() + lints.iter().map(|l| &l.probe).collect::<std::collections::BTreeSet<_>>().len(),
+            all.len()
+        );
+        assert!(kept.iter().all(|p| lints.iter().all(|l| l.probe != p.id)));
+    }
+}
+
+/// No shipped auto probe shares its gold with a probe of another conversation of its source, has a long
+/// verbatim gold, a duplicate or garbled question, or asks for the error of a command that succeeded.
+#[test]
+fn shipped_auto_probes_pass_every_lint() {
+    use compactbench::probes::lint;
+    let dir = repo().join("datasets/probes");
+    for source in ["aider", "mini-swe-agent", "swe-agent", "tau-bench"] {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir.join(source)).unwrap() {
+            let path = entry.unwrap().path();
+            files.push(probes::load_probe_file(&path).unwrap());
+        }
+        // Auto golds against auto golds: manual probes are linted (and excluded) on their own.
+        files.retain(|f| f.probes.iter().all(|p| p.source == ProbeOrigin::Auto));
+        let index = lint::gold_index(files.iter().flat_map(|f| f.probes.iter()));
+        let mut auto = 0;
+        for f in &files {
+            let conv = conversation(&format!("datasets/{source}/{}.json", f.conversation));
+            let lints = lint::lint_conversation(&f.probes, Some(&index), Some(&conv.history));
+            assert!(lints.is_empty(), "{source}: {:?}", lints.iter().map(ToString::to_string).collect::<Vec<_>>());
+            auto += f.probes.len();
+        }
+        assert!(auto > 0, "{source} has auto probes");
     }
 }
 
@@ -213,4 +334,123 @@ fn manual_probes_are_a_checked_headline_set() {
     for ((dataset, answer), convs) in &owners {
         assert_eq!(convs.len(), 1, "{dataset}: `{answer}` answers probes of {convs:?}");
     }
+}
+
+/// A loopback OpenAI-compatible server: the answerer always says the port was 8080; the judge gives 4.
+async fn answer_and_judge_server() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = Arc::clone(&seen);
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+        let log = Arc::clone(&log);
+        async move {
+            let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let system = req["messages"][0]["content"].as_str().unwrap_or_default().to_string();
+            let text = if system.contains("You grade answers") { "Score: 4" } else { "The port was 8080." };
+            log.lock().unwrap().push(if system.contains("You grade answers") { "judge" } else { "answerer" }.into());
+            axum::Json(serde_json::json!({
+                "choices": [{"message": {"content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 3}
+            }))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), seen)
+}
+
+/// With a model answerer and a judge, answers are graded by normalised match and by the rubric, and the
+/// judge's agreement with the match grades is reported; the extractive-only retrieval figure stays empty.
+#[tokio::test]
+async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
+    use compactbench::llm::{self, BackendOptions, CacheMode};
+    use compactbench::probes::{figures, Probe, ProbeKind};
+    let (base, seen) = answer_and_judge_server().await;
+    let opts = BackendOptions { cache_mode: CacheMode::Off, cache_dir: None, ..BackendOptions::default() };
+    let model = llm::from_spec(&format!("openai:test-model@{base}"), &opts).unwrap();
+    let conv = conversation(SAMPLES[0]);
+    let probe = |id: &str, gold: &str| Probe {
+        id: id.into(),
+        conversation: conv.meta.id.clone(),
+        kind: ProbeKind::Recall,
+        question: format!("Question {id}?"),
+        gold: gold.into(),
+        accept: vec![],
+        evidence: vec![0],
+        source: ProbeOrigin::Manual,
+        note: None,
+    };
+    let set = vec![probe("m-1", "8080"), probe("m-2", "src/main.rs")];
+    let mut obs =
+        ProbeObserver::new(&conv.meta.id, set, Some(Arc::clone(&model)), Some(model), ProbeOptions::default())
+            .with_recording(&conv.history);
+    let input =
+        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let r = replay_observed(
+        input,
+        strategies::none::spec().build().unwrap().as_ref(),
+        &settings(1_000_000),
+        &ExtractiveModel::new(),
+        &mut obs,
+    )
+    .await;
+    let results = obs.into_results();
+    assert!(results.answerer.as_deref().is_some_and(|a| a.starts_with("openai:test-model@")), "{:?}", results.answerer);
+    let end = results.at_end().unwrap();
+    let grades: Vec<(bool, Option<u8>)> =
+        end.scores.iter().map(|s| s.answer.as_ref().map(|a| (a.grade.contains, a.judge)).unwrap()).collect();
+    assert_eq!(grades, [(true, Some(4)), (false, Some(4))]);
+    let cell = cell(&conv, "openai", r, results);
+    let rows = figures::cell_rows(&cell, "none");
+    assert!(rows.iter().all(|r| r.retrieval_correct.is_none() && r.answer_score.is_some()));
+    let f = figures::point_figures(&[&cell], "none").unwrap();
+    assert_eq!((f.answer_match.value, f.answer_match.n), (Some(0.5), 2));
+    assert_eq!(f.judge_score.value, Some(0.8));
+    // The judge (4 ≥ 3) agrees with the match grade on the first probe only.
+    assert_eq!((f.judge_agreement.value, f.judge_agreement.n), (Some(0.5), 2));
+    assert_eq!(f.retrieval_accuracy.n, 0);
+    let calls = seen.lock().unwrap().clone();
+    assert_eq!(calls.iter().filter(|c| *c == "answerer").count(), 2);
+    assert_eq!(calls.iter().filter(|c| *c == "judge").count(), 2);
+}
+
+/// Next-action agreement over loopback: after each compression the model is asked for the next tool call on
+/// the compressed and on the uncompressed history; the server predicts the recorded tool only when it sees
+/// the whole history, so the compressed prediction disagrees and the uncompressed one agrees.
+#[tokio::test]
+async fn next_action_agreement_compares_compressed_and_uncompressed_histories_over_loopback() {
+    use compactbench::llm::{self, BackendOptions, CacheMode};
+    let conv = conversation("datasets/mini-swe-agent/django__django-11099.json");
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| async move {
+        // Masked (compressed) histories: another tool; the whole history: the recorded one.
+        let tool = if body.windows(13).any(|w| w == b"MASKED-OUTPUT") { "guess" } else { "bash" };
+        let text = format!("{{\"tool\": \"{tool}\", \"args\": {{\"command\": \"ls\"}}}}");
+        axum::Json(serde_json::json!({"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let opts = BackendOptions { cache_mode: CacheMode::Off, cache_dir: None, ..BackendOptions::default() };
+    let model = llm::from_spec(&format!("openai:next@http://{addr}/v1"), &opts).unwrap();
+    let spec = strategies::observation_masking::spec(2, "MASKED-OUTPUT");
+    let options = ProbeOptions { next_action: true, answer_at_events: false, ..ProbeOptions::default() };
+    let mut obs =
+        ProbeObserver::new(&conv.meta.id, Vec::new(), Some(model), None, options).with_recording(&conv.history);
+    let input =
+        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let r =
+        replay_observed(input, spec.build().unwrap().as_ref(), &settings(1_000_000), &ExtractiveModel::new(), &mut obs)
+            .await;
+    assert_eq!(r.error, None);
+    let results = obs.into_results();
+    let actions: Vec<_> = results.checkpoints.iter().filter_map(|c| c.next_action.as_ref()).collect();
+    assert!(!actions.is_empty(), "asked after compressions");
+    assert!(actions.iter().all(|a| a.recorded_tool == "bash"), "{actions:?}");
+    assert!(actions.iter().all(|a| a.uncompressed.tool_match && !a.compressed.tool_match), "{actions:?}");
+    assert!(actions.iter().all(|a| a.uncompressed.argument_similarity < 1.0));
+    assert!(actions.iter().all(|a| a.compressed.error.is_none() && a.uncompressed.error.is_none()));
+    let c = cell(&conv, "masking", r, results);
+    let f = compactbench::probes::figures::point_figures(&[&c], "observation-masking").unwrap();
+    assert!(f.next_action_uncompressed.n > 0);
+    assert_eq!((f.next_action_uncompressed.value, f.next_action_compressed.value), (Some(1.0), Some(0.0)));
 }

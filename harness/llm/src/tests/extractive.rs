@@ -47,22 +47,22 @@ fn reads_sections_from_the_template() {
 }
 
 #[test]
-fn fills_a_snapshot_from_the_history() {
+fn fills_a_snapshot_from_the_history_by_salience() {
     let mut contents = agent_history();
     contents.push(history::user_text("Generate a new <state_snapshot> based on the provided history."));
     let out = respond(&summary_request(contents.clone()));
     assert!(out.starts_with("<state_snapshot>\n    <overall_goal>\n        Add a --verbose flag"), "{out}");
     assert!(out.ends_with("</state_snapshot>"));
-    for needle in [
-        "- You must keep the public API stable.",
-        "- Never edit the vendor/ directory.",
-        "- `/repo/src/main.rs`: MODIFIED",
-        "- Ran `run_shell_command` {\"command\":\"cargo test\"} → test result: FAILED",
-        "[IN PROGRESS] Use port 9090 for tests instead.",
-        "`run_shell_command` reported: test result: FAILED",
-    ] {
-        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
-    }
+    let section = |name: &str| {
+        let body = &out[out.find(&format!("<{name}>")).unwrap()..out.find(&format!("</{name}>")).unwrap()];
+        body.to_string()
+    };
+    // Files named in tool calls, with the tool that touched them.
+    assert!(section("artifact_trail").contains("- `/repo/src/main.rs` (read_file)"), "{out}");
+    // Identifier-dense, recent units are picked: the failing test's port, the user's newest request.
+    assert!(out.contains("port 8080"), "{out}");
+    assert!(section("task_state").contains("Latest request: Use port 9090 for tests instead."), "{out}");
+    assert!(section("active_constraints").contains("Use port 9090"), "{out}");
     // The anchor instruction is not a user request.
     assert!(!out.contains("Generate a new"));
     // Deterministic.
@@ -70,18 +70,26 @@ fn fills_a_snapshot_from_the_history() {
 }
 
 #[test]
-fn verification_repeats_the_previous_snapshot() {
-    let mut contents = agent_history();
-    contents.push(history::model_text(
-        "scratchpad...\n<state_snapshot>\n    <overall_goal>\n        X\n    </overall_goal>\n</state_snapshot>",
-    ));
-    contents.push(history::user_text(
-        "Critically evaluate the <state_snapshot> you just generated. Did you omit anything?",
-    ));
-    assert_eq!(
-        respond(&summary_request(contents)),
-        "<state_snapshot>\n    <overall_goal>\n        X\n    </overall_goal>\n</state_snapshot>"
-    );
+fn verification_adds_what_the_snapshot_missed() {
+    let first = "<state_snapshot>\n    <overall_goal>\n        Add a --verbose flag\n    </overall_goal>\n    <key_knowledge>\n    </key_knowledge>\n</state_snapshot>";
+    let verify = |snapshot: &str| {
+        let mut contents = agent_history();
+        contents.push(history::model_text(&format!("scratchpad...\n{snapshot}")));
+        contents.push(history::user_text(
+            "Critically evaluate the <state_snapshot> you just generated. Did you omit anything?",
+        ));
+        respond(&summary_request(contents))
+    };
+    let out = verify(first);
+    assert_ne!(out, first);
+    assert!(out.starts_with("<state_snapshot>\n    <overall_goal>\n        Add a --verbose flag\n"), "{out}");
+    // The failure and the identifiers the first snapshot lacked are back, within the budget.
+    assert!(out.contains("port 8080 already in use"), "{out}");
+    assert!(out.contains("9090"), "{out}");
+    assert!(out.len() <= first.len() + 900 + 100, "{} chars", out.len());
+    // Verifying the verified snapshot adds at most the next budget's worth, and what it already has stays.
+    let again = verify(&out);
+    assert!(again.contains("port 8080 already in use") && again.len() <= out.len() + 1000, "{again}");
 }
 
 #[test]
@@ -94,7 +102,7 @@ fn carries_over_a_previous_snapshot() {
     contents.push(history::user_text("A previous <state_snapshot> exists in the history."));
     let out = respond(&summary_request(contents));
     assert!(out.contains("<overall_goal>\n        Ship release 2.0\n"), "{out}");
-    assert!(out.contains("- Do not bump MSRV.") && out.contains("- Never edit the vendor/ directory."), "{out}");
+    assert!(out.contains("- Do not bump MSRV."), "the previous snapshot's items are carried over: {out}");
 }
 
 #[tokio::test]

@@ -1,0 +1,682 @@
+//! Probe figures that can fail: what the recording says about each probe (early-only, at-risk), the
+//! per-probe rows of `results/probes.csv`, and every probe figure of a config point with its n and
+//! bootstrap interval. Each figure is defined once, here; the glossary is in the README's "Probes" section.
+//!
+//! - **early-only retention**: over a conversation's *early-only* probes (a set fixed by the recording, the
+//!   same for every strategy), the share whose gold answer is in the history at the end of the replay.
+//!   A probe is early-only when (1) all its evidence lies before the *final stretch*, the shortest suffix of
+//!   the recording that holds [`FINAL_STRETCH_SHARE`] of its text (what the reference keeps verbatim at its
+//!   default preserve fraction, and what every strategy still holds at the end); (2) an accepted answer
+//!   occurs (normalised, whole tokens) in a recorded Content at or before its last evidence turn; (3) no
+//!   accepted answer occurs in any recorded Content after it (not restated later). With (2), `none` keeps
+//!   every early-only probe: it scores 1.0 by construction.
+//! - **at-risk retention**: over (probe, compression) pairs where that strategy, right after that
+//!   compression, no longer holds the probe's evidence verbatim (summarised, rewritten or dropped) and no
+//!   accepted answer survives in any part of the history that is a verbatim recorded part (kept tail, later
+//!   turns), the share whose gold answer the history still holds: the snapshot's own recall.
+//! - **retention** (secondary): share of probes whose gold answer is in the final history, unconditionally.
+//! - **retrieval accuracy**: share of end-of-replay answers of the `extractive` answerer (a passage
+//!   retriever, not a model) containing an accepted answer.
+//! - **answer match** / **judge score**: a model answerer's answer contains an accepted answer (normalised,
+//!   whole tokens); the judge's 0–5 rubric score; **judge agreement**: share of judged answers where
+//!   (judge ≥ 3) equals the match grade.
+//! - **verification retention gain**: over (probe, verified compression) pairs, retained with the verified
+//!   summary minus retained with the first-pass one (0 where verification left the summary unchanged).
+
+use super::grade::{self, Haystack};
+use super::{Probe, ProbeResults};
+use crate::history::{self, Content};
+use crate::sweep::CellResult;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{Hash, Hasher};
+
+/// Share of the recording's text (characters of what the agent reads) that makes up the final stretch.
+pub const FINAL_STRETCH_SHARE: f64 = 0.3;
+
+fn text_hash(s: &str) -> u64 {
+    // SipHash with fixed keys: deterministic across runs.
+    let mut h = std::hash::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// The readable text of each non-thought part of a Content, skipping empty ones.
+fn part_texts(c: &Content) -> impl Iterator<Item = String> + '_ {
+    history::parts(c).iter().filter(|p| !history::is_thought(p)).map(grade::part_text).filter(|t| !t.trim().is_empty())
+}
+
+/// Index of the first Content of the final stretch: the shortest suffix holding at least
+/// [`FINAL_STRETCH_SHARE`] of the recording's characters.
+pub fn final_stretch_start(recorded: &[Content]) -> usize {
+    let lens: Vec<usize> = recorded.iter().map(|c| grade::content_text(c).chars().count()).collect();
+    let total: usize = lens.iter().sum();
+    let need = (total as f64 * FINAL_STRETCH_SHARE).ceil() as usize;
+    let mut acc = 0;
+    for i in (0..lens.len()).rev() {
+        acc += lens[i];
+        if acc >= need {
+            return i;
+        }
+    }
+    0
+}
+
+/// Which probes of a conversation are early-only (definition in the module docs).
+pub fn early_only(recorded: &[Content], probes: &[Probe]) -> Vec<bool> {
+    let stretch = final_stretch_start(recorded);
+    let hays: Vec<Haystack> = recorded.iter().map(|c| Haystack::new(&grade::content_text(c))).collect();
+    probes
+        .iter()
+        .map(|p| {
+            let Some(&last) = p.evidence.iter().max() else { return false };
+            if last >= stretch || last >= hays.len() {
+                return false;
+            }
+            let stated = hays[..=last].iter().any(|h| p.answers().any(|a| h.contains(a)));
+            let restated = hays[last + 1..].iter().any(|h| p.answers().any(|a| h.contains(a)));
+            stated && !restated
+        })
+        .collect()
+}
+
+/// What the recording says about a conversation's probes, computed once per replay.
+#[derive(Debug)]
+pub struct RecordingIndex {
+    /// Hashes of the text of every recorded part: a stored part with one of them is kept verbatim.
+    recorded_parts: HashSet<u64>,
+    /// Per probe, the hashes of its evidence Contents' parts.
+    evidence_parts: Vec<Vec<u64>>,
+    early_only: Vec<bool>,
+}
+
+/// The history at one moment, split by what is verbatim from the recording.
+pub struct StoredView {
+    parts: HashSet<u64>,
+    verbatim: Haystack,
+}
+
+impl RecordingIndex {
+    pub fn new(recorded: &[Content], probes: &[Probe]) -> Self {
+        let per_content: Vec<Vec<u64>> =
+            recorded.iter().map(|c| part_texts(c).map(|t| text_hash(&t)).collect()).collect();
+        let evidence_parts = probes
+            .iter()
+            .map(|p| p.evidence.iter().filter_map(|&e| per_content.get(e)).flatten().copied().collect())
+            .collect();
+        RecordingIndex {
+            recorded_parts: per_content.into_iter().flatten().collect(),
+            evidence_parts,
+            early_only: early_only(recorded, probes),
+        }
+    }
+
+    pub fn early_only(&self, probe: usize) -> bool {
+        self.early_only.get(probe).copied().unwrap_or(false)
+    }
+
+    pub fn view(&self, stored: &[Content]) -> StoredView {
+        let mut parts = HashSet::new();
+        let mut verbatim = String::new();
+        for c in stored {
+            for t in part_texts(c) {
+                let h = text_hash(&t);
+                if self.recorded_parts.contains(&h) {
+                    verbatim.push_str(&t);
+                    verbatim.push('\n');
+                }
+                parts.insert(h);
+            }
+        }
+        StoredView { parts, verbatim: Haystack::new(&verbatim) }
+    }
+
+    /// The probe's evidence is no longer all there verbatim and no accepted answer survives verbatim.
+    pub fn at_risk(&self, probe: usize, p: &Probe, view: &StoredView) -> bool {
+        let evidence = self.evidence_parts.get(probe).map(Vec::as_slice).unwrap_or(&[]);
+        let intact = evidence.iter().all(|h| view.parts.contains(h));
+        !intact && !p.answers().any(|a| view.verbatim.contains(a))
+    }
+}
+
+/// The answerer that only retrieves a passage (its grade is retrieval accuracy, not answer accuracy).
+pub const RETRIEVAL_ANSWERER: &str = "extractive";
+
+/// One row of `results/probes.csv`: a probe scored at one moment of one cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRow {
+    pub point: String,
+    pub strategy: String,
+    pub conversation: String,
+    pub source: String,
+    pub probe_id: String,
+    pub kind: String,
+    pub origin: String,
+    /// Event index, or `end`.
+    pub moment: String,
+    /// Compressions so far (see [`super::Checkpoint::ordinal`]).
+    pub ordinal: Option<u32>,
+    /// The moment is a compression that replaced the history (at-risk pairs are counted only there).
+    pub compression: bool,
+    pub early_only: Option<bool>,
+    pub at_risk: Option<bool>,
+    pub retained: bool,
+    /// Verification changed the summary and the probe was retained with the first-pass one.
+    pub first_pass_retained: Option<bool>,
+    /// The moment's compression ran a verification pass.
+    pub verified: bool,
+    /// The `extractive` answerer's passage contains an accepted answer.
+    pub retrieval_correct: Option<bool>,
+    /// A model answerer's answer contains an accepted answer (normalised match), 0 or 1.
+    pub answer_score: Option<f64>,
+    /// The judge's 0–5 score.
+    pub judge_score: Option<u8>,
+}
+
+/// The rows of one cell, in checkpoint order.
+pub fn cell_rows(c: &CellResult, strategy: &str) -> Vec<ProbeRow> {
+    let Some(r) = &c.probes else { return Vec::new() };
+    let retrieval = r.answerer.as_deref().is_none_or(|a| a == RETRIEVAL_ANSWERER);
+    let mut out = Vec::new();
+    for cp in &r.checkpoints {
+        let verified = cp.event.and_then(|e| c.result.events.get(e)).is_some_and(|e| e.verification.is_some());
+        for s in &cp.scores {
+            let answer = s.answer.as_ref().filter(|a| a.error.is_none());
+            out.push(ProbeRow {
+                point: c.cell.point.clone(),
+                strategy: strategy.to_string(),
+                conversation: c.cell.conversation.clone(),
+                source: c.source.clone(),
+                probe_id: s.probe.clone(),
+                kind: s.kind.name().to_string(),
+                origin: s.source.name().to_string(),
+                moment: cp.event.map_or_else(|| "end".to_string(), |e| e.to_string()),
+                ordinal: cp.ordinal,
+                compression: cp.replaced,
+                early_only: s.early_only,
+                at_risk: s.at_risk,
+                retained: s.retained,
+                first_pass_retained: s.first_pass_retained,
+                verified,
+                retrieval_correct: answer.filter(|_| retrieval).map(|a| a.grade.contains),
+                answer_score: answer.filter(|_| !retrieval).map(|a| a.grade.contains as u8 as f64),
+                judge_score: answer.and_then(|a| a.judge),
+            });
+        }
+    }
+    out
+}
+
+/// Numerator and denominator of a rate within one conversation.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    hits: f64,
+    n: f64,
+}
+
+impl Tally {
+    fn add(&mut self, v: f64) {
+        self.hits += v;
+        self.n += 1.0;
+    }
+}
+
+/// A pooled rate over conversations with its n and a cluster-bootstrap 95 % interval (conversations
+/// resampled, so probes of one conversation are not treated as independent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    pub value: Option<f64>,
+    pub n: usize,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+}
+
+fn pooled(per_conv: &[Tally]) -> Rate {
+    use rand::{Rng, SeedableRng};
+    let with: Vec<Tally> = per_conv.iter().copied().filter(|t| t.n > 0.0).collect();
+    let n: f64 = with.iter().map(|t| t.n).sum();
+    if n == 0.0 {
+        return Rate::default();
+    }
+    let value = with.iter().map(|t| t.hits).sum::<f64>() / n;
+    let k = with.len();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(crate::report::aggregate::BOOTSTRAP_SEED);
+    let mut means: Vec<f64> = (0..crate::report::aggregate::BOOTSTRAP_RESAMPLES)
+        .map(|_| {
+            let (mut h, mut d) = (0.0, 0.0);
+            for _ in 0..k {
+                let t = with[rng.random_range(0..k)];
+                h += t.hits;
+                d += t.n;
+            }
+            h / d
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * (means.len() - 1) as f64).round() as usize).min(means.len() - 1)];
+    Rate { value: Some(value), n: n as usize, ci_low: Some(at(0.025)), ci_high: Some(at(0.975)) }
+}
+
+/// One line of a breakdown: a figure restricted to one value of one dimension.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BreakdownRow {
+    /// `source`, `kind`, `origin` or `ordinal`.
+    pub by: String,
+    pub value: String,
+    /// `early_only_retention`, `at_risk_retention` or `retention`.
+    pub figure: String,
+    #[serde(flatten)]
+    pub rate: Rate,
+}
+
+/// Every probe figure of one config point.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeFigures {
+    pub early_only_retention: Rate,
+    pub at_risk_retention: Rate,
+    /// Unconditional end-of-replay retention (secondary).
+    pub retention: Rate,
+    pub retrieval_accuracy: Rate,
+    pub answer_match: Rate,
+    /// Mean judge score / 5 (n: judged answers).
+    pub judge_score: Rate,
+    pub judge_agreement: Rate,
+    /// Mean gain (may be negative; `ci_*` bootstrap over conversations).
+    pub verification_retention_gain: Rate,
+    /// Next-action agreement (when asked for): the model's next tool from the compressed history equals the
+    /// recorded one; the same from the uncompressed history (the ceiling); mean argument similarity of each.
+    pub next_action_compressed: Rate,
+    pub next_action_uncompressed: Rate,
+    pub next_action_args_compressed: Rate,
+    pub next_action_args_uncompressed: Rate,
+    pub breakdown: Vec<BreakdownRow>,
+}
+
+/// Which figure a row counts towards, and its value.
+fn row_figures(r: &ProbeRow) -> Vec<(&'static str, f64)> {
+    let mut out = Vec::new();
+    let end = r.moment == "end";
+    if end {
+        out.push(("retention", r.retained as u8 as f64));
+        if r.early_only == Some(true) {
+            out.push(("early_only_retention", r.retained as u8 as f64));
+        }
+        if let Some(c) = r.retrieval_correct {
+            out.push(("retrieval_accuracy", c as u8 as f64));
+        }
+        if let Some(s) = r.answer_score {
+            out.push(("answer_match", s));
+        }
+        if let Some(j) = r.judge_score {
+            out.push(("judge_score", j as f64 / 5.0));
+            if let Some(s) = r.answer_score {
+                out.push(("judge_agreement", ((j >= 3) == (s >= 0.5)) as u8 as f64));
+            }
+        }
+    } else {
+        if r.compression && r.at_risk == Some(true) {
+            out.push(("at_risk_retention", r.retained as u8 as f64));
+        }
+        if r.verified {
+            let first = r.first_pass_retained.unwrap_or(r.retained);
+            out.push(("verification_retention_gain", r.retained as u8 as f64 - first as u8 as f64));
+        }
+    }
+    out
+}
+
+/// A moment's breakdown keys: source, kind, origin, and (at compressions) the compression ordinal.
+fn breakdown_keys(r: &ProbeRow) -> Vec<(&'static str, String)> {
+    let mut keys = vec![("source", r.source.clone()), ("kind", r.kind.clone()), ("origin", r.origin.clone())];
+    if r.compression {
+        keys.push(("ordinal", r.ordinal.map_or_else(|| "-".into(), |o| o.to_string())));
+    }
+    keys
+}
+
+/// The probe figures of one point's cells; `None` when no cell scored probes.
+pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigures> {
+    if cells.iter().all(|c| c.probes.is_none()) {
+        return None;
+    }
+    type Key = (&'static str, &'static str, String);
+    let mut tallies: BTreeMap<&'static str, Vec<Tally>> = BTreeMap::new();
+    let mut split: BTreeMap<Key, Vec<Tally>> = BTreeMap::new();
+    for (ci, c) in cells.iter().enumerate() {
+        for r in cell_rows(c, strategy) {
+            let figs = row_figures(&r);
+            // Early-only retention by ordinal: early-only probes scored right after each compression.
+            let mut by_ordinal = Vec::new();
+            if r.compression {
+                by_ordinal.push(("retention", r.retained as u8 as f64));
+                if r.early_only == Some(true) {
+                    by_ordinal.push(("early_only_retention", r.retained as u8 as f64));
+                }
+            }
+            for (name, v) in &figs {
+                let t = tallies.entry(name).or_default();
+                t.resize(cells.len(), Tally::default());
+                t[ci].add(*v);
+            }
+            for (by, value) in breakdown_keys(&r) {
+                let figs = if by == "ordinal" {
+                    by_ordinal.iter().chain(&figs).collect::<Vec<_>>()
+                } else {
+                    figs.iter().collect()
+                };
+                for (name, v) in figs {
+                    if !matches!(*name, "early_only_retention" | "at_risk_retention" | "retention") {
+                        continue;
+                    }
+                    let t = split.entry((by, name, value.clone())).or_default();
+                    t.resize(cells.len(), Tally::default());
+                    t[ci].add(*v);
+                }
+            }
+        }
+    }
+    for (ci, c) in cells.iter().enumerate() {
+        let actions = c.probes.iter().flat_map(|r| &r.checkpoints).filter_map(|cp| cp.next_action.as_ref());
+        for a in actions {
+            for (name, v) in [
+                ("next_action_compressed", a.compressed.tool_match as u8 as f64),
+                ("next_action_uncompressed", a.uncompressed.tool_match as u8 as f64),
+                ("next_action_args_compressed", a.compressed.argument_similarity),
+                ("next_action_args_uncompressed", a.uncompressed.argument_similarity),
+            ] {
+                let t = tallies.entry(name).or_default();
+                t.resize(cells.len(), Tally::default());
+                t[ci].add(v);
+            }
+        }
+    }
+    let rate = |name: &str| tallies.get(name).map(|t| pooled(t)).unwrap_or_default();
+    let mut breakdown: Vec<BreakdownRow> = split
+        .iter()
+        .map(|((by, figure, value), t)| BreakdownRow {
+            by: by.to_string(),
+            value: value.clone(),
+            figure: figure.to_string(),
+            rate: pooled(t),
+        })
+        .collect();
+    // Ordinals in numeric order.
+    breakdown.sort_by_key(|b| (b.by.clone(), b.figure.clone(), b.value.parse::<u32>().ok(), b.value.clone()));
+    Some(ProbeFigures {
+        early_only_retention: rate("early_only_retention"),
+        at_risk_retention: rate("at_risk_retention"),
+        retention: rate("retention"),
+        retrieval_accuracy: rate("retrieval_accuracy"),
+        answer_match: rate("answer_match"),
+        judge_score: rate("judge_score"),
+        judge_agreement: rate("judge_agreement"),
+        verification_retention_gain: rate("verification_retention_gain"),
+        next_action_compressed: rate("next_action_compressed"),
+        next_action_uncompressed: rate("next_action_uncompressed"),
+        next_action_args_compressed: rate("next_action_args_compressed"),
+        next_action_args_uncompressed: rate("next_action_args_uncompressed"),
+        breakdown,
+    })
+}
+
+/// Per-conversation probe metrics (one cell), for `conversations.csv` and the gate.
+pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
+    let mut m = BTreeMap::new();
+    let mut t: BTreeMap<&'static str, Tally> = BTreeMap::new();
+    for r in cell_rows(c, "") {
+        for (name, v) in row_figures(&r) {
+            t.entry(name).or_default().add(v);
+        }
+    }
+    for (name, tally) in t {
+        m.insert(name, tally.hits / tally.n);
+        match name {
+            "early_only_retention" => {
+                m.insert("early_only_n", tally.n);
+            }
+            "at_risk_retention" => {
+                m.insert("at_risk_n", tally.n);
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Point-level columns appended to `points.csv`: each figure, its n and interval.
+pub const POINT_COLUMNS: [&str; 6] = [
+    "early_only_retention",
+    "at_risk_retention",
+    "retention",
+    "retrieval_accuracy",
+    "answer_match",
+    "verification_retention_gain",
+];
+
+impl ProbeFigures {
+    pub fn get(&self, name: &str) -> Option<&Rate> {
+        Some(match name {
+            "early_only_retention" => &self.early_only_retention,
+            "at_risk_retention" => &self.at_risk_retention,
+            "retention" => &self.retention,
+            "retrieval_accuracy" => &self.retrieval_accuracy,
+            "answer_match" => &self.answer_match,
+            "judge_score" => &self.judge_score,
+            "judge_agreement" => &self.judge_agreement,
+            "verification_retention_gain" => &self.verification_retention_gain,
+            _ => return None,
+        })
+    }
+}
+
+/// Whether a cell's probe results carry the recording-based flags (cells written before them do not).
+pub fn has_flags(r: &ProbeResults) -> bool {
+    r.checkpoints.iter().flat_map(|c| &c.scores).any(|s| s.early_only.is_some())
+}
+
+/// The flat headline of a point's probe figures, as `summary.json` carries it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    pub early_only_retention: Option<f64>,
+    pub early_only_n: usize,
+    pub at_risk_retention: Option<f64>,
+    pub at_risk_n: usize,
+    pub verification_retention_gain: Option<f64>,
+    pub verification_retention_gain_ci: Option<[f64; 2]>,
+    pub verification_n: usize,
+    pub retrieval_accuracy: Option<f64>,
+}
+
+impl ProbeFigures {
+    pub fn headline(&self) -> Headline {
+        let v = &self.verification_retention_gain;
+        Headline {
+            early_only_retention: self.early_only_retention.value,
+            early_only_n: self.early_only_retention.n,
+            at_risk_retention: self.at_risk_retention.value,
+            at_risk_n: self.at_risk_retention.n,
+            verification_retention_gain: v.value,
+            verification_retention_gain_ci: v.ci_low.zip(v.ci_high).map(|(l, h)| [l, h]),
+            verification_n: v.n,
+            retrieval_accuracy: self.retrieval_accuracy.value,
+        }
+    }
+}
+
+fn strategy_of(plan: &crate::sweep::Plan, point: &str) -> String {
+    plan.points.iter().find(|p| p.id == point).map(|p| p.strategy.kind().to_string()).unwrap_or_default()
+}
+
+/// Every point's figures, in plan order.
+pub fn all_point_figures(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Vec<(String, Option<ProbeFigures>)> {
+    plan.points
+        .iter()
+        .map(|p| {
+            let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
+            (p.id.clone(), point_figures(&mine, p.strategy.kind()))
+        })
+        .collect()
+}
+
+/// Columns for `points.csv`, aligned with `point_ids`: each of [`POINT_COLUMNS`] with `_n`, `_ci_low`,
+/// `_ci_high`.
+pub fn point_columns(
+    plan: &crate::sweep::Plan,
+    cells: &[CellResult],
+    point_ids: &[String],
+) -> Vec<polars::prelude::Column> {
+    use polars::prelude::Column;
+    let figs: BTreeMap<String, Option<ProbeFigures>> = all_point_figures(plan, cells).into_iter().collect();
+    if figs.values().all(Option::is_none) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for name in POINT_COLUMNS {
+        let rate = |id: &String| figs.get(id).cloned().flatten().and_then(|f| f.get(name).copied()).unwrap_or_default();
+        let rates: Vec<Rate> = point_ids.iter().map(rate).collect();
+        out.push(Column::new(name.into(), rates.iter().map(|r| r.value).collect::<Vec<_>>()));
+        out.push(Column::new(format!("{name}_n").into(), rates.iter().map(|r| r.n as u64).collect::<Vec<_>>()));
+        out.push(Column::new(format!("{name}_ci_low").into(), rates.iter().map(|r| r.ci_low).collect::<Vec<_>>()));
+        out.push(Column::new(format!("{name}_ci_high").into(), rates.iter().map(|r| r.ci_high).collect::<Vec<_>>()));
+    }
+    out
+}
+
+/// Writes `results/probes.{csv,parquet}`: one row per point × conversation × probe × moment.
+pub fn write_probe_rows(
+    plan: &crate::sweep::Plan,
+    cells: &[CellResult],
+    dir: &std::path::Path,
+) -> polars::prelude::PolarsResult<usize> {
+    use polars::prelude::*;
+    let rows: Vec<ProbeRow> = cells.iter().flat_map(|c| cell_rows(c, &strategy_of(plan, &c.cell.point))).collect();
+    let s = |f: fn(&ProbeRow) -> String| rows.iter().map(f).collect::<Vec<String>>();
+    let mut df = DataFrame::new(
+        rows.len(),
+        vec![
+            Column::new("point".into(), s(|r| r.point.clone())),
+            Column::new("strategy".into(), s(|r| r.strategy.clone())),
+            Column::new("conversation".into(), s(|r| r.conversation.clone())),
+            Column::new("source".into(), s(|r| r.source.clone())),
+            Column::new("probe_id".into(), s(|r| r.probe_id.clone())),
+            Column::new("kind".into(), s(|r| r.kind.clone())),
+            Column::new("origin".into(), s(|r| r.origin.clone())),
+            Column::new("moment".into(), s(|r| r.moment.clone())),
+            Column::new("ordinal".into(), rows.iter().map(|r| r.ordinal).collect::<Vec<_>>()),
+            Column::new("compression".into(), rows.iter().map(|r| r.compression).collect::<Vec<_>>()),
+            Column::new("early_only".into(), rows.iter().map(|r| r.early_only).collect::<Vec<_>>()),
+            Column::new("at_risk".into(), rows.iter().map(|r| r.at_risk).collect::<Vec<_>>()),
+            Column::new("retained".into(), rows.iter().map(|r| r.retained).collect::<Vec<_>>()),
+            Column::new("first_pass_retained".into(), rows.iter().map(|r| r.first_pass_retained).collect::<Vec<_>>()),
+            Column::new("verified".into(), rows.iter().map(|r| r.verified).collect::<Vec<_>>()),
+            Column::new("retrieval_correct".into(), rows.iter().map(|r| r.retrieval_correct).collect::<Vec<_>>()),
+            Column::new("answer_score".into(), rows.iter().map(|r| r.answer_score).collect::<Vec<_>>()),
+            Column::new("judge_score".into(), rows.iter().map(|r| r.judge_score.map(u32::from)).collect::<Vec<_>>()),
+        ],
+    )?;
+    std::fs::create_dir_all(dir)?;
+    CsvWriter::new(std::fs::File::create(dir.join("probes.csv"))?).finish(&mut df)?;
+    ParquetWriter::new(std::fs::File::create(dir.join("probes.parquet"))?).finish(&mut df)?;
+    Ok(rows.len())
+}
+
+fn fmt_rate(r: &Rate) -> String {
+    match (r.value, r.ci_low, r.ci_high) {
+        (Some(v), Some(l), Some(h)) => format!("{:.1}% [{:.1}, {:.1}] (n={})", v * 100.0, l * 100.0, h * 100.0, r.n),
+        (Some(v), _, _) => format!("{:.1}% (n={})", v * 100.0, r.n),
+        _ => "–".into(),
+    }
+}
+
+fn fmt_gain(r: &Rate) -> String {
+    match (r.value, r.ci_low, r.ci_high) {
+        (Some(v), Some(l), Some(h)) => {
+            format!("{:+.2} pp [{:+.2}, {:+.2}] (n={})", v * 100.0, l * 100.0, h * 100.0, r.n)
+        }
+        _ => "–".into(),
+    }
+}
+
+/// Early-only retention of each reference point against drop-oldest at the same threshold: different only
+/// when the two 95 % intervals are disjoint, else reported as indistinguishable.
+fn comparisons(plan: &crate::sweep::Plan, figs: &[(String, Option<ProbeFigures>)]) -> String {
+    use std::fmt::Write;
+    let of = |id: &str| figs.iter().find(|(p, _)| p == id).and_then(|(_, f)| f.as_ref());
+    let main = |kind: &'static str| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.kind() == kind);
+    let mut out = String::new();
+    for d in main("drop-oldest") {
+        let Some(df) = of(&d.id).map(|f| f.early_only_retention) else { continue };
+        for g in main("gemini").filter(|g| g.axes.get("threshold") == d.axes.get("threshold")) {
+            let Some(gf) = of(&g.id).map(|f| f.early_only_retention) else { continue };
+            let (Some(gl), Some(gh), Some(dl), Some(dh)) = (gf.ci_low, gf.ci_high, df.ci_low, df.ci_high) else {
+                continue;
+            };
+            let verdict = if gh < dl || dh < gl {
+                "differ (intervals disjoint)"
+            } else {
+                "are indistinguishable (intervals overlap)"
+            };
+            let _ = writeln!(
+                out,
+                "- Early-only retention: {} and {} {verdict}.",
+                crate::report::short_label(g),
+                crate::report::short_label(d)
+            );
+        }
+    }
+    if !out.is_empty() {
+        out.insert(0, '\n');
+    }
+    out
+}
+
+/// The report's probe section: headline per point, then breakdowns (source, kind, origin, ordinal).
+pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> String {
+    use std::fmt::Write;
+    let figs = all_point_figures(plan, cells);
+    if figs.iter().all(|(_, f)| f.is_none()) {
+        return String::new();
+    }
+    let label = |id: &str| {
+        plan.points.iter().find(|p| p.id == id).map(crate::report::short_label).unwrap_or_else(|| id.to_string())
+    };
+    let mut md = String::from("## Probes\n\n");
+    md.push_str(&format!(
+        "*Early-only retention*: share of each conversation's early-only probes (gold only before the final stretch \
+         of {:.0} % of the recording's text, never restated later) whose gold is in the final history; `none` is 1.0 \
+         by construction. *At-risk retention*: over (probe, compression) pairs where the strategy no longer holds \
+         the evidence verbatim and no gold survives verbatim, the share the snapshot still holds. *Retention*: \
+         unconditional, at the end. *Retrieval accuracy*: the `extractive` answerer's passage contains a gold. \
+         *Verification gain*: retained with the verified minus the first-pass summary, over probes at verified \
+         compressions. Pooled rates, n = probes (or probe × compression pairs), 95 % bootstrap intervals over \
+         conversations.\n\n",
+        FINAL_STRETCH_SHARE * 100.0
+    ));
+    md.push_str("| point | early-only retention | at-risk retention | retention (end) | retrieval accuracy | verification gain |\n|---|---|---|---|---|---|\n");
+    for (id, f) in &figs {
+        let Some(f) = f else { continue };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} |",
+            label(id),
+            fmt_rate(&f.early_only_retention),
+            fmt_rate(&f.at_risk_retention),
+            fmt_rate(&f.retention),
+            fmt_rate(&f.retrieval_accuracy),
+            fmt_gain(&f.verification_retention_gain),
+        );
+    }
+    md.push_str(&comparisons(plan, &figs));
+    for by in ["source", "kind", "origin", "ordinal"] {
+        let _ = writeln!(md, "\n### By {by}\n");
+        md.push_str("| point | figure | value | rate |\n|---|---|---|---|\n");
+        for (id, f) in &figs {
+            let Some(f) = f else { continue };
+            for b in f.breakdown.iter().filter(|b| b.by == by) {
+                let _ = writeln!(md, "| {} | {} | {} | {} |", label(id), b.figure, b.value, fmt_rate(&b.rate));
+            }
+        }
+    }
+    md.push('\n');
+    md
+}

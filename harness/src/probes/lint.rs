@@ -1,0 +1,203 @@
+//! Probe hygiene: probes that cannot measure what compression lost, whatever their origin. `probes check`
+//! reports them; scoring excludes them ([`super::load_scored_probes`]); the extractor never writes them.
+
+use super::{grade, Probe, ProbeKind};
+use crate::history::Content;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Golds longer than this many (normalised) tokens that occur verbatim in the conversation are spans
+/// copied from it, not answers: any summary that quotes the passage passes, one that states the fact fails.
+pub const LONG_GOLD_TOKENS: usize = 12;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LintKind {
+    /// The gold is also a gold of a probe of another conversation of the same source (a template line).
+    SharedGold,
+    /// The gold is a long verbatim span of the conversation.
+    LongGold,
+    /// Another probe of the conversation asks the same question.
+    DuplicateQuestion,
+    /// An "error" probe whose evidence is a command that exited with code 0.
+    SucceededError,
+    /// The question is a list of loose words rather than a question.
+    GarbledQuestion,
+}
+
+impl LintKind {
+    pub const ALL: [LintKind; 5] = [
+        LintKind::SharedGold,
+        LintKind::LongGold,
+        LintKind::DuplicateQuestion,
+        LintKind::SucceededError,
+        LintKind::GarbledQuestion,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LintKind::SharedGold => "shared-gold",
+            LintKind::LongGold => "long-gold",
+            LintKind::DuplicateQuestion => "duplicate-question",
+            LintKind::SucceededError => "succeeded-error",
+            LintKind::GarbledQuestion => "garbled-question",
+        }
+    }
+}
+
+/// One finding about one probe.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Lint {
+    pub conversation: String,
+    pub probe: String,
+    pub kind: LintKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for Lint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: {}: {}", self.conversation, self.probe, self.kind.name(), self.message)
+    }
+}
+
+/// Normalised golds of a source's probes, by gold, with the conversations they occur in.
+pub type GoldIndex = BTreeMap<String, BTreeSet<String>>;
+
+/// Indexes the golds of every conversation of one source.
+pub fn gold_index<'a>(probes: impl IntoIterator<Item = &'a Probe>) -> GoldIndex {
+    let mut index = GoldIndex::new();
+    for p in probes {
+        index.entry(grade::normalize(&p.gold)).or_default().insert(p.conversation.clone());
+    }
+    index
+}
+
+/// A question made of a loose list of words (`What did the user require about use, non-interactive, flags?`)
+/// or too short to ask anything.
+pub fn garbled(question: &str) -> bool {
+    let words = question.split_whitespace().count();
+    let tail = question.trim_end_matches('?');
+    let list = tail.rsplit(" about ").next().is_some_and(|t| {
+        let items: Vec<&str> = t.split(", ").collect();
+        items.len() >= 3 && items.iter().all(|w| !w.contains(' '))
+    });
+    words < 4 || list
+}
+
+/// The command behind an evidence Content exited with code 0 (mini-swe-agent's `<returncode>`, SWE-agent's
+/// and Gemini CLI's `Exit Code: 0`).
+fn exited_zero(c: &Content) -> bool {
+    let t = grade::content_text(c);
+    t.contains("<returncode>0</returncode>") || t.contains("Exit Code: 0")
+}
+
+/// Lints of one conversation's probes (all origins), given the source's gold index (`None`: skip the
+/// shared-gold check) and the conversation's history (`None`: skip the checks that read it).
+pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, history: Option<&[Content]>) -> Vec<Lint> {
+    let mut out = Vec::new();
+    let mut questions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for p in probes {
+        questions.entry(grade::normalize(&p.question)).or_default().push(&p.id);
+    }
+    let hay = history.map(grade::history_haystack);
+    for p in probes {
+        let lint =
+            |kind, message: String| Lint { conversation: p.conversation.clone(), probe: p.id.clone(), kind, message };
+        let gold = grade::normalize(&p.gold);
+        if let Some(others) = golds.and_then(|g| g.get(&gold)) {
+            let elsewhere: Vec<&String> = others.iter().filter(|c| **c != p.conversation).collect();
+            if !elsewhere.is_empty() {
+                out.push(lint(
+                    LintKind::SharedGold,
+                    format!(
+                        "gold `{}` is also a gold in {} other conversation(s), e.g. {}",
+                        p.gold,
+                        elsewhere.len(),
+                        elsewhere[0]
+                    ),
+                ));
+            }
+        }
+        let tokens = gold.split(' ').count();
+        if tokens > LONG_GOLD_TOKENS && hay.as_ref().is_some_and(|h| h.contains(&p.gold)) {
+            out.push(lint(LintKind::LongGold, format!("gold is a verbatim span of {tokens} tokens")));
+        }
+        let same = &questions[&grade::normalize(&p.question)];
+        if same.len() > 1 {
+            let others: Vec<&str> = same.iter().copied().filter(|id| *id != p.id).collect();
+            out.push(lint(LintKind::DuplicateQuestion, format!("same question as {}", others.join(", "))));
+        }
+        let asks_error = p.kind == ProbeKind::Recall && p.question.to_lowercase().contains("error");
+        if asks_error {
+            if let Some(h) = history {
+                if p.evidence.iter().filter_map(|&e| h.get(e)).any(exited_zero) {
+                    out.push(lint(LintKind::SucceededError, "the evidence command exited with code 0".into()));
+                }
+            }
+        }
+        if garbled(&p.question) {
+            out.push(lint(LintKind::GarbledQuestion, format!("`{}`", p.question)));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::ProbeOrigin;
+
+    fn probe(conv: &str, id: &str, q: &str, gold: &str, evidence: usize) -> Probe {
+        Probe {
+            id: id.into(),
+            conversation: conv.into(),
+            kind: ProbeKind::Recall,
+            question: q.into(),
+            gold: gold.into(),
+            accept: vec![],
+            evidence: vec![evidence],
+            source: ProbeOrigin::Auto,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn each_lint_fires_on_its_case_and_not_on_a_clean_probe() {
+        let history: Vec<Content> = vec![
+            crate::history::user_text(
+                "Fix the bug. DO NOT MODIFY: Tests in the tests directory must stay as they are now",
+            ),
+            crate::history::user_text("<returncode>0</returncode>\nValueError: bad value in the source text"),
+            crate::history::user_text("port 8080 busy"),
+        ];
+        let a = vec![
+            probe("a", "p1", "What rule did the task state about tests?", "DO NOT MODIFY: Tests", 0),
+            probe(
+                "a",
+                "p2",
+                "Which line said the tests must stay?",
+                "DO NOT MODIFY: Tests in the tests directory must stay as they are now",
+                0,
+            ),
+            probe("a", "p3", "What error did the command `cat x.py` report?", "ValueError: bad value", 1),
+            probe("a", "p4", "What did the user require about use, non-interactive, flags?", "port 8080", 2),
+            probe("a", "p5", "Which port was busy?", "8080", 2),
+            probe("a", "p6", "Which port was busy?", "port 8080", 2),
+        ];
+        let b = vec![probe("b", "p1", "What rule did the task state about tests?", "DO NOT MODIFY: Tests", 0)];
+        let index = gold_index(a.iter().chain(&b));
+        let lints = lint_conversation(&a, Some(&index), Some(&history));
+        let of = |id: &str| lints.iter().filter(|l| l.probe == id).map(|l| l.kind).collect::<Vec<_>>();
+        assert_eq!(of("p1"), [LintKind::SharedGold]);
+        assert_eq!(of("p2"), [LintKind::LongGold]);
+        assert_eq!(of("p3"), [LintKind::SucceededError]);
+        assert_eq!(of("p4"), [LintKind::GarbledQuestion]);
+        assert_eq!(of("p5"), [LintKind::DuplicateQuestion]);
+        assert_eq!(of("p6"), [LintKind::DuplicateQuestion]);
+        assert!(lints.iter().all(|l| l.to_string().starts_with("a: p")));
+        // Without the index and the history only the self-contained checks run.
+        let alone = lint_conversation(&a[..1], None, None);
+        assert!(alone.is_empty(), "{alone:?}");
+    }
+}
