@@ -9,6 +9,8 @@
 pub mod cli;
 pub mod compress;
 pub mod datasets;
+pub mod exit;
+pub mod fsutil;
 pub mod history;
 pub mod inspect;
 pub mod json;

@@ -119,6 +119,6 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         .block_on(inspect(&history, &opts, a.as_mut(), b.as_mut()))
         .map_err(|e| CliError::bad_input(format!("{}: {e}", args.history.display())))?;
     let text = if args.pretty { json::to_string_pretty(&report) } else { json::to_string(&report) };
-    println!("{text}");
+    crate::outln!("{text}")?;
     Ok(())
 }

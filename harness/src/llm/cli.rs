@@ -4,7 +4,7 @@ use super::local::{self, EMBEDDED_MODELS};
 use super::{
     from_spec, BackendOptions, CacheMode, GenerationParams, LlmError, LlmRequest, RequestLabel, DEFAULT_MODEL_SPEC,
 };
-use crate::cli::CliError;
+use crate::exit::CliError;
 use crate::history;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -93,15 +93,15 @@ pub fn run_models(cmd: ModelsCommand) -> anyhow::Result<()> {
             if !report.downloaded {
                 eprintln!("compactbench: model already present and verified");
             }
-            println!("{}", report.path.display());
+            crate::outln!("{}", report.path.display())?;
         }
-        ModelsCommand::Path { dir } => println!("{}", local::model_path(info, &dir.resolve()).display()),
+        ModelsCommand::Path { dir } => crate::outln!("{}", local::model_path(info, &dir.resolve()).display())?,
         ModelsCommand::List { dir } => {
             let dir = dir.resolve();
             for m in EMBEDDED_MODELS {
                 let path = local::model_path(m, &dir);
                 let state = if path.is_file() { "present" } else { "not fetched" };
-                println!("local:{}\t{state}\t{}\t{}", m.name, path.display(), m.description);
+                crate::outln!("local:{}\t{state}\t{}\t{}", m.name, path.display(), m.description)?;
             }
         }
     }
@@ -154,7 +154,7 @@ pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
         answer
     });
     let answer = answer.map_err(llm_failure)?;
-    println!("{}", answer.text);
+    crate::outln!("{}", answer.text)?;
     if args.stats {
         for (spec, u) in opts.ledger.snapshot() {
             eprintln!(

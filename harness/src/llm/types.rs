@@ -74,6 +74,9 @@ pub enum LlmError {
     Transport(String),
     #[error("malformed response: {0}")]
     Malformed(String),
+    /// The answer exceeded the configured size cap (read no further than the cap).
+    #[error("response larger than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
     #[error("retry attempts exhausted after {attempts} attempts: {last}")]
     RetriesExhausted { attempts: u32, last: String },
     #[error("no recorded response for request {hash} ({description}); run without --cache replay to record it")]
@@ -84,6 +87,27 @@ pub enum LlmError {
     Config(String),
     #[error("{0}")]
     Other(String),
+}
+
+impl LlmError {
+    /// Whether the failure may go away by itself (throttling, timeouts, server and transport errors, a
+    /// malformed or damaged answer): a sweep redoes cells that failed this way on its next run.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            LlmError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
+            LlmError::RateLimited { .. }
+            | LlmError::Timeout { .. }
+            | LlmError::Transport(_)
+            | LlmError::Malformed(_)
+            | LlmError::RetriesExhausted { .. }
+            | LlmError::TooLarge { .. }
+            | LlmError::CacheCorrupt { .. } => true,
+            LlmError::ContextOverflow { .. }
+            | LlmError::CacheMiss { .. }
+            | LlmError::Config(_)
+            | LlmError::Other(_) => false,
+        }
+    }
 }
 
 #[async_trait]

@@ -1,7 +1,7 @@
 //! `compactbench probes extract|generate|check`.
 
 use super::{extract, generate, load_probe_file, probe_path, save_probe_file, ProbeOrigin};
-use crate::cli::CliError;
+use crate::exit::CliError;
 use crate::datasets::{self, Conversation};
 use crate::llm::{self, BackendOptions, CacheMode};
 use clap::{Args, Subcommand};

@@ -4,6 +4,7 @@
 
 use super::aggregate::{bootstrap_mean, conversation_metrics, Estimate};
 use super::{short_label, Table};
+use crate::sweep::runner::RunError;
 use crate::sweep::{self, CellResult, Plan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -74,9 +75,10 @@ impl Default for Rules {
 }
 
 impl Rules {
-    pub fn load(path: &Path) -> Result<Rules, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))
+    pub fn load(path: &Path) -> Result<Rules, GateError> {
+        let bad = |message: String| GateError::Rules { path: path.to_path_buf(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        toml::from_str(&text).map_err(|e| bad(e.to_string().trim().to_string()))
     }
 }
 
@@ -101,10 +103,16 @@ pub struct Check {
     pub difference: Option<Estimate>,
     pub tolerance: f64,
     pub verdict: Verdict,
+    /// Why a check was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GateReport {
+    /// What makes the comparison incomplete (missing or damaged cells, configurations or conversations in
+    /// one run only, plans that differ). Checked first: any entry fails the gate with its own status.
+    pub completeness: Vec<String>,
     pub checks: Vec<Check>,
 }
 
@@ -113,49 +121,83 @@ impl GateReport {
         self.checks.iter().filter(|c| c.verdict == Verdict::Regression)
     }
 
+    pub fn complete(&self) -> bool {
+        self.completeness.is_empty()
+    }
+
     pub fn passed(&self) -> bool {
-        self.regressions().next().is_none()
+        self.complete() && self.regressions().next().is_none()
     }
 }
 
-/// Why two runs cannot be compared (exit status 2).
+/// Why the gate could not run at all (exit status 2).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Unusable(pub String);
-
-fn load(dir: &Path) -> Result<(Plan, Vec<CellResult>), Unusable> {
-    let plan = sweep::runner::load_plan(dir).map_err(Unusable)?;
-    let cells = sweep::collect(dir, &plan);
-    if cells.is_empty() {
-        return Err(Unusable(format!("{}: no stored results", dir.display())));
-    }
-    Ok((plan, cells))
+pub enum GateError {
+    #[error("{}: {message}", .path.display())]
+    Rules { path: std::path::PathBuf, message: String },
+    #[error(transparent)]
+    Plan(#[from] RunError),
 }
 
-/// Compares `current` with `baseline`.
-pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateReport, Unusable> {
-    let (bplan, bcells) = load(baseline)?;
-    let (cplan, ccells) = load(current)?;
-    let ids = |p: &Plan| p.points.iter().map(|x| x.id.clone()).collect::<Vec<_>>();
-    if ids(&bplan) != ids(&cplan) {
-        return Err(Unusable(format!(
-            "{} and {} were run with different configurations ({} vs {} points, or other settings); re-run the baseline",
-            baseline.display(),
-            current.display(),
-            bplan.points.len(),
-            cplan.points.len()
-        )));
+/// At most this many lines per kind of completeness problem.
+const MAX_LISTED: usize = 20;
+
+fn listed(kind: &str, items: Vec<String>) -> Vec<String> {
+    let total = items.len();
+    let mut out: Vec<String> = items.into_iter().take(MAX_LISTED).map(|i| format!("{kind}: {i}")).collect();
+    if total > MAX_LISTED {
+        out.push(format!("{kind}: … and {} more", total - MAX_LISTED));
     }
-    let convs = |p: &Plan| p.conversations.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
-    if convs(&bplan) != convs(&cplan) {
-        return Err(Unusable(format!(
-            "{} and {} cover different corpora ({} vs {} conversations)",
-            baseline.display(),
-            current.display(),
-            bplan.conversations.len(),
-            cplan.conversations.len()
-        )));
+    out
+}
+
+/// Everything that keeps the two runs from being compared cell for cell.
+fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> (Vec<String>, [Vec<CellResult>; 2]) {
+    let mut problems = Vec::new();
+    let only_in = |a: &Plan, b: &Plan| -> Vec<String> {
+        a.points.iter().filter(|p| !b.points.iter().any(|q| q.id == p.id)).map(|p| format!("{} ({})", short_label(p), p.id)).collect()
+    };
+    problems.extend(listed("configuration missing from the current run", only_in(bplan, cplan)));
+    problems.extend(listed("configuration not in the baseline", only_in(cplan, bplan)));
+    let convs_only_in = |a: &Plan, b: &Plan| -> Vec<String> {
+        a.conversations.iter().filter(|c| !b.conversations.iter().any(|d| d.id == c.id)).map(|c| c.id.clone()).collect()
+    };
+    problems.extend(listed("conversation missing from the current run", convs_only_in(bplan, cplan)));
+    problems.extend(listed("conversation not in the baseline", convs_only_in(cplan, bplan)));
+    for p in &cplan.points {
+        if let Some(b) = bplan.points.iter().find(|q| q.id == p.id) {
+            if b != p {
+                problems.push(format!("plan differs: configuration {} has other settings than in the baseline", p.id));
+            }
+        }
     }
+    if bplan.repeats != cplan.repeats {
+        problems.push(format!("plan differs: repeats {} in the baseline, {} now", bplan.repeats, cplan.repeats));
+    }
+    if bplan.replay != cplan.replay {
+        problems.push("plan differs: the replay settings ([replay]) are not the baseline's".into());
+    }
+    if bplan.probes != cplan.probes {
+        problems.push("plan differs: the probe settings ([probes]) are not the baseline's".into());
+    }
+    let bstored = sweep::load_cells(baseline, bplan);
+    let cstored = sweep::load_cells(current, cplan);
+    for (which, dir, stored) in [("current run", current, &cstored), ("baseline", baseline, &bstored)] {
+        let missing = stored.missing.iter().map(|c| dir.join(c.relative_path()).display().to_string()).collect();
+        problems.extend(listed(&format!("cell missing from the {which}"), missing));
+        let damaged =
+            stored.damaged.iter().map(|(c, why)| format!("{}: {why}", dir.join(c.relative_path()).display())).collect();
+        problems.extend(listed(&format!("cell damaged in the {which}"), damaged));
+    }
+    (problems, [bstored.cells, cstored.cells])
+}
+
+/// Compares `current` with `baseline`: completeness first, then every rule on every configuration both
+/// runs hold.
+pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateReport, GateError> {
+    let bplan = sweep::runner::load_plan(baseline)?;
+    let cplan = sweep::runner::load_plan(current)?;
+    let (completeness, [bcells, ccells]) = completeness(baseline, &bplan, current, &cplan);
     let index = |cells: &[CellResult]| -> BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>> {
         cells
             .iter()
@@ -164,7 +206,7 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
     };
     let (bi, ci) = (index(&bcells), index(&ccells));
     let mut checks = Vec::new();
-    for p in &cplan.points {
+    for p in cplan.points.iter().filter(|p| bplan.points.iter().any(|q| q.id == p.id)) {
         for rule in &rules.rule {
             if !rule.strategies.is_empty() && !rule.strategies.iter().any(|s| s == p.strategy.kind()) {
                 continue;
@@ -203,10 +245,12 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
                 difference,
                 tolerance,
                 verdict,
+                reason: (verdict == Verdict::Skipped)
+                    .then(|| format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)),
             });
         }
     }
-    Ok(GateReport { checks })
+    Ok(GateReport { completeness, checks })
 }
 
 fn num(x: Option<f64>) -> String {
@@ -218,14 +262,25 @@ pub fn markdown(report: &GateReport) -> String {
     let mut md = String::new();
     let regressions: Vec<&Check> = report.regressions().collect();
     let skipped = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).count();
+    let verdict = match (report.complete(), regressions.is_empty()) {
+        (false, _) => "INCOMPLETE",
+        (true, true) => "PASS",
+        (true, false) => "FAIL",
+    };
     let _ = writeln!(
         md,
-        "## compactbench gate: {}\n\n{} checks, {} regressions, {} skipped (too few paired conversations).\n",
-        if regressions.is_empty() { "PASS" } else { "FAIL" },
+        "## compactbench gate: {verdict}\n\n{} checks, {} regressions, {} skipped (too few paired conversations).\n",
         report.checks.len(),
         regressions.len(),
         skipped
     );
+    if !report.complete() {
+        let _ = writeln!(md, "### Completeness: {} problem(s)\n", report.completeness.len());
+        for p in &report.completeness {
+            let _ = writeln!(md, "- {p}");
+        }
+        md.push('\n');
+    }
     let mut rows: Vec<&Check> = regressions.clone();
     if regressions.is_empty() {
         rows = report.checks.iter().filter(|c| c.verdict != Verdict::Skipped).collect();
@@ -254,6 +309,13 @@ pub fn markdown(report: &GateReport) -> String {
     };
     md.push_str(&table.markdown());
     md.push('\n');
+    let skipped: Vec<&Check> = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).collect();
+    if !skipped.is_empty() {
+        md.push_str("\n### Skipped checks\n\n");
+        for c in skipped {
+            let _ = writeln!(md, "- {} :: {}: {}", c.label, c.metric, c.reason.as_deref().unwrap_or("skipped"));
+        }
+    }
     md
 }
 
@@ -263,26 +325,34 @@ fn xml_escape(s: &str) -> String {
 
 /// JUnit XML: one test case per check.
 pub fn junit(report: &GateReport) -> String {
-    let failures = report.regressions().count();
+    let incomplete = !report.complete() as usize;
+    let failures = report.regressions().count() + incomplete;
     let skipped = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).count();
+    let tests = report.checks.len() + 1;
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         x,
-        "<testsuites name=\"compactbench-gate\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
-        report.checks.len()
+        "<testsuites name=\"compactbench-gate\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">"
     );
     let _ = writeln!(
         x,
-        "  <testsuite name=\"compactbench-gate\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
-        report.checks.len()
+        "  <testsuite name=\"compactbench-gate\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">"
     );
+    x.push_str("    <testcase classname=\"completeness\" name=\"every cell of both runs present and verified\"");
+    if report.complete() {
+        x.push_str("/>\n");
+    } else {
+        let msg = xml_escape(&report.completeness.join("; "));
+        let _ = writeln!(x, "><failure message=\"{msg}\"/></testcase>");
+    }
     for c in &report.checks {
         let name = xml_escape(&format!("{} :: {}", c.label, c.metric));
         let _ = write!(x, "    <testcase classname=\"{}\" name=\"{name}\"", xml_escape(&c.strategy));
         match c.verdict {
             Verdict::Pass => x.push_str("/>\n"),
             Verdict::Skipped => {
-                let _ = writeln!(x, "><skipped message=\"only {} paired conversations\"/></testcase>", c.n);
+                let why = c.reason.clone().unwrap_or_else(|| format!("only {} paired conversations", c.n));
+                let _ = writeln!(x, "><skipped message=\"{}\"/></testcase>", xml_escape(&why));
             }
             Verdict::Regression => {
                 let d =

@@ -212,7 +212,7 @@ fn batch_import_continues_past_a_bad_file() {
     };
     let result = run(DatasetsArgs { command: DatasetsCommand::Import(args) });
     let e = result.unwrap_err();
-    assert_eq!(e.downcast_ref::<crate::cli::CliError>().unwrap().status, crate::cli::EXIT_FAILURE);
+    assert_eq!(e.downcast_ref::<crate::exit::CliError>().unwrap().status, crate::exit::EXIT_BAD_INPUT);
     let files = find_conversations(std::slice::from_ref(&out)).unwrap();
     let names: Vec<String> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["claude-code.json", "codex-rollout.json"]);
