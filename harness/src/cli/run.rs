@@ -208,7 +208,13 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     }
     let mut t = b.build();
     t.with(tabled::settings::Style::sharp());
-    crate::outln!("{} ({} strategy, point {}, window {} tokens)", id, point.strategy.kind(), point.id, point.token_limit)?;
+    crate::outln!(
+        "{} ({} strategy, point {}, window {} tokens)",
+        id,
+        point.strategy.kind(),
+        point.id,
+        point.token_limit
+    )?;
     crate::outln!("{t}")?;
     crate::outln!(
         "{} requests, peak context {} tokens, cumulative {} tokens ({:.1}% of no compression), overflow warnings {}{}",

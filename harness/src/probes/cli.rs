@@ -1,8 +1,8 @@
 //! `compactbench probes extract|generate|check`.
 
 use super::{extract, generate, load_probe_file, probe_path, save_probe_file, ProbeOrigin};
-use crate::exit::CliError;
 use crate::datasets::{self, Conversation};
+use crate::exit::CliError;
 use crate::llm::{self, BackendOptions, CacheMode};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};

@@ -155,7 +155,11 @@ fn listed(kind: &str, items: Vec<String>) -> Vec<String> {
 fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> (Vec<String>, [Vec<CellResult>; 2]) {
     let mut problems = Vec::new();
     let only_in = |a: &Plan, b: &Plan| -> Vec<String> {
-        a.points.iter().filter(|p| !b.points.iter().any(|q| q.id == p.id)).map(|p| format!("{} ({})", short_label(p), p.id)).collect()
+        a.points
+            .iter()
+            .filter(|p| !b.points.iter().any(|q| q.id == p.id))
+            .map(|p| format!("{} ({})", short_label(p), p.id))
+            .collect()
     };
     problems.extend(listed("configuration missing from the current run", only_in(bplan, cplan)));
     problems.extend(listed("configuration not in the baseline", only_in(cplan, bplan)));
@@ -245,8 +249,9 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
                 difference,
                 tolerance,
                 verdict,
-                reason: (verdict == Verdict::Skipped)
-                    .then(|| format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)),
+                reason: (verdict == Verdict::Skipped).then(|| {
+                    format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)
+                }),
             });
         }
     }

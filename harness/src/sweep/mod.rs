@@ -6,5 +6,6 @@ pub mod summary;
 
 pub use config::{ConfigPoint, SweepConfig};
 pub use runner::{
-    collect, load_cells, make_plan, merge, run, Cell, CellResult, CellState, Plan, RunError, RunOptions, Shard, StoredCells,
+    collect, load_cells, make_plan, merge, run, Cell, CellResult, CellState, Plan, RunError, RunOptions, Shard,
+    StoredCells,
 };

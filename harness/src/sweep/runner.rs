@@ -3,10 +3,10 @@
 
 use super::config::{ConfigPoint, ProbesConfig, SweepConfig};
 use crate::datasets::{self, Conversation};
+use crate::fsutil::{write_atomic, TEMP_PREFIX};
 use crate::llm::{self, BackendOptions, CacheMode, LanguageModel, LlmError};
 use crate::probes::{ProbeObserver, ProbeResults};
 use crate::replay::{self, ConversationResult, ReplayInput, ReplaySettings};
-use crate::fsutil::{write_atomic, TEMP_PREFIX};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -265,9 +265,9 @@ pub fn cell_bytes(r: &CellResult) -> Result<Vec<u8>, RunError> {
     let blank = CellResult { digest: String::new(), ..r.clone() };
     let mut bytes = serde_json::to_vec_pretty(&blank).map_err(|e| RunError::Io(std::io::Error::other(e)))?;
     bytes.push(b'\n');
-    let at = find_last(&bytes, DIGEST_FIELD).map(|i| i + DIGEST_FIELD.len()).ok_or_else(|| {
-        RunError::Io(std::io::Error::other("cell serialisation lost its digest field"))
-    })?;
+    let at = find_last(&bytes, DIGEST_FIELD)
+        .map(|i| i + DIGEST_FIELD.len())
+        .ok_or_else(|| RunError::Io(std::io::Error::other("cell serialisation lost its digest field")))?;
     let digest = sha256_tag(&bytes);
     bytes.splice(at..at, digest.bytes());
     Ok(bytes)
@@ -417,7 +417,15 @@ pub fn load_plan(run_dir: &Path) -> Result<Plan, RunError> {
 /// construction and the next run takes it over.
 #[derive(Debug)]
 pub struct RunLock {
-    _file: std::fs::File,
+    file: std::fs::File,
+}
+
+impl Drop for RunLock {
+    /// Empties the record before the kernel drops the lock with the handle. The file itself stays: removing
+    /// it would let a run that opened it just before lock a file nobody else can see.
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+    }
 }
 
 pub const LOCK_FILE: &str = "run.lock";
@@ -457,7 +465,7 @@ pub fn lock_run_dir(run_dir: &Path) -> Result<RunLock, RunError> {
     let record = format!("pid {} on {}\n", std::process::id(), host_name());
     let written = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(record.as_bytes()));
     written.map_err(|e| RunError::Io(named_io(&path, e)))?;
-    Ok(RunLock { _file: file })
+    Ok(RunLock { file })
 }
 
 fn named_io(path: &Path, e: std::io::Error) -> std::io::Error {
@@ -732,10 +740,9 @@ async fn run_cell(
         Err(e) => return failed(e.to_string()),
     };
     let llm: Arc<dyn LanguageModel> = match &point.summarizer {
-        Some(spec) => models
-            .get(spec)
-            .map(watched)
-            .unwrap_or_else(|e| Arc::new(Unavailable(format!("summarizer `{spec}`: {e}")))),
+        Some(spec) => {
+            models.get(spec).map(watched).unwrap_or_else(|e| Arc::new(Unavailable(format!("summarizer `{spec}`: {e}"))))
+        }
         None => Arc::new(Unavailable("this strategy calls no model".into())),
     };
     let strategy = point.strategy.build();

@@ -1,0 +1,331 @@
+//! Reliability: the gate refuses incomplete runs, damaged and failed cells are redone, the run directory is
+//! locked, limits and exit statuses hold, a closed pipe ends quietly.
+
+use compactbench::sweep::{self, runner};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use crate::support::repo;
+
+const CONFIG: &str = r#"
+name = "reliability-test"
+datasets = ["datasets/tau-bench"]
+max_conversations = 6
+concurrency = 2
+[replay]
+token_limit = 4096
+prompt_count_source = "heuristic"
+system_prompt_tokens = 500
+[llm]
+cache_mode = "off"
+[grid]
+strategy = ["gemini", "drop-oldest", "none"]
+summarizer = ["extractive"]
+threshold = [0.5]
+prompt = ["v5"]
+verification = [true]
+"#;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_compactbench"));
+    c.current_dir(repo()).env_remove("GITHUB_STEP_SUMMARY");
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn run_into(config: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["run", "--quiet", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    bin().args(&args).output().unwrap()
+}
+
+fn write_config(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// One clean run shared by the tests of this module.
+fn clean() -> &'static Path {
+    static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &DIR.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+        let out = tmp.path().join("clean");
+        let o = run_into(&cfg, &out, &[]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (tmp, out)
+    })
+    .1
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let target = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &target);
+        } else {
+            std::fs::copy(&p, &target).unwrap();
+        }
+    }
+}
+
+fn copy_of_clean(tmp: &tempfile::TempDir, name: &str) -> PathBuf {
+    let dir = tmp.path().join(name);
+    copy_dir(clean(), &dir);
+    dir
+}
+
+fn gate(current: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["gate", "--baseline", clean().to_str().unwrap(), "--current", current.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    bin().args(&args).output().unwrap()
+}
+
+/// Every file of a directory tree, by relative path.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn gate_fails_a_run_missing_a_configuration_with_exit_4_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_of_clean(&tmp, "missing");
+    let plan = runner::load_plan(&dir).unwrap();
+    let gone = &plan.points[1].id;
+    std::fs::remove_dir_all(dir.join("cells").join(gone)).unwrap();
+    let out = gate(&dir, &[]);
+    let md = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{md}\n{}", text(&out.stderr));
+    assert!(md.contains("compactbench gate: INCOMPLETE"), "{md}");
+    assert!(md.contains("cell missing from the current run") && md.contains(gone.as_str()), "{md}");
+    let junit = std::fs::read_to_string(dir.join("gate-junit.xml")).unwrap();
+    assert!(junit.contains("classname=\"completeness\"") && junit.contains("<failure"), "{junit}");
+    // The complete copy passes.
+    let full = copy_of_clean(&tmp, "full");
+    assert_eq!(gate(&full, &[]).status.code(), Some(0));
+}
+
+#[test]
+fn gate_names_conversations_and_configurations_in_one_run_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = write_config(tmp.path(), "fewer.toml", &CONFIG.replace("max_conversations = 6", "max_conversations = 4"));
+    let out_dir = tmp.path().join("fewer");
+    assert!(run_into(&cfg, &out_dir, &[]).status.success());
+    let out = gate(&out_dir, &[]);
+    let md = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{md}");
+    assert!(md.contains("conversation missing from the current run"), "{md}");
+    let cfg = write_config(tmp.path(), "less.toml", &CONFIG.replace("\"drop-oldest\", ", ""));
+    let out_dir = tmp.path().join("less");
+    assert!(run_into(&cfg, &out_dir, &[]).status.success());
+    let md = text(&gate(&out_dir, &[]).stdout);
+    assert!(md.contains("configuration missing from the current run: drop-oldest"), "{md}");
+}
+
+#[test]
+fn a_hand_edited_cell_is_named_by_report_and_gate_and_redone_by_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_of_clean(&tmp, "edited");
+    let plan = runner::load_plan(&dir).unwrap();
+    let cell = &plan.cells()[0];
+    let path = dir.join(cell.relative_path());
+    let original = std::fs::read_to_string(&path).unwrap();
+    let edited = original.replacen("\"requests\": ", "\"requests\": 1", 1);
+    assert_ne!(edited, original);
+    std::fs::write(&path, &edited).unwrap();
+    let stored = sweep::load_cells(&dir, &plan);
+    assert_eq!(stored.damaged.len(), 1);
+    assert!(stored.damaged[0].1.contains("digest mismatch"), "{:?}", stored.damaged);
+    // report: builds from the others, names the cell, exits 4.
+    let out = bin().args(["report", dir.to_str().unwrap()]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("damaged") && err.contains(&cell.conversation), "{err}");
+    // gate: incomplete.
+    let out = gate(&dir, &[]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(text(&out.stdout).contains("cell damaged in the current run"), "{}", text(&out.stdout));
+    // run: redoes exactly that cell and restores the original bytes.
+    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let out = run_into(&cfg, &dir, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("1 run of which 1 damaged"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    assert_eq!(gate(&dir, &[]).status.code(), Some(0));
+}
+
+#[test]
+fn failed_cells_exit_4_transient_ones_are_retried_and_permanent_ones_with_retry_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Nothing listens on port 9 of the loopback: every call is a transport error (transient).
+    let config = CONFIG
+        .replace("summarizer = [\"extractive\"]", "summarizer = [\"openai:m@http://127.0.0.1:9/v1\"]")
+        .replace("cache_mode = \"off\"", "cache_mode = \"off\"\nmax_attempts = 1")
+        .replace("max_conversations = 6", "max_conversations = 2");
+    let cfg = write_config(tmp.path(), "down.toml", &config);
+    let dir = tmp.path().join("down");
+    let out = run_into(&cfg, &dir, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("recorded an error"), "{err}");
+    let plan = runner::load_plan(&dir).unwrap();
+    let failed: Vec<_> = sweep::collect(&dir, &plan).into_iter().filter(|c| c.result.error.is_some()).collect();
+    assert!(!failed.is_empty() && failed.iter().all(|c| c.transient_failure), "{failed:?}");
+    // The next run redoes them (and only them).
+    let out = run_into(&cfg, &dir, &[]);
+    assert!(text(&out.stderr).contains(&format!("{} failed before", failed.len())), "{}", text(&out.stderr));
+
+    // A replay-only cache miss is not transient: kept unless --retry-failed.
+    let config = CONFIG
+        .replace("summarizer = [\"extractive\"]", "summarizer = [\"openai:m@http://127.0.0.1:9/v1\"]")
+        .replace(
+            "cache_mode = \"off\"",
+            &format!("cache_mode = \"replay\"\ncache_dir = \"{}\"", tmp.path().join("empty-cache").display()),
+        )
+        .replace("max_conversations = 6", "max_conversations = 2");
+    let cfg = write_config(tmp.path(), "miss.toml", &config);
+    let dir = tmp.path().join("miss");
+    assert_eq!(run_into(&cfg, &dir, &[]).status.code(), Some(4));
+    let out = run_into(&cfg, &dir, &[]);
+    assert!(text(&out.stderr).contains(" 0 run "), "{}", text(&out.stderr));
+    let out = run_into(&cfg, &dir, &["--retry-failed"]);
+    assert!(!text(&out.stderr).contains(" 0 run "), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(4));
+}
+
+#[test]
+fn a_refused_run_leaves_config_toml_alone_and_a_locked_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_of_clean(&tmp, "locked");
+    let before = std::fs::read(dir.join("config.toml")).unwrap();
+    let other = write_config(tmp.path(), "other.toml", &CONFIG.replace("threshold = [0.5]", "threshold = [0.6]"));
+    let out = run_into(&other, &dir, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("holds another plan"));
+    assert_eq!(std::fs::read(dir.join("config.toml")).unwrap(), before);
+
+    // A live holder: refused with exit 3, naming pid and host.
+    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let lock = runner::lock_run_dir(&dir).unwrap();
+    let out = run_into(&cfg, &dir, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("in use by pid") && err.contains(&std::process::id().to_string()), "{err}");
+    drop(lock);
+    // A stale lock file (its holder died, so nobody holds the flock): taken over.
+    std::fs::write(dir.join(runner::LOCK_FILE), "pid 4194303 on elsewhere\n").unwrap();
+    let out = run_into(&cfg, &dir, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn an_oversized_plan_is_refused_before_allocation_with_its_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = write_config(
+        tmp.path(),
+        "huge.toml",
+        &CONFIG.replace("concurrency = 2", "concurrency = 2\nrepeats = 4294967295"),
+    );
+    let out = run_into(&cfg, &tmp.path().join("huge"), &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("77309411310 cells") && err.contains("limit"), "{err}");
+    assert!(!tmp.path().join("huge").exists());
+}
+
+#[test]
+fn gate_names_an_unwritable_junit_path_with_exit_3() {
+    // A path below a regular file cannot be created, even by root.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("file"), "").unwrap();
+    let junit = tmp.path().join("file/j.xml");
+    let out = gate(clean(), &["--junit", junit.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(junit.to_str().unwrap()), "{err}");
+    assert!(text(&out.stdout).contains("compactbench gate: PASS"));
+}
+
+#[test]
+fn a_closed_pipe_ends_inspect_and_replay_quietly() {
+    let conv = repo().join("datasets/tau-bench");
+    let first = std::fs::read_dir(&conv)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("manifest.json"))
+        .min()
+        .unwrap();
+    for args in [
+        vec!["inspect".to_string(), "harness/tests/data/golden/inputs/case002.history.json".into(), "--pretty".into()],
+        vec!["replay".into(), first.display().to_string()],
+    ] {
+        let mut child = bin().args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        drop(child.stdout.take()); // the reader goes away before anything is written
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn dataset_commands_that_do_nothing_useful_say_so_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = bin().args(["datasets", "validate", empty.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no conversation found"));
+    let broken = tmp.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("a.json"), "{").unwrap();
+    let out = bin().args(["datasets", "stats", broken.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    // A Content[] file imported as OpenAI chat: no turns, nothing imported.
+    let contents = write_config(tmp.path(), "contents.json", r#"[{"role":"user","parts":[{"text":"hi"}]}]"#);
+    let out = bin()
+        .args(["datasets", "import", "--format", "openai-chat", contents.to_str().unwrap(), "--out"])
+        .arg(tmp.path().join("imported"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn shards_merge_to_the_clean_run_and_merge_names_missing_cells() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let shards: Vec<PathBuf> = (1..=2).map(|i| tmp.path().join(format!("s{i}"))).collect();
+    for (i, s) in shards.iter().enumerate() {
+        let o = run_into(&cfg, s, &["--shard", &format!("{}/2", i + 1)]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let merged = tmp.path().join("merged");
+    let o = bin().args(["merge", "--out", merged.to_str().unwrap()]).args(&shards).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let (a, b) = (tree(&clean().join("cells")), tree(&merged.join("cells")));
+    assert_eq!(a, b);
+    // Only one shard: the other half is missing, named, exit 4.
+    let o = bin().args(["merge", "--out", tmp.path().join("half").to_str().unwrap()]).arg(&shards[0]).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("missing in every shard"));
+}
