@@ -75,6 +75,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
             CliError::bad_input(format!("--fraction {}: Fraction must be between 0 and 1", args.fraction)).into()
         );
     }
+    if let Some(t) = args.threshold.filter(|t| !t.is_finite()) {
+        return Err(CliError::bad_input(format!("--threshold {t}: must be a finite number")).into());
+    }
     let history = history::load_history(&args.history).map_err(|e| CliError::bad_input(e.to_string()))?;
     let summary = match (&args.summary, &args.summary_file) {
         (Some(s), _) => s.clone(),

@@ -116,8 +116,9 @@ pub trait LanguageModel: Send + Sync {
     /// the backend and model in cache keys and reports, so two different models never share a spec.
     fn spec(&self) -> &str;
 
-    /// What identifies the model in cache keys: the spec without transport details (an OpenAI-compatible
-    /// server's base URL), so recordings replay against any server hosting the same model.
+    /// What identifies the model in cache keys. For servers this includes the server (an OpenAI-compatible
+    /// base URL without credentials): one model name on two servers may be two different models, and a
+    /// recording must not answer for the wrong one.
     fn cache_identity(&self) -> String {
         self.spec().to_string()
     }

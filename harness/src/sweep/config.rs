@@ -120,6 +120,10 @@ pub struct LlmConfig {
     pub concurrency: usize,
     pub max_output_tokens: Option<u32>,
     pub threads: Option<usize>,
+    /// Largest answer body accepted from a model server, in bytes.
+    pub max_response_bytes: u64,
+    /// Limit on one model call, retries and waits included, in seconds.
+    pub deadline_secs: u64,
 }
 
 impl Default for LlmConfig {
@@ -132,8 +136,34 @@ impl Default for LlmConfig {
             concurrency: 4,
             max_output_tokens: Some(1024),
             threads: None,
+            max_response_bytes: 4 * 1024 * 1024,
+            deadline_secs: 900,
         }
     }
+}
+
+/// Every axis is a list and the grid their product, so an axis written as `[]` would silently make a grid of
+/// no cells. (An absent axis takes its default; only lists written empty are refused.)
+fn explicit_empty_axis(text: &str) -> Result<(), String> {
+    let Ok(doc) = text.parse::<toml::Table>() else { return Ok(()) };
+    let mut grids: Vec<(String, &toml::Table)> = Vec::new();
+    if let Some(g) = doc.get("grid").and_then(toml::Value::as_table) {
+        grids.push(("grid".into(), g));
+    }
+    for s in doc.get("slice").and_then(toml::Value::as_array).into_iter().flatten() {
+        let name = s.get("name").and_then(toml::Value::as_str).unwrap_or("?");
+        if let Some(g) = s.get("grid").and_then(toml::Value::as_table) {
+            grids.push((format!("slice.{name}.grid"), g));
+        }
+    }
+    for (at, g) in grids {
+        for (axis, values) in g {
+            if values.as_array().is_some_and(Vec::is_empty) {
+                return Err(format!("key `{at}.{axis}`: needs at least one value"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Base values of settings the grid does not vary.
@@ -276,6 +306,7 @@ impl SweepConfig {
         let cfg: SweepConfig = toml::from_str(text)
             .map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string().trim().to_string() })?;
         cfg.validate().map_err(|message| ConfigError::Invalid { file: file.into(), message })?;
+        explicit_empty_axis(text).map_err(|message| ConfigError::Invalid { file: file.into(), message })?;
         Ok(cfg)
     }
 
@@ -292,6 +323,25 @@ impl SweepConfig {
         match self.llm.cache_mode.as_str() {
             "read-write" | "replay" | "off" => {}
             m => return Err(format!("key `llm.cache_mode`: `{m}` is not one of read-write, replay, off")),
+        }
+        if self.datasets.is_empty() {
+            return Err("key `datasets`: needs at least one dataset directory or file".into());
+        }
+        for (key, value) in [
+            ("llm.timeout_secs", self.llm.timeout_secs),
+            ("llm.deadline_secs", self.llm.deadline_secs),
+            ("llm.max_response_bytes", self.llm.max_response_bytes),
+            ("llm.max_attempts", u64::from(self.llm.max_attempts)),
+            ("llm.concurrency", self.llm.concurrency as u64),
+        ] {
+            if value == 0 {
+                return Err(format!("key `{key}`: must be at least 1"));
+            }
+        }
+        for s in &self.slice {
+            if s.conversations == 0 {
+                return Err(format!("key `slice.{}.conversations`: must be at least 1", s.name));
+            }
         }
         let grids = std::iter::once(("grid".to_string(), &self.grid))
             .chain(self.slice.iter().map(|s| (format!("slice.{}.grid", s.name), &s.grid)));
@@ -320,6 +370,13 @@ impl SweepConfig {
                 }
             }
             for p in &g.prompt {
+                // A version or `FILE:SECTION` naming a prompt of configs/prompts, never a path out of it.
+                if p.contains(['/', '\\']) || p.contains("..") || p.starts_with('~') {
+                    return Err(format!(
+                        "key `{at}.prompt`: `{p}`: expected a version (v0…v5) or FILE:SECTION naming a prompt of \
+                         configs/prompts, not a path"
+                    ));
+                }
                 CompressionPrompts::from_spec(p).map_err(|e| format!("key `{at}.prompt`: {e}"))?;
             }
             for (name, len) in [("strategy", g.strategy.len()), ("summarizer", g.summarizer.len())] {

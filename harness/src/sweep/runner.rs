@@ -224,6 +224,18 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
         conversations.push(PlannedConversation { id, path: rel, source, error });
     }
     let points = config.points().map_err(RunError::Config)?;
+    for s in &config.slice {
+        if let Some(source) = &s.source {
+            if !conversations.iter().any(|c| &c.source == source) {
+                let known: std::collections::BTreeSet<&str> = conversations.iter().map(|c| c.source.as_str()).collect();
+                return Err(RunError::Config(format!(
+                    "slice `{}`: source `{source}` matches no conversation of the datasets (sources: {})",
+                    s.name,
+                    known.into_iter().collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+    }
     let plan = Plan {
         name: config.name.clone(),
         points,
@@ -233,6 +245,9 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
         probes: config.probes.clone().filter(|p| p.enabled),
     };
     plan.check_size()?;
+    if plan.cell_count() == 0 {
+        return Err(RunError::Config("the plan has no cells: the datasets hold no conversation".into()));
+    }
     Ok(plan)
 }
 
@@ -481,6 +496,7 @@ pub fn backend_options(
     let defaults = BackendOptions::default();
     let reliability = llm::ReliabilityOptions {
         timeout: Some(std::time::Duration::from_secs(config.llm.timeout_secs)),
+        deadline: Some(std::time::Duration::from_secs(config.llm.deadline_secs)),
         concurrency: config.llm.concurrency,
         retry: llm::RetryPolicy { max_attempts: config.llm.max_attempts, ..defaults.reliability.retry.clone() },
         ..defaults.reliability.clone()
@@ -492,6 +508,7 @@ pub fn backend_options(
             None => config.llm.cache_mode.parse().map_err(|e| RunError::BadOption(format!("llm.cache_mode: {e}")))?,
         },
         reliability,
+        max_response_bytes: config.llm.max_response_bytes,
         threads: config.llm.threads,
         ..defaults
     })

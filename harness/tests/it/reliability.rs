@@ -329,3 +329,40 @@ fn shards_merge_to_the_clean_run_and_merge_names_missing_cells() {
     assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("missing in every shard"));
 }
+
+#[test]
+fn configs_that_would_run_nothing_or_escape_are_refused_naming_the_key() {
+    use compactbench::sweep::SweepConfig;
+    let cases = [
+        (CONFIG.replace("cache_mode = \"off\"", "cache_mode = \"off\"\ntimeout_secs = 0"), "llm.timeout_secs"),
+        (CONFIG.replace("threshold = [0.5]", "threshold = []"), "grid.threshold"),
+        (CONFIG.replace("prompt = [\"v5\"]", "prompt = [\"v5\"]\npreserve_fraction = []"), "grid.preserve_fraction"),
+        (CONFIG.replace("datasets = [\"datasets/tau-bench\"]", "datasets = []"), "datasets"),
+        (CONFIG.replace("prompt = [\"v5\"]", "prompt = [\"../../x:y\"]"), "grid.prompt"),
+    ];
+    for (text, key) in cases {
+        let err = SweepConfig::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(err.contains("c.toml") && err.contains(&format!("`{key}`")), "{key}: {err}");
+    }
+    // A slice of a source the datasets do not hold: refused by the plan, naming the sources there are.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{CONFIG}\n[[slice]]\nname = \"slow\"\nconversations = 2\nsource = \"nope\"\n[slice.grid]\nstrategy = [\"none\"]\nsummarizer = [\"extractive\"]\n"
+    );
+    let cfg = write_config(tmp.path(), "slice.toml", &text);
+    let out = run_into(&cfg, &tmp.path().join("o"), &[]);
+    let err = text_of(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("source `nope` matches no conversation") && err.contains("tau-bench"), "{err}");
+    // inspect --threshold NaN.
+    let out = bin()
+        .args(["inspect", "harness/tests/data/golden/inputs/case002.history.json", "--compress", "--threshold", "NaN"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out.stderr));
+    assert!(text_of(&out.stderr).contains("--threshold NaN"));
+}
+
+fn text_of(b: &[u8]) -> String {
+    text(b)
+}
