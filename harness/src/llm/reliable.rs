@@ -55,9 +55,12 @@ impl RetryPolicy {
 pub fn is_retryable(e: &LlmError) -> bool {
     match e {
         LlmError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
-        LlmError::RateLimited { .. } | LlmError::Timeout { .. } | LlmError::Transport(_) | LlmError::Malformed(_) => {
-            true
-        }
+        // An oversized answer is retried like a malformed one: a sampling model may answer shorter next time.
+        LlmError::RateLimited { .. }
+        | LlmError::Timeout { .. }
+        | LlmError::Transport(_)
+        | LlmError::Malformed(_)
+        | LlmError::TooLarge { .. } => true,
         _ => false,
     }
 }

@@ -366,3 +366,150 @@ fn configs_that_would_run_nothing_or_escape_are_refused_naming_the_key() {
 fn text_of(b: &[u8]) -> String {
     text(b)
 }
+
+/// A loopback OpenAI-compatible server. In fault mode each distinct request first meets one or two faults
+/// (429 and 500 echoing the Authorization header, a hang, a malformed and an oversized answer), chosen by
+/// the request's hash; afterwards, and always in clean mode, it answers deterministically from the request.
+struct FaultyServer {
+    base: String,
+    faults: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl FaultyServer {
+    fn start() -> FaultyServer {
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::response::IntoResponse;
+        use std::collections::HashMap;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let faults = Arc::new(AtomicBool::new(true));
+        let seen: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
+        let (f, s) = (Arc::clone(&faults), Arc::clone(&seen));
+        let app = axum::Router::new().fallback(move |headers: HeaderMap, body: String| {
+            let (faults, seen) = (Arc::clone(&f), Arc::clone(&s));
+            async move {
+                let hash = body.bytes().fold(1469598103934665603u64, |h, b| (h ^ b as u64).wrapping_mul(1099511628211));
+                let attempt = {
+                    let mut m = seen.lock().unwrap();
+                    let n = m.entry(hash).or_insert(0);
+                    *n += 1;
+                    *n - 1
+                };
+                let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+                let faulty = if hash % 3 == 0 { 2 } else { 1 };
+                if faults.load(Ordering::SeqCst) && attempt < faulty {
+                    let echo = format!(r#"{{"error":"try later","you_sent":"Authorization: {auth}"}}"#);
+                    return match (hash / 3 + attempt) % 5 {
+                        0 => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "0")], echo).into_response(),
+                        1 => (StatusCode::INTERNAL_SERVER_ERROR, echo).into_response(),
+                        2 => {
+                            tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+                            (StatusCode::OK, "{}".to_string()).into_response()
+                        }
+                        3 => (StatusCode::OK, format!("<html>{auth}</html>")).into_response(),
+                        _ => (StatusCode::OK, "x".repeat(200_000)).into_response(),
+                    };
+                }
+                let messages = body.matches("\"role\"").count();
+                let text = format!(
+                    "<state_snapshot><overall_goal>goal of {messages} messages</overall_goal><key_knowledge>k{}</key_knowledge></state_snapshot>",
+                    hash % 97
+                );
+                let answer = serde_json::json!({
+                    "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 20}
+                });
+                (StatusCode::OK, answer.to_string()).into_response()
+            }
+        });
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FaultyServer { base: format!("http://{addr}/v1"), faults, _runtime: runtime }
+    }
+}
+
+#[test]
+fn a_sweep_against_a_faulty_server_heals_in_three_reruns_equals_a_clean_run_and_stores_no_key() {
+    const KEY: &str = "sk-fault-injection-0123456789abcdef";
+    let server = FaultyServer::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let config = format!(
+        r#"
+name = "faults"
+datasets = ["datasets/tau-bench"]
+max_conversations = 3
+concurrency = 2
+[replay]
+token_limit = 4096
+prompt_count_source = "heuristic"
+system_prompt_tokens = 500
+[llm]
+cache_dir = "{}"
+timeout_secs = 1
+max_attempts = 2
+max_response_bytes = 65536
+[grid]
+strategy = ["gemini"]
+summarizer = ["openai:faulty@{}"]
+threshold = [0.5]
+prompt = ["v5"]
+verification = [true]
+"#,
+        cache.display(),
+        server.base
+    );
+    let cfg = write_config(tmp.path(), "faults.toml", &config);
+    let run = |dir: &Path, cfg: &Path| {
+        bin()
+            .args(["run", "--quiet", "--config", cfg.to_str().unwrap(), "--out", dir.to_str().unwrap()])
+            .env("OPENAI_API_KEY", KEY)
+            .output()
+            .unwrap()
+    };
+    let dir = tmp.path().join("faulty");
+    let mut outputs = Vec::new();
+    let mut healed = false;
+    for _ in 0..4 {
+        let out = run(&dir, &cfg);
+        outputs.push(text(&out.stdout) + &text(&out.stderr));
+        if out.status.success() {
+            healed = true;
+            break;
+        }
+        assert_eq!(out.status.code(), Some(4), "{}", outputs.last().unwrap());
+    }
+    assert!(healed, "not complete after three re-runs:\n{}", outputs.join("\n---\n"));
+    assert!(outputs.len() > 1, "the faults made no cell fail: the test tests nothing");
+    let plan = runner::load_plan(&dir).unwrap();
+    let cells = sweep::collect(&dir, &plan);
+    assert!(cells.iter().all(|c| c.result.error.is_none()));
+    assert!(cells.iter().any(|c| c.result.events.iter().any(|e| e.status == "COMPRESSED")), "nothing compressed");
+
+    // The same sweep against the same server with faults off, without a cache: the same cells.
+    server.faults.store(false, std::sync::atomic::Ordering::SeqCst);
+    let clean_cfg = write_config(
+        tmp.path(),
+        "clean.toml",
+        &config.replace(&format!("cache_dir = \"{}\"", cache.display()), "cache_mode = \"off\""),
+    );
+    let clean_dir = tmp.path().join("clean");
+    let out = run(&clean_dir, &clean_cfg);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(tree(&dir.join("cells")), tree(&clean_dir.join("cells")));
+
+    // The key echoed in error bodies is nowhere on disk or in the output.
+    for root in [&dir, &cache, &clean_dir] {
+        for (path, bytes) in tree(root) {
+            assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "{}", root.join(path).display());
+        }
+    }
+    for o in &outputs {
+        assert!(!o.contains(KEY));
+    }
+}
