@@ -64,6 +64,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         progress: !args.quiet,
         retry_failed: args.retry_failed,
         config_text: Some(config_text),
+        wrap_model: None,
     };
     let summary = runtime()?.block_on(runner::run(&config, &plan, &opts))?;
     let table = write_summary(&out, &plan)?;

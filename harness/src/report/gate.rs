@@ -37,6 +37,21 @@ pub struct Rule {
     /// Only these strategies (empty: all).
     #[serde(default)]
     pub strategies: Vec<String>,
+    /// Which conversations the rule compares: `all`, or `compressed` (those where compression acted in
+    /// either run), so a loss is not diluted over conversations where nothing happened.
+    #[serde(default)]
+    pub only: Only,
+}
+
+/// The conversations a rule compares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Only {
+    #[default]
+    All,
+    /// Conversations with at least one event that changed the history (COMPRESSED or CONTENT_TRUNCATED) in
+    /// the baseline or the current run.
+    Compressed,
 }
 
 fn default_min_samples() -> usize {
@@ -58,7 +73,9 @@ impl Default for Rules {
             rel_tolerance,
             min_samples: 5,
             strategies: Vec::new(),
+            only: Only::All,
         };
+        let compressed = |metric: &str| Rule { only: Only::Compressed, ..r(metric, Direction::Higher, 0.02, 0.0) };
         Rules {
             rule: vec![
                 r("cumulative_vs_none", Direction::Lower, 0.01, 0.0),
@@ -68,6 +85,10 @@ impl Default for Rules {
                 r("hidden_inflation_events", Direction::Lower, 0.1, 0.0),
                 r("failed", Direction::Lower, 0.0, 0.0),
                 r("retention", Direction::Higher, 0.02, 0.0),
+                compressed("retention"),
+                Rule { abs_tolerance: 0.005, ..compressed("retention_at_events") },
+                compressed("early_only_retention"),
+                compressed("at_risk_retention"),
                 r("accuracy", Direction::Higher, 0.02, 0.0),
             ],
         }
@@ -106,6 +127,30 @@ pub struct Check {
     /// Why a check was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// `compressed` when the check compares only conversations where compression acted.
+    #[serde(default)]
+    pub only: Only,
+    /// The smallest regression of the mean this check detects on the baseline: every paired conversation
+    /// made worse by the same fraction of its baseline value, the smallest such shift whose bootstrap
+    /// interval lies beyond the tolerance (see [`detectable_shift`]). `None` when skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+}
+
+/// The smallest mean shift (in the metric's unit, on the bad side) that fails a check on these baseline
+/// values. Model: the regression worsens every paired conversation by the same fraction `r` of its
+/// baseline value, so the differences are `r·b` and their bootstrap interval is `r` times the interval of
+/// the baseline mean (same resamples); the check fails once the interval's near end passes the tolerance,
+/// at `r* = tolerance / near end`, a mean shift of `r*·mean`. When the baseline interval reaches zero (a
+/// metric that is usually 0, such as failures) no proportional change shows, and the model is a uniform
+/// additive shift, detected once it exceeds the tolerance.
+pub fn detectable_shift(baseline: &[f64], tolerance: f64) -> Option<f64> {
+    let b = bootstrap_mean(baseline)?;
+    let near = if b.mean >= 0.0 { b.low } else { -b.high };
+    if near <= 0.0 || !near.is_finite() {
+        return Some(tolerance);
+    }
+    Some(tolerance / near * b.mean.abs())
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -209,7 +254,29 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
             .collect()
     };
     let (bi, ci) = (index(&bcells), index(&ccells));
+    let acted = |m: &BTreeMap<&'static str, f64>| {
+        m.get("compressed_events").copied().unwrap_or(0.0) + m.get("truncation_only_events").copied().unwrap_or(0.0)
+            > 0.0
+    };
+    let produced: std::collections::BTreeSet<&str> = bi.values().flat_map(|m| m.keys().copied()).collect();
     let mut checks = Vec::new();
+    for rule in rules.rule.iter().filter(|r| !produced.contains(r.metric.as_str())) {
+        checks.push(Check {
+            point: String::new(),
+            label: "every configuration".into(),
+            strategy: String::new(),
+            metric: rule.metric.clone(),
+            n: 0,
+            baseline_mean: None,
+            current_mean: None,
+            difference: None,
+            tolerance: rule.abs_tolerance,
+            verdict: Verdict::Skipped,
+            reason: Some("no configuration of the baseline produces this metric".into()),
+            only: rule.only,
+            detectable: None,
+        });
+    }
     for p in cplan.points.iter().filter(|p| bplan.points.iter().any(|q| q.id == p.id)) {
         for rule in &rules.rule {
             if !rule.strategies.is_empty() && !rule.strategies.iter().any(|s| s == p.strategy.kind()) {
@@ -218,15 +285,18 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
             let mut base = Vec::new();
             let mut cur = Vec::new();
             for (key, bm) in bi.iter().filter(|(k, _)| k.0 == p.id) {
-                if let (Some(b), Some(c)) =
-                    (bm.get(rule.metric.as_str()), ci.get(key).and_then(|m| m.get(rule.metric.as_str())))
+                let cm = ci.get(key);
+                if rule.only == Only::Compressed && !(acted(bm) || cm.is_some_and(acted)) {
+                    continue;
+                }
+                if let (Some(b), Some(c)) = (bm.get(rule.metric.as_str()), cm.and_then(|m| m.get(rule.metric.as_str())))
                 {
                     base.push(*b);
                     cur.push(*c);
                 }
             }
             if base.is_empty() {
-                continue; // the metric does not apply to this point
+                continue; // the metric does not apply to this point (or nothing compressed there)
             }
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
             let diffs: Vec<f64> = cur.iter().zip(&base).map(|(c, b)| c - b).collect();
@@ -252,6 +322,8 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
                 reason: (verdict == Verdict::Skipped).then(|| {
                     format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)
                 }),
+                only: rule.only,
+                detectable: (verdict != Verdict::Skipped).then(|| detectable_shift(&base, tolerance)).flatten(),
             });
         }
     }
@@ -274,7 +346,7 @@ pub fn markdown(report: &GateReport) -> String {
     };
     let _ = writeln!(
         md,
-        "## compactbench gate: {verdict}\n\n{} checks, {} regressions, {} skipped (too few paired conversations).\n",
+        "## compactbench gate: {verdict}\n\n{} checks, {} regressions, {} skipped (listed below with the reason).\n",
         report.checks.len(),
         regressions.len(),
         skipped
@@ -291,16 +363,26 @@ pub fn markdown(report: &GateReport) -> String {
         rows = report.checks.iter().filter(|c| c.verdict != Verdict::Skipped).collect();
     }
     let table = Table {
-        header: ["verdict", "configuration", "metric", "n", "baseline", "current", "difference [95% CI]", "tolerance"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "verdict",
+            "configuration",
+            "metric",
+            "n",
+            "baseline",
+            "current",
+            "difference [95% CI]",
+            "tolerance",
+            "detects ≥",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: rows
             .iter()
             .map(|c| {
                 vec![
                     format!("{:?}", c.verdict).to_lowercase(),
                     c.label.clone(),
-                    c.metric.clone(),
+                    metric_label(c),
                     c.n.to_string(),
                     num(c.baseline_mean),
                     num(c.current_mean),
@@ -308,20 +390,57 @@ pub fn markdown(report: &GateReport) -> String {
                         .map(|d| format!("{:+.4} [{:+.4}, {:+.4}]", d.mean, d.low, d.high))
                         .unwrap_or_else(|| "–".into()),
                     format!("{:.4}", c.tolerance),
+                    num(c.detectable),
                 ]
             })
             .collect(),
     };
     md.push_str(&table.markdown());
     md.push('\n');
+    let power = power(report);
+    if !power.is_empty() {
+        md.push_str("\n### Power: the smallest regression each rule detects on the baseline\n\n");
+        md.push_str("Median (range) over configurations of the smallest mean shift that fails the check, when every paired conversation is worse by the same fraction of its baseline value.\n\n");
+        for (metric, values) in power {
+            let _ = writeln!(
+                md,
+                "- {metric}: {:.4} ({:.4}–{:.4}, {} configurations)",
+                values[values.len() / 2],
+                values[0],
+                values[values.len() - 1],
+                values.len()
+            );
+        }
+    }
     let skipped: Vec<&Check> = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).collect();
     if !skipped.is_empty() {
         md.push_str("\n### Skipped checks\n\n");
         for c in skipped {
-            let _ = writeln!(md, "- {} :: {}: {}", c.label, c.metric, c.reason.as_deref().unwrap_or("skipped"));
+            let _ = writeln!(md, "- {} :: {}: {}", c.label, metric_label(c), c.reason.as_deref().unwrap_or("skipped"));
         }
     }
     md
+}
+
+fn metric_label(c: &Check) -> String {
+    match c.only {
+        Only::All => c.metric.clone(),
+        Only::Compressed => format!("{} (compressed)", c.metric),
+    }
+}
+
+/// Per rule (metric and conversation filter), the detectable shifts of its checks, sorted.
+pub fn power(report: &GateReport) -> BTreeMap<String, Vec<f64>> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for c in &report.checks {
+        if let Some(d) = c.detectable {
+            out.entry(metric_label(c)).or_default().push(d);
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(f64::total_cmp);
+    }
+    out
 }
 
 fn xml_escape(s: &str) -> String {
@@ -351,7 +470,7 @@ pub fn junit(report: &GateReport) -> String {
         let _ = writeln!(x, "><failure message=\"{msg}\"/></testcase>");
     }
     for c in &report.checks {
-        let name = xml_escape(&format!("{} :: {}", c.label, c.metric));
+        let name = xml_escape(&format!("{} :: {}", c.label, metric_label(c)));
         let _ = write!(x, "    <testcase classname=\"{}\" name=\"{name}\"", xml_escape(&c.strategy));
         match c.verdict {
             Verdict::Pass => x.push_str("/>\n"),

@@ -324,9 +324,6 @@ impl SweepConfig {
             "read-write" | "replay" | "off" => {}
             m => return Err(format!("key `llm.cache_mode`: `{m}` is not one of read-write, replay, off")),
         }
-        if self.datasets.is_empty() {
-            return Err("key `datasets`: needs at least one dataset directory or file".into());
-        }
         for (key, value) in [
             ("llm.timeout_secs", self.llm.timeout_secs),
             ("llm.deadline_secs", self.llm.deadline_secs),

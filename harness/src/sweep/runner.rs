@@ -199,6 +199,9 @@ impl std::str::FromStr for Shard {
 
 /// Builds the plan: loads the conversation list (not their contents) and expands the grid.
 pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError> {
+    if config.datasets.is_empty() {
+        return Err(RunError::Config("key `datasets`: needs at least one dataset directory or file".into()));
+    }
     let roots: Vec<PathBuf> =
         config.datasets.iter().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }).collect();
     let mut files = datasets::find_conversations(&roots)?;
@@ -385,6 +388,19 @@ pub struct RunOptions {
     pub retry_failed: bool,
     /// The config file's text, stored as `config.toml` once the directory is locked and its plan checked.
     pub config_text: Option<Vec<u8>>,
+    /// Wraps every model the run builds (instrumentation; mutation tests of the gate). Not part of the plan,
+    /// so results under a wrapper are not reproducible from the config: the CLI never sets it.
+    pub wrap_model: Option<ModelWrapper>,
+}
+
+/// See [`RunOptions::wrap_model`].
+#[derive(Clone)]
+pub struct ModelWrapper(pub Arc<dyn Fn(Arc<dyn LanguageModel>) -> Arc<dyn LanguageModel> + Send + Sync>);
+
+impl std::fmt::Debug for ModelWrapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelWrapper")
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -518,6 +534,7 @@ pub fn backend_options(
 struct Models {
     opts: BackendOptions,
     built: std::sync::Mutex<BTreeMap<String, Arc<dyn LanguageModel>>>,
+    wrap: Option<ModelWrapper>,
 }
 
 impl Models {
@@ -526,7 +543,10 @@ impl Models {
         if let Some(m) = built.get(spec) {
             return Ok(Arc::clone(m));
         }
-        let m = llm::from_spec(spec, &self.opts)?;
+        let mut m = llm::from_spec(spec, &self.opts)?;
+        if let Some(w) = &self.wrap {
+            m = (w.0)(m);
+        }
         built.insert(spec.to_string(), Arc::clone(&m));
         Ok(m)
     }
@@ -621,8 +641,11 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         write_atomic(&opts.run_dir.join("config.toml"), text)?;
     }
     remove_orphaned_temp_files(&opts.run_dir);
-    let models =
-        Arc::new(Models { opts: backend_options(config, &opts.base_dir, opts.cache_mode)?, built: Default::default() });
+    let models = Arc::new(Models {
+        opts: backend_options(config, &opts.base_dir, opts.cache_mode)?,
+        built: Default::default(),
+        wrap: opts.wrap_model.clone(),
+    });
     let cells: Vec<Cell> = plan
         .cells()
         .into_iter()

@@ -337,15 +337,19 @@ fn configs_that_would_run_nothing_or_escape_are_refused_naming_the_key() {
         (CONFIG.replace("cache_mode = \"off\"", "cache_mode = \"off\"\ntimeout_secs = 0"), "llm.timeout_secs"),
         (CONFIG.replace("threshold = [0.5]", "threshold = []"), "grid.threshold"),
         (CONFIG.replace("prompt = [\"v5\"]", "prompt = [\"v5\"]\npreserve_fraction = []"), "grid.preserve_fraction"),
-        (CONFIG.replace("datasets = [\"datasets/tau-bench\"]", "datasets = []"), "datasets"),
         (CONFIG.replace("prompt = [\"v5\"]", "prompt = [\"../../x:y\"]"), "grid.prompt"),
     ];
     for (text, key) in cases {
         let err = SweepConfig::parse(&text, "c.toml").unwrap_err().to_string();
         assert!(err.contains("c.toml") && err.contains(&format!("`{key}`")), "{key}: {err}");
     }
-    // A slice of a source the datasets do not hold: refused by the plan, naming the sources there are.
+    // No datasets, or a slice of a source the datasets do not hold: refused by the plan.
     let tmp = tempfile::tempdir().unwrap();
+    let cfg =
+        write_config(tmp.path(), "none.toml", &CONFIG.replace("datasets = [\"datasets/tau-bench\"]", "datasets = []"));
+    let out = run_into(&cfg, &tmp.path().join("none"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text_of(&out.stderr).contains("key `datasets`"), "{}", text_of(&out.stderr));
     let text = format!(
         "{CONFIG}\n[[slice]]\nname = \"slow\"\nconversations = 2\nsource = \"nope\"\n[slice.grid]\nstrategy = [\"none\"]\nsummarizer = [\"extractive\"]\n"
     );
@@ -512,4 +516,151 @@ verification = [true]
     for o in &outputs {
         assert!(!o.contains(KEY));
     }
+}
+
+const POWER: &str = r#"
+name = "power"
+datasets = ["datasets/aider", "datasets/tau-bench"]
+max_conversations = 30
+concurrency = 2
+[replay]
+token_limit = 4096
+prompt_count_source = "heuristic"
+system_prompt_tokens = 500
+[llm]
+cache_mode = "off"
+[grid]
+strategy = ["gemini"]
+summarizer = ["extractive"]
+threshold = [0.5]
+preserve_fraction = [0.3]
+prompt = ["v5"]
+verification = [true]
+[probes]
+enabled = true
+dir = "datasets/probes"
+sources = ["auto", "manual"]
+answerer = "extractive"
+"#;
+
+/// A summarizer that drops half of every section of its snapshot: every second item (line), or the second
+/// half of a one-line section's words; the verification pass is passed through.
+struct HalfSections(std::sync::Arc<dyn compactbench::llm::LanguageModel>);
+
+fn half_sections(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        let after = &rest[open + 1..];
+        let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let close_tag = format!("</{name}>");
+        let body_start = open + 1 + name.len() + 1;
+        let closing = (!name.is_empty() && name != "state_snapshot" && after[name.len()..].starts_with('>'))
+            .then(|| rest[body_start..].find(&close_tag))
+            .flatten();
+        let Some(len) = closing else {
+            out.push_str(&rest[..open + 1]);
+            rest = &rest[open + 1..];
+            continue;
+        };
+        out.push_str(&rest[..body_start]);
+        let body = &rest[body_start..body_start + len];
+        let lines: Vec<&str> = body.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.len() > 1 {
+            out.push('\n');
+            out.push_str(&lines.iter().step_by(2).copied().collect::<Vec<_>>().join("\n"));
+            out.push('\n');
+        } else {
+            let words: Vec<&str> = body.split_whitespace().collect();
+            out.push_str(&words[..words.len() / 2].join(" "));
+        }
+        out.push_str(&close_tag);
+        rest = &rest[body_start + len + close_tag.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[async_trait::async_trait]
+impl compactbench::llm::LanguageModel for HalfSections {
+    fn spec(&self) -> &str {
+        self.0.spec()
+    }
+    async fn generate(
+        &self,
+        req: &compactbench::llm::LlmRequest,
+    ) -> Result<compactbench::llm::LlmResponse, compactbench::llm::LlmError> {
+        let mut r = self.0.generate(req).await?;
+        if req.label.role == "utility_compressor" && !req.label.prompt_id.ends_with("verify") {
+            r.text = half_sections(&r.text);
+        }
+        Ok(r)
+    }
+}
+
+fn run_in_process(config: &str, dir: &Path, wrap: Option<runner::ModelWrapper>) -> runner::Plan {
+    let config = sweep::SweepConfig::parse(config, "power.toml").unwrap();
+    let plan = runner::make_plan(&config, &repo()).unwrap();
+    let opts = runner::RunOptions {
+        run_dir: dir.to_path_buf(),
+        base_dir: repo(),
+        shard: None,
+        cache_mode: None,
+        progress: false,
+        retry_failed: false,
+        config_text: None,
+        wrap_model: wrap,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let summary = rt.block_on(runner::run(&config, &plan, &opts)).unwrap();
+    assert_eq!(summary.failed, 0);
+    plan
+}
+
+#[test]
+fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_split_that_keeps_less() {
+    use compactbench::report::gate;
+    assert_eq!(
+        half_sections("<state_snapshot><a>\n- 1\n- 2\n- 3\n- 4\n</a><b>one two three four</b></state_snapshot>"),
+        "<state_snapshot><a>\n- 1\n- 3\n</a><b>one two</b></state_snapshot>"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let baseline = tmp.path().join("baseline");
+    let plan = run_in_process(POWER, &baseline, None);
+    let rules = gate::Rules::load(&repo().join("configs/gate.toml")).unwrap();
+    let same = gate::compare(&baseline, &baseline, &rules).unwrap();
+    assert!(same.passed());
+    let retention = |r: &gate::GateReport| {
+        r.checks.iter().find(|c| c.metric == "retention_at_events" && c.only == gate::Only::Compressed).unwrap().clone()
+    };
+    let power = retention(&same);
+    assert!(power.n >= 5 && power.detectable.is_some_and(|d| d > 0.0 && d < 0.1), "{power:?}");
+
+    // The summarizer that drops half of each section, same plan.
+    let halved = tmp.path().join("halved");
+    let wrap = runner::ModelWrapper(std::sync::Arc::new(|m| std::sync::Arc::new(HalfSections(m))));
+    run_in_process(POWER, &halved, Some(wrap));
+    let r = gate::compare(&baseline, &halved, &rules).unwrap();
+    assert!(r.complete(), "{:?}", r.completeness);
+    let check = retention(&r);
+    assert_eq!(check.verdict, gate::Verdict::Regression, "{}", gate::markdown(&r));
+    assert!(!r.passed());
+
+    // A split that keeps less (preserve fraction 0.2 instead of 0.3), presented to the gate as the same
+    // configuration: its cells moved into a copy of the baseline's plan.
+    let less = tmp.path().join("less");
+    let less_plan =
+        run_in_process(&POWER.replace("preserve_fraction = [0.3]", "preserve_fraction = [0.2]"), &less, None);
+    let moved = tmp.path().join("moved");
+    copy_dir(&baseline, &moved);
+    std::fs::remove_dir_all(moved.join("cells")).unwrap();
+    for mut c in sweep::collect(&less, &less_plan) {
+        c.cell.point = plan.points[0].id.clone();
+        c.plan = plan.digest();
+        runner::write_cell(&moved, &c).unwrap();
+    }
+    let r = gate::compare(&baseline, &moved, &rules).unwrap();
+    assert!(r.complete(), "{:?}", r.completeness);
+    assert!(!r.passed(), "{}", gate::markdown(&r));
+    assert!(r.regressions().any(|c| c.metric.contains("retention")), "{}", gate::markdown(&r));
 }
