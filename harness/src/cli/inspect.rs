@@ -48,16 +48,19 @@ pub struct InspectArgs {
     /// Text the summarizer returns on the first call.
     #[arg(long, conflicts_with = "summary_file")]
     pub summary: Option<String>,
+    /// File whose text the summarizer returns on the first call.
     #[arg(long)]
     pub summary_file: Option<PathBuf>,
     /// Text returned on the verification call (absent: same as the summary).
     #[arg(long, conflicts_with = "verify_file")]
     pub verify: Option<String>,
+    /// File whose text is returned on the verification call.
     #[arg(long)]
     pub verify_file: Option<PathBuf>,
     /// Text of the environment-context turn counted in the new token count.
     #[arg(long)]
     pub env_text: Option<String>,
+    /// Prompt id passed to the compression service (the reference's telemetry id).
     #[arg(long, default_value = "oracle-prompt")]
     pub prompt_id: String,
     /// Pretty-print (2-space indent) instead of compact JSON.

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 /// Rebuild results (Parquet/CSV/JSON), plots and `report.md` from a run directory.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// The run directory (`run --out`); results, plots and report.md are written into it.
     pub run_dir: PathBuf,
 }
 

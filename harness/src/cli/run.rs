@@ -134,11 +134,13 @@ pub struct ReplayArgs {
     /// Which point of the config: its id, or the first point of this strategy.
     #[arg(long)]
     pub point: Option<String>,
+    /// Without --point: the first point of this strategy in the config.
     #[arg(long, default_value = "gemini")]
     pub strategy: String,
     /// Override the summarizer model spec.
     #[arg(long)]
     pub summarizer: Option<String>,
+    /// Override the config's LLM cache mode: `read-write`, `replay` (a miss is an error) or `off`.
     #[arg(long)]
     pub cache: Option<CacheMode>,
     /// Print the events as JSON instead of a table.

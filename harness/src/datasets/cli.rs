@@ -37,6 +37,7 @@ pub enum DatasetsCommand {
     Validate(PathsArgs),
     /// Write a conversation's history as a `Content[]` JSON file (in the layout it was imported from).
     Export {
+        /// A conversation file (canonical format).
         conversation: PathBuf,
         /// Output file (default: standard output).
         #[arg(long)]
@@ -44,6 +45,7 @@ pub enum DatasetsCommand {
     },
     /// Rewrite `manifest.json` in each dataset directory.
     Manifest {
+        /// Dataset directories.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
@@ -74,10 +76,13 @@ pub struct ImportArgs {
     /// there get that provenance (paths relative to the SOURCES.md's directory).
     #[arg(long)]
     pub provenance: Option<PathBuf>,
+    /// Licence recorded in every imported conversation (overrides the provenance file's).
     #[arg(long)]
     pub license: Option<String>,
+    /// Source repository recorded in every imported conversation (overrides the provenance file's).
     #[arg(long)]
     pub repository: Option<String>,
+    /// Source commit recorded in every imported conversation (overrides the provenance file's).
     #[arg(long)]
     pub commit: Option<String>,
     /// Keep only conversations with at least this many characters (as counted in the manifest).

@@ -53,8 +53,10 @@ pub struct AskArgs {
     /// System instruction.
     #[arg(long)]
     pub system: Option<String>,
+    /// Largest number of tokens to generate.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
+    /// Sampling temperature (the embedded model decodes greedily whatever the value).
     #[arg(long)]
     pub temperature: Option<f32>,
     /// Stop string (repeatable).
@@ -128,7 +130,14 @@ pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
         }
     }
     if args.stats {
-        let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("compactbench=info").try_init();
+        // Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+        let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .with_env_filter("compactbench=info")
+            .try_init();
     }
     let mut opts = BackendOptions { model_dir: args.dir.resolve(), threads: args.threads, ..Default::default() };
     opts.cache_dir = args.cache_dir.clone();

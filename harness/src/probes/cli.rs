@@ -19,6 +19,7 @@ pub enum ProbesCommand {
     Extract {
         /// Conversation files or dataset directories (default: datasets).
         paths: Vec<PathBuf>,
+        /// Probe directory written into.
         #[arg(long, default_value = "datasets/probes")]
         out: PathBuf,
     },
@@ -27,7 +28,9 @@ pub enum ProbesCommand {
         /// Model spec: extractive, local:smollm2-135m, gemini:<model>, openai:<model>@<base-url>.
         #[arg(long)]
         model: String,
+        /// Conversation files or dataset directories.
         paths: Vec<PathBuf>,
+        /// Probe directory written into.
         #[arg(long, default_value = "datasets/probes")]
         out: PathBuf,
         /// Drafts asked for per conversation.
@@ -36,11 +39,13 @@ pub enum ProbesCommand {
         /// Record/replay cache directory.
         #[arg(long, default_value = llm::DEFAULT_RECORDINGS_DIR)]
         cache_dir: PathBuf,
+        /// Cache mode: read-write, replay (a miss is an error) or off.
         #[arg(long, default_value = "read-write")]
         cache: CacheMode,
     },
     /// Load every probe file under a directory and check it against its conversation.
     Check {
+        /// Probe directory to check.
         #[arg(default_value = "datasets/probes")]
         dir: PathBuf,
         /// Where the conversations are.

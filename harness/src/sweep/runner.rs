@@ -395,7 +395,10 @@ pub struct RunOptions {
 
 /// See [`RunOptions::wrap_model`].
 #[derive(Clone)]
-pub struct ModelWrapper(pub Arc<dyn Fn(Arc<dyn LanguageModel>) -> Arc<dyn LanguageModel> + Send + Sync>);
+pub struct ModelWrapper(pub Arc<WrapModelFn>);
+
+/// The function of a [`ModelWrapper`].
+pub type WrapModelFn = dyn Fn(Arc<dyn LanguageModel>) -> Arc<dyn LanguageModel> + Send + Sync;
 
 impl std::fmt::Debug for ModelWrapper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -717,9 +720,8 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
                 &conv,
                 &base_dir,
                 &replay_settings,
-                &models,
+                (&models, &transient),
                 probes_config.as_ref(),
-                &transient,
             )
             .await;
             let failed = result.error.is_some();
@@ -762,9 +764,8 @@ async fn run_cell(
     conv: &PlannedConversation,
     base_dir: &Path,
     settings: &ReplaySettings,
-    models: &Models,
+    (models, transient): (&Models, &Arc<AtomicBool>),
     probes: Option<&ProbesConfig>,
-    transient: &Arc<AtomicBool>,
 ) -> (ConversationResult, Option<ProbeResults>) {
     let watched = |m: Arc<dyn LanguageModel>| -> Arc<dyn LanguageModel> {
         Arc::new(Watched { inner: m, transient: Arc::clone(transient) })
