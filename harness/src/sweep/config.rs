@@ -144,8 +144,8 @@ impl Default for LlmConfig {
 
 /// Every axis is a list and the grid their product, so an axis written as `[]` would silently make a grid of
 /// no cells. (An absent axis takes its default; only lists written empty are refused.)
-fn explicit_empty_axis(text: &str) -> Result<(), String> {
-    let Ok(doc) = text.parse::<toml::Table>() else { return Ok(()) };
+fn explicit_empty_axis(text: &str) -> Option<String> {
+    let doc = text.parse::<toml::Table>().ok()?;
     let mut grids: Vec<(String, &toml::Table)> = Vec::new();
     if let Some(g) = doc.get("grid").and_then(toml::Value::as_table) {
         grids.push(("grid".into(), g));
@@ -159,11 +159,11 @@ fn explicit_empty_axis(text: &str) -> Result<(), String> {
     for (at, g) in grids {
         for (axis, values) in g {
             if values.as_array().is_some_and(Vec::is_empty) {
-                return Err(format!("key `{at}.{axis}`: needs at least one value"));
+                return Some(format!("key `{at}.{axis}`: needs at least one value"));
             }
         }
     }
-    Ok(())
+    None
 }
 
 /// Base values of settings the grid does not vary.
@@ -306,7 +306,9 @@ impl SweepConfig {
         let cfg: SweepConfig = toml::from_str(text)
             .map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string().trim().to_string() })?;
         cfg.validate().map_err(|message| ConfigError::Invalid { file: file.into(), message })?;
-        explicit_empty_axis(text).map_err(|message| ConfigError::Invalid { file: file.into(), message })?;
+        if let Some(message) = explicit_empty_axis(text) {
+            return Err(ConfigError::Invalid { file: file.into(), message });
+        }
         Ok(cfg)
     }
 

@@ -263,8 +263,25 @@ fn sanitize_id(s: &str) -> String {
 pub enum CellState {
     Done(Box<CellResult>),
     Missing,
-    /// Present but unusable (unparseable, digest mismatch, another cell's or another plan's result).
-    Damaged(String),
+    /// Present but unusable.
+    Damaged(CellDamage),
+}
+
+/// Why a stored cell is not used.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CellDamage {
+    #[error("cannot read: {0}")]
+    Unreadable(String),
+    #[error("no digest")]
+    NoDigest,
+    #[error("digest mismatch: the file was changed after it was written")]
+    DigestMismatch,
+    #[error("not a cell result: {0}")]
+    NotACell(String),
+    #[error("holds another cell's result")]
+    OtherCell,
+    #[error("run under another plan ({0})")]
+    OtherPlan(String),
 }
 
 const DIGEST_FIELD: &[u8] = b"\n  \"digest\": \"";
@@ -292,18 +309,18 @@ pub fn cell_bytes(r: &CellResult) -> Result<Vec<u8>, RunError> {
 }
 
 /// Checks a stored cell's digest against its bytes.
-fn verify_digest(bytes: &[u8]) -> Result<(), String> {
-    let at = find_last(bytes, DIGEST_FIELD).map(|i| i + DIGEST_FIELD.len()).ok_or("no digest")?;
-    let len = bytes[at..].iter().position(|&b| b == b'"').ok_or("unterminated digest")?;
+fn verify_digest(bytes: &[u8]) -> Result<(), CellDamage> {
+    let at = find_last(bytes, DIGEST_FIELD).map(|i| i + DIGEST_FIELD.len()).ok_or(CellDamage::NoDigest)?;
+    let len = bytes[at..].iter().position(|&b| b == b'"').ok_or(CellDamage::NoDigest)?;
     let claimed = String::from_utf8_lossy(&bytes[at..at + len]).into_owned();
     let mut blank = bytes[..at].to_vec();
     blank.extend_from_slice(&bytes[at + len..]);
     let actual = sha256_tag(&blank);
     if claimed.is_empty() {
-        return Err("no digest".into());
+        return Err(CellDamage::NoDigest);
     }
     if claimed != actual {
-        return Err("digest mismatch: the file was changed after it was written".into());
+        return Err(CellDamage::DigestMismatch);
     }
     Ok(())
 }
@@ -313,15 +330,15 @@ pub fn read_cell(run_dir: &Path, plan_digest: &str, cell: &Cell) -> CellState {
     let bytes = match std::fs::read(run_dir.join(cell.relative_path())) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CellState::Missing,
-        Err(e) => return CellState::Damaged(format!("cannot read: {e}")),
+        Err(e) => return CellState::Damaged(CellDamage::Unreadable(e.to_string())),
     };
     if let Err(reason) = verify_digest(&bytes) {
         return CellState::Damaged(reason);
     }
     match serde_json::from_slice::<CellResult>(&bytes) {
-        Err(e) => CellState::Damaged(format!("not a cell result: {e}")),
-        Ok(r) if &r.cell != cell => CellState::Damaged("holds another cell's result".into()),
-        Ok(r) if r.plan != plan_digest => CellState::Damaged(format!("run under another plan ({})", r.plan)),
+        Err(e) => CellState::Damaged(CellDamage::NotACell(e.to_string())),
+        Ok(r) if &r.cell != cell => CellState::Damaged(CellDamage::OtherCell),
+        Ok(r) if r.plan != plan_digest => CellState::Damaged(CellDamage::OtherPlan(r.plan)),
         Ok(r) => CellState::Done(Box::new(r)),
     }
 }
@@ -337,7 +354,7 @@ pub struct StoredCells {
     /// Verified cells, in the plan's order.
     pub cells: Vec<CellResult>,
     pub missing: Vec<Cell>,
-    pub damaged: Vec<(Cell, String)>,
+    pub damaged: Vec<(Cell, CellDamage)>,
 }
 
 impl StoredCells {
@@ -862,7 +879,7 @@ pub struct MergeSummary {
     /// Cells found in no shard.
     pub missing: Vec<Cell>,
     /// Damaged copies met (the shard, the cell, why); a good copy in another shard is still used.
-    pub damaged: Vec<(PathBuf, Cell, String)>,
+    pub damaged: Vec<(PathBuf, Cell, CellDamage)>,
 }
 
 /// Joins shard directories into `out`: their plans must be identical; every cell copied is verified.

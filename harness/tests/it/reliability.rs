@@ -154,7 +154,7 @@ fn a_hand_edited_cell_is_named_by_report_and_gate_and_redone_by_run() {
     std::fs::write(&path, &edited).unwrap();
     let stored = sweep::load_cells(&dir, &plan);
     assert_eq!(stored.damaged.len(), 1);
-    assert!(stored.damaged[0].1.contains("digest mismatch"), "{:?}", stored.damaged);
+    assert_eq!(stored.damaged[0].1, runner::CellDamage::DigestMismatch, "{:?}", stored.damaged);
     // report: builds from the others, names the cell, exits 4.
     let out = bin().args(["report", dir.to_str().unwrap()]).output().unwrap();
     let err = text(&out.stderr);
