@@ -495,3 +495,22 @@ pub fn junit(report: &GateReport) -> String {
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detectable_shift_grows_with_the_spread_and_falls_back_to_the_tolerance() {
+        // Identical values: the interval is a point, so a shift just past the tolerance shows.
+        let flat = vec![0.5; 20];
+        assert!((detectable_shift(&flat, 0.02).unwrap() - 0.02).abs() < 1e-12);
+        // Spread values with the same mean need a larger shift.
+        let spread: Vec<f64> = (0..20).map(|i| if i % 2 == 0 { 0.1 } else { 0.9 }).collect();
+        let d = detectable_shift(&spread, 0.02).unwrap();
+        assert!(d > 0.021 && d < 0.05, "{d}");
+        // A metric that is usually 0: an additive shift beyond the tolerance.
+        assert_eq!(detectable_shift(&[0.0; 10], 0.1), Some(0.1));
+        assert_eq!(detectable_shift(&[], 0.1), None);
+    }
+}
