@@ -8,6 +8,7 @@
 //! Everything here is a pure function over data; files, network and clocks stay in the callers.
 
 pub mod compress;
+pub mod fsutil;
 pub mod history;
 pub mod inspect;
 pub mod json;

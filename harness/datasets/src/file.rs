@@ -69,7 +69,7 @@ pub fn write_conversation(path: &Path, c: &Conversation) -> Result<(), DatasetEr
         std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(&file, e))?;
     }
     let text = Layout { trailing_newline: true, ..Layout::js_pretty() }.write(&conversation_to_value(c));
-    std::fs::write(path, text).map_err(|e| DatasetError::io(&file, e))
+    crate::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| DatasetError::io(&file, e.source))
 }
 
 /// The history as a `Content[]` JSON text, in the layout it was imported from when known.

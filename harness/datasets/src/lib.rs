@@ -6,7 +6,7 @@
 //! pure functions from bytes to [`Conversation`]s so they can be fuzzed; the `compactbench` CLI adds files.
 
 // The data model every module below uses through `crate::json` / `crate::history`.
-use compactbench_core::{history, json, tokens};
+use compactbench_core::{fsutil, history, json, tokens};
 
 mod error;
 mod file;

@@ -145,6 +145,7 @@ pub fn write_manifest(dir: &Path) -> Result<Value, DatasetError> {
     let manifest = manifest_value(&name, &entries);
     let path = dir.join(MANIFEST_FILE);
     let text = Layout { trailing_newline: true, ..Layout::js_pretty() }.write(&manifest);
-    std::fs::write(&path, text).map_err(|e| DatasetError::io(&path.display().to_string(), e))?;
+    crate::fsutil::write_atomic(&path, text.as_bytes())
+        .map_err(|e| DatasetError::io(&path.display().to_string(), e.source))?;
     Ok(manifest)
 }

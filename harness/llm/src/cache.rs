@@ -12,7 +12,6 @@ use crate::json::{self, Value};
 use crate::{GenerationParams, LanguageModel, LlmError, LlmRequest, LlmResponse};
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -155,14 +154,7 @@ impl ResponseCache {
         ]);
         let mut text = json::to_string_pretty(&entry);
         text.push('\n');
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .suffix(".json")
-            .tempfile_in(&parent)
-            .map_err(|e| io_err("cannot write in", e))?;
-        tmp.write_all(text.as_bytes()).map_err(|e| io_err("cannot write in", e))?;
-        tmp.as_file().sync_all().map_err(|e| io_err("cannot write in", e))?;
-        tmp.persist(&path).map_err(|e| io_err("cannot rename into", e.error))?;
+        crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| LlmError::Other(format!("cache: {e}")))?;
         Ok(path)
     }
 }

@@ -1,7 +1,7 @@
 //! `gemini:<model>`: the Gemini REST API (`generateContent`, `countTokens`). Contents are sent byte-exact as
 //! the history holds them (`JSON.stringify` semantics), as the reference's SDK would.
 
-use super::http::{key_from_env, post_json};
+use super::http::{key_from_env, post_json, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::json::{self, Value};
 use crate::{LanguageModel, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
@@ -14,9 +14,17 @@ pub struct GeminiModel {
     base_url: String,
     key_var: String,
     client: reqwest::Client,
+    /// Answers larger than this are refused ([`LlmError::TooLarge`]).
+    max_response_bytes: u64,
 }
 
 impl GeminiModel {
+    /// Sets the cap on the size of one answer.
+    pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
+        self.max_response_bytes = limit;
+        self
+    }
+
     pub fn new(model: &str, base_url: &str, key_var: &str, client: reqwest::Client) -> Result<Self, LlmError> {
         if model.is_empty() {
             return Err(LlmError::Config("gemini spec needs a model name: gemini:<model>".into()));
@@ -27,6 +35,7 @@ impl GeminiModel {
             base_url: base_url.trim_end_matches('/').to_string(),
             key_var: key_var.to_string(),
             client,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         })
     }
 
@@ -121,7 +130,14 @@ impl LanguageModel for GeminiModel {
     async fn generate(&self, req: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let key = self.key()?;
         let body = json::to_string(&request_body(req));
-        let answer = post_json(&self.client, &self.url("generateContent"), &[("x-goog-api-key", &key)], body).await?;
+        let answer = post_json(
+            &self.client,
+            &self.url("generateContent"),
+            &[("x-goog-api-key", &key)],
+            body,
+            self.max_response_bytes,
+        )
+        .await?;
         parse_response(&answer)
     }
 
@@ -130,7 +146,14 @@ impl LanguageModel for GeminiModel {
         let mut inner = request_body(req);
         inner.insert("model", Value::str(&format!("models/{}", self.model)));
         let body = json::to_string(&Value::object([("generateContentRequest", inner)]));
-        let answer = post_json(&self.client, &self.url("countTokens"), &[("x-goog-api-key", &key)], body).await?;
+        let answer = post_json(
+            &self.client,
+            &self.url("countTokens"),
+            &[("x-goog-api-key", &key)],
+            body,
+            self.max_response_bytes,
+        )
+        .await?;
         answer
             .get("totalTokens")
             .and_then(serde_json::Value::as_u64)

@@ -26,10 +26,11 @@ pub use compactbench_core::llm::{
 };
 pub use extractive::ExtractiveModel;
 pub use gemini::{GeminiModel, DEFAULT_GEMINI_BASE_URL};
+pub use http::{redact, REDACTED};
 pub use openai::OpenAiModel;
 pub use reliable::{is_retryable, ReliabilityOptions, ReliableModel, RetryPolicy, SpecUsage, TokenPrices, UsageLedger};
 // The data model the backends use through `crate::json` / `crate::history`.
-use compactbench_core::{history, json};
+use compactbench_core::{fsutil, history, json};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -60,6 +61,8 @@ pub struct BackendOptions {
     /// Record/replay cache directory; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
     pub cache_mode: CacheMode,
+    /// Largest answer body accepted from a server (bytes); a larger one fails the call with `TooLarge`.
+    pub max_response_bytes: u64,
     /// Prices per spec, for cost accounting.
     pub prices: HashMap<String, TokenPrices>,
     pub ledger: Arc<UsageLedger>,
@@ -78,6 +81,7 @@ impl Default for BackendOptions {
             auto_fetch: true,
             cache_dir: None,
             cache_mode: CacheMode::ReadWrite,
+            max_response_bytes: http::DEFAULT_MAX_RESPONSE_BYTES,
             prices: HashMap::new(),
             ledger: Arc::new(UsageLedger::new()),
         }
@@ -94,11 +98,17 @@ pub fn from_spec(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn LanguageMo
         Some(("local", name)) => Arc::new(local::LocalModel::open(name, opts)?),
         Some(("gemini", model)) => {
             let client = http::build_client(opts.connect_timeout)?;
-            Arc::new(GeminiModel::new(model, &opts.gemini_base_url, &opts.gemini_key_var, client)?)
+            Arc::new(
+                GeminiModel::new(model, &opts.gemini_base_url, &opts.gemini_key_var, client)?
+                    .with_max_response_bytes(opts.max_response_bytes),
+            )
         }
         Some(("openai", rest)) => {
             let client = http::build_client(opts.connect_timeout)?;
-            Arc::new(OpenAiModel::from_spec_rest(rest, &opts.openai_key_var, client)?)
+            Arc::new(
+                OpenAiModel::from_spec_rest(rest, &opts.openai_key_var, client)?
+                    .with_max_response_bytes(opts.max_response_bytes),
+            )
         }
         _ => {
             return Err(LlmError::Config(format!(

@@ -2,7 +2,7 @@
 //! OpenAI). Gemini `Content[]` become chat messages; function calls become `tool_calls` and function
 //! responses `role: tool` messages answering them.
 
-use super::http::{key_from_env, post_json};
+use super::http::{key_from_env, post_json, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::history::{self, Content};
 use crate::json::{self, Value};
 use crate::{LanguageModel, LlmError, LlmRequest, LlmResponse, Usage};
@@ -16,9 +16,17 @@ pub struct OpenAiModel {
     base_url: String,
     key_var: String,
     client: reqwest::Client,
+    /// Answers larger than this are refused ([`LlmError::TooLarge`]).
+    max_response_bytes: u64,
 }
 
 impl OpenAiModel {
+    /// Sets the cap on the size of one answer.
+    pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
+        self.max_response_bytes = limit;
+        self
+    }
+
     /// `rest` is what follows `openai:` in the spec: `<model>@<base-url>`.
     pub fn from_spec_rest(rest: &str, key_var: &str, client: reqwest::Client) -> Result<Self, LlmError> {
         let (model, base_url) = rest.rsplit_once('@').ok_or_else(|| {
@@ -35,6 +43,7 @@ impl OpenAiModel {
             base_url: base_url.trim_end_matches('/').to_string(),
             key_var: key_var.to_string(),
             client,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         })
     }
 }
@@ -176,8 +185,20 @@ impl LanguageModel for OpenAiModel {
         &self.spec
     }
 
+    /// The model and the server: two servers may serve different weights under one model name, so they
+    /// do not share recordings. Credentials, query and fragment of the URL are left out.
     fn cache_identity(&self) -> String {
-        format!("openai:{}", self.model)
+        let server = match reqwest::Url::parse(&self.base_url) {
+            Ok(mut u) => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                u.set_fragment(None);
+                u.as_str().trim_end_matches('/').to_string()
+            }
+            Err(_) => self.base_url.clone(),
+        };
+        format!("openai:{}@{server}", self.model)
     }
 
     async fn generate(&self, req: &LlmRequest) -> Result<LlmResponse, LlmError> {
@@ -186,7 +207,7 @@ impl LanguageModel for OpenAiModel {
         let key = key_from_env(&self.key_var).map(|k| format!("Bearer {k}"));
         let headers: Vec<(&str, &str)> = key.as_deref().map(|k| vec![("authorization", k)]).unwrap_or_default();
         let url = format!("{}/chat/completions", self.base_url);
-        let answer = post_json(&self.client, &url, &headers, body).await?;
+        let answer = post_json(&self.client, &url, &headers, body, self.max_response_bytes).await?;
         parse_response(&answer)
     }
 }

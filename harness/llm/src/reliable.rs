@@ -23,7 +23,7 @@ pub struct RetryPolicy {
     /// Fraction of the delay added or removed at random (0.3 = ±30 %).
     pub jitter: f64,
     pub retry_empty_answers: bool,
-    /// Upper bound on a server's `Retry-After`, so a hostile header cannot stall a run for hours.
+    /// Upper bound on a server's `Retry-After` (60 s by default), so a hostile header cannot stall a run.
     pub max_retry_after: Duration,
 }
 
@@ -35,7 +35,7 @@ impl Default for RetryPolicy {
             max_delay: Duration::from_millis(30000),
             jitter: 0.3,
             retry_empty_answers: true,
-            max_retry_after: Duration::from_secs(300),
+            max_retry_after: Duration::from_secs(60),
         }
     }
 }
@@ -55,9 +55,12 @@ impl RetryPolicy {
 pub fn is_retryable(e: &LlmError) -> bool {
     match e {
         LlmError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
-        LlmError::RateLimited { .. } | LlmError::Timeout { .. } | LlmError::Transport(_) | LlmError::Malformed(_) => {
-            true
-        }
+        // An oversized answer is retried like a malformed one: a sampling model may answer shorter next time.
+        LlmError::RateLimited { .. }
+        | LlmError::Timeout { .. }
+        | LlmError::Transport(_)
+        | LlmError::Malformed(_)
+        | LlmError::TooLarge { .. } => true,
         _ => false,
     }
 }
@@ -165,6 +168,8 @@ pub struct ReliabilityOptions {
     pub retry: RetryPolicy,
     /// Limit on one attempt; `None` waits forever.
     pub timeout: Option<Duration>,
+    /// Limit on one call, all attempts and waits between them included; `None`: only the attempts' limits.
+    pub deadline: Option<Duration>,
     /// Concurrent backend calls allowed.
     pub concurrency: usize,
     pub coalesce: bool,
@@ -175,6 +180,7 @@ impl Default for ReliabilityOptions {
         ReliabilityOptions {
             retry: RetryPolicy::default(),
             timeout: Some(Duration::from_secs(300)),
+            deadline: Some(Duration::from_secs(900)),
             concurrency: 4,
             coalesce: true,
         }
@@ -208,11 +214,15 @@ impl ReliableModel {
 }
 
 impl Core {
-    async fn attempt(&self, req: &LlmRequest) -> Result<LlmResponse, LlmError> {
+    async fn attempt(&self, req: &LlmRequest, remaining: Option<Duration>) -> Result<LlmResponse, LlmError> {
         let _permit = self.permits.acquire().await.map_err(|_| LlmError::Other("backend closed".into()))?;
         let started = Instant::now();
         let call = self.inner.generate(req);
-        let result = match self.opts.timeout {
+        let limit = match (self.opts.timeout, remaining) {
+            (Some(t), Some(r)) => Some(t.min(r)),
+            (t, r) => t.or(r),
+        };
+        let result = match limit {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(r) => r,
                 Err(_) => Err(LlmError::Timeout { seconds: limit.as_secs_f64().ceil() as u64 }),
@@ -229,10 +239,13 @@ impl Core {
         let spec = self.inner.spec();
         let policy = &self.opts.retry;
         let attempts = policy.max_attempts.max(1);
+        let started = Instant::now();
+        let deadline = self.opts.deadline;
         let mut attempt = 1;
         loop {
+            let remaining = deadline.map(|d| d.saturating_sub(started.elapsed()));
             // `None` stands for an empty answer, which the reference retries like an error.
-            let err: Option<LlmError> = match self.attempt(req).await {
+            let err: Option<LlmError> = match self.attempt(req, remaining).await {
                 Ok(resp) if policy.retry_empty_answers && resp.text.trim().is_empty() => None,
                 Ok(resp) => return Ok(resp),
                 Err(e) => Some(e),
@@ -254,6 +267,17 @@ impl Core {
                 }
                 _ => policy.delay_for(attempt),
             };
+            if let Some(d) = deadline.filter(|d| started.elapsed() + delay >= *d) {
+                self.ledger.record_failure(spec);
+                let last = err.map(|e| e.to_string()).unwrap_or_else(|| "empty or whitespace-only answer".into());
+                return Err(LlmError::RetriesExhausted {
+                    attempts: attempt,
+                    last: format!(
+                        "the call's deadline of {} s leaves no time for another attempt; last: {last}",
+                        d.as_secs()
+                    ),
+                });
+            }
             tracing::debug!(spec, attempt, ?delay, error = ?err, "retrying LLM call");
             self.ledger.record_retry(spec);
             tokio::time::sleep(delay).await;

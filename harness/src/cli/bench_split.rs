@@ -157,7 +157,7 @@ pub fn output(args: &BenchSplitArgs) -> Result<String, CliError> {
 }
 
 pub fn run(args: BenchSplitArgs) -> anyhow::Result<()> {
-    println!("{}", output(&args)?);
+    crate::outln!("{}", output(&args)?)?;
     Ok(())
 }
 

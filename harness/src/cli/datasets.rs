@@ -1,12 +1,12 @@
 //! `compactbench datasets …`: import, list, stats, validate, export, manifest.
 
-use crate::cli::CliError;
 use crate::datasets::import::{self, Format};
 use crate::datasets::{
     export_history, find_conversations, load_conversation, validate_conversation, write_conversation, write_manifest,
     Conversation, DatasetError,
 };
 use crate::datasets::{ConversationStats, Totals};
+use crate::exit::CliError;
 use clap::{Args, Subcommand};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -37,6 +37,7 @@ pub enum DatasetsCommand {
     Validate(PathsArgs),
     /// Write a conversation's history as a `Content[]` JSON file (in the layout it was imported from).
     Export {
+        /// A conversation file (canonical format).
         conversation: PathBuf,
         /// Output file (default: standard output).
         #[arg(long)]
@@ -44,6 +45,7 @@ pub enum DatasetsCommand {
     },
     /// Rewrite `manifest.json` in each dataset directory.
     Manifest {
+        /// Dataset directories.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
@@ -74,10 +76,13 @@ pub struct ImportArgs {
     /// there get that provenance (paths relative to the SOURCES.md's directory).
     #[arg(long)]
     pub provenance: Option<PathBuf>,
+    /// Licence recorded in every imported conversation (overrides the provenance file's).
     #[arg(long)]
     pub license: Option<String>,
+    /// Source repository recorded in every imported conversation (overrides the provenance file's).
     #[arg(long)]
     pub repository: Option<String>,
+    /// Source commit recorded in every imported conversation (overrides the provenance file's).
     #[arg(long)]
     pub commit: Option<String>,
     /// Keep only conversations with at least this many characters (as counted in the manifest).
@@ -98,8 +103,7 @@ pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
             let c = load_conversation(&conversation).map_err(|e| CliError::bad_input(e.to_string()))?;
             let text = export_history(&c);
             match out {
-                Some(path) => std::fs::write(&path, text)
-                    .map_err(|e| CliError::failure(format!("{}: cannot write: {e}", path.display())))?,
+                Some(path) => crate::fsutil::write_atomic(&path, text.as_bytes())?,
                 None => print!("{text}"),
             }
             Ok(())
@@ -107,7 +111,7 @@ pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
         DatasetsCommand::Manifest { dirs } => {
             for d in dirs {
                 write_manifest(&d).map_err(|e| CliError::bad_input(e.to_string()))?;
-                println!("wrote {}", d.join(crate::datasets::MANIFEST_FILE).display());
+                crate::outln!("wrote {}", d.join(crate::datasets::MANIFEST_FILE).display())?;
             }
             Ok(())
         }
@@ -162,7 +166,10 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
     let source_name = a.source.clone().unwrap_or_else(|| {
         a.out.file_name().map_or_else(|| "dataset".to_string(), |n| n.to_string_lossy().into_owned())
     });
+    // Unreadable or malformed sources are bad input; a conversation that cannot be written is an I/O failure.
     let mut failed = 0usize;
+    let mut write_failed = 0usize;
+    let mut skipped_empty = 0usize;
     let mut written = 0usize;
     let mut ids: HashSet<String> = HashSet::new();
     'files: for src in &a.sources {
@@ -191,6 +198,7 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
         for mut c in imported.conversations {
             if c.history.is_empty() {
                 eprintln!("warning: {file}: conversation {:?} has no turns; skipped", c.meta.id);
+                skipped_empty += 1;
                 continue;
             }
             if a.min_chars.is_some_and(|min| ConversationStats::of(&c).characters < min) {
@@ -220,7 +228,7 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
             let path = a.out.join(format!("{}.json", c.meta.id));
             if let Err(e) = write_conversation(&path, &c) {
                 eprintln!("error: {e}");
-                failed += 1;
+                write_failed += 1;
                 continue;
             }
             written += 1;
@@ -229,9 +237,18 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
     if written > 0 || a.out.is_dir() {
         write_manifest(&a.out).map_err(|e| CliError::failure(e.to_string()))?;
     }
-    println!("imported {written} conversation(s) into {}", a.out.display());
+    crate::outln!("imported {written} conversation(s) into {}", a.out.display())?;
+    if write_failed > 0 {
+        return Err(CliError::failure(format!("{write_failed} conversation(s) could not be written")).into());
+    }
     if failed > 0 {
-        return Err(CliError::failure(format!("{failed} of {} file(s) failed to import", a.sources.len())).into());
+        return Err(CliError::bad_input(format!("{failed} of {} file(s) failed to import", a.sources.len())).into());
+    }
+    if written == 0 && skipped_empty > 0 {
+        return Err(CliError::bad_input(format!(
+            "nothing imported: {skipped_empty} conversation(s) had no turns (wrong --format?)"
+        ))
+        .into());
     }
     Ok(())
 }
@@ -334,17 +351,17 @@ fn stats_cmd(paths: &[PathBuf], per_conversation: bool) -> anyhow::Result<()> {
         }
     }
     if per_conversation {
-        println!("{}\n", Table::new(rows).with(Style::markdown()));
+        crate::outln!("{}\n", Table::new(rows).with(Style::markdown()))?;
     }
     let mut table: Vec<Row> = by_source.iter().map(|(s, t)| row(s, t)).collect();
     table.push(row("TOTAL", &all));
-    println!("{}", Table::new(table).with(Style::markdown()));
-    println!(
+    crate::outln!("{}", Table::new(table).with(Style::markdown()))?;
+    crate::outln!(
         "\n{} conversation(s) from {} source(s); {} over 100,000 characters",
         all.conversations,
         by_source.len(),
         all.over_100k_chars
-    );
+    )?;
     if errors > 0 {
         return Err(CliError::bad_input(format!("{errors} file(s) could not be read")).into());
     }
@@ -363,9 +380,13 @@ fn validate_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
         }
     }
     if bad_files > 0 {
-        return Err(CliError::failure(format!("{bad_files} file(s) with problems")).into());
+        return Err(CliError::bad_input(format!("{bad_files} file(s) with problems")).into());
     }
-    println!("{} conversation(s) valid", loaded.len());
+    if loaded.is_empty() {
+        let dirs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(CliError::bad_input(format!("no conversation found under {}", dirs.join(", "))).into());
+    }
+    crate::outln!("{} conversation(s) valid", loaded.len())?;
     Ok(())
 }
 
@@ -398,7 +419,7 @@ mod tests {
         };
         let result = run(DatasetsArgs { command: DatasetsCommand::Import(args) });
         let e = result.unwrap_err();
-        assert_eq!(e.downcast_ref::<crate::cli::CliError>().unwrap().status, crate::cli::EXIT_FAILURE);
+        assert_eq!(e.downcast_ref::<CliError>().unwrap().status, crate::exit::EXIT_BAD_INPUT);
         let files = find_conversations(std::slice::from_ref(&out)).unwrap();
         let names: Vec<String> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, ["claude-code.json", "codex-rollout.json"]);

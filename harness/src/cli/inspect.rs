@@ -48,16 +48,19 @@ pub struct InspectArgs {
     /// Text the summarizer returns on the first call.
     #[arg(long, conflicts_with = "summary_file")]
     pub summary: Option<String>,
+    /// File whose text the summarizer returns on the first call.
     #[arg(long)]
     pub summary_file: Option<PathBuf>,
     /// Text returned on the verification call (absent: same as the summary).
     #[arg(long, conflicts_with = "verify_file")]
     pub verify: Option<String>,
+    /// File whose text is returned on the verification call.
     #[arg(long)]
     pub verify_file: Option<PathBuf>,
     /// Text of the environment-context turn counted in the new token count.
     #[arg(long)]
     pub env_text: Option<String>,
+    /// Prompt id passed to the compression service (the reference's telemetry id).
     #[arg(long, default_value = "oracle-prompt")]
     pub prompt_id: String,
     /// Pretty-print (2-space indent) instead of compact JSON.
@@ -74,6 +77,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         return Err(
             CliError::bad_input(format!("--fraction {}: Fraction must be between 0 and 1", args.fraction)).into()
         );
+    }
+    if let Some(t) = args.threshold.filter(|t| !t.is_finite()) {
+        return Err(CliError::bad_input(format!("--threshold {t}: must be a finite number")).into());
     }
     let history = history::load_history(&args.history).map_err(|e| CliError::bad_input(e.to_string()))?;
     let summary = match (&args.summary, &args.summary_file) {
@@ -119,6 +125,6 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         .block_on(inspect(&history, &opts, a.as_mut(), b.as_mut()))
         .map_err(|e| CliError::bad_input(format!("{}: {e}", args.history.display())))?;
     let text = if args.pretty { json::to_string_pretty(&report) } else { json::to_string(&report) };
-    println!("{text}");
+    crate::outln!("{text}")?;
     Ok(())
 }

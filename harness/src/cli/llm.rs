@@ -1,6 +1,6 @@
 //! Handlers of the `models` and `ask` subcommands.
 
-use crate::cli::CliError;
+use crate::exit::CliError;
 use crate::history;
 use crate::llm::local::{self, EMBEDDED_MODELS};
 use crate::llm::{
@@ -53,8 +53,10 @@ pub struct AskArgs {
     /// System instruction.
     #[arg(long)]
     pub system: Option<String>,
+    /// Largest number of tokens to generate.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
+    /// Sampling temperature (the embedded model decodes greedily whatever the value).
     #[arg(long)]
     pub temperature: Option<f32>,
     /// Stop string (repeatable).
@@ -93,15 +95,15 @@ pub fn run_models(cmd: ModelsCommand) -> anyhow::Result<()> {
             if !report.downloaded {
                 eprintln!("compactbench: model already present and verified");
             }
-            println!("{}", report.path.display());
+            crate::outln!("{}", report.path.display())?;
         }
-        ModelsCommand::Path { dir } => println!("{}", local::model_path(info, &dir.resolve()).display()),
+        ModelsCommand::Path { dir } => crate::outln!("{}", local::model_path(info, &dir.resolve()).display())?,
         ModelsCommand::List { dir } => {
             let dir = dir.resolve();
             for m in EMBEDDED_MODELS {
                 let path = local::model_path(m, &dir);
                 let state = if path.is_file() { "present" } else { "not fetched" };
-                println!("local:{}\t{state}\t{}\t{}", m.name, path.display(), m.description);
+                crate::outln!("local:{}\t{state}\t{}\t{}", m.name, path.display(), m.description)?;
             }
         }
     }
@@ -128,7 +130,14 @@ pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
         }
     }
     if args.stats {
-        let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("compactbench=info").try_init();
+        // Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+        let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .with_env_filter("compactbench=info")
+            .try_init();
     }
     let mut opts = BackendOptions { model_dir: args.dir.resolve(), threads: args.threads, ..Default::default() };
     opts.cache_dir = args.cache_dir.clone();
@@ -154,7 +163,7 @@ pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
         answer
     });
     let answer = answer.map_err(llm_failure)?;
-    println!("{}", answer.text);
+    crate::outln!("{}", answer.text)?;
     if args.stats {
         for (spec, u) in opts.ledger.snapshot() {
             eprintln!(

@@ -9,16 +9,16 @@ pub mod llm;
 pub mod report;
 pub mod run;
 
-/// Exit status for bad input (unreadable file, wrong shape, bad flag value).
-pub const EXIT_BAD_INPUT: i32 = 2;
-/// Exit status for a failed run or a detected regression.
-pub const EXIT_FAILURE: i32 = 1;
+pub use crate::exit::{
+    CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_STATUS_HELP, EXIT_SUCCESS,
+};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "compactbench",
     version,
-    about = "Evaluate and benchmark LLM chat-history compression as coding agents do it"
+    about = "Evaluate and benchmark LLM chat-history compression as coding agents do it",
+    after_help = EXIT_STATUS_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -37,7 +37,7 @@ pub enum Command {
     Merge(run::MergeArgs),
     /// Rebuild results, plots and report.md from a run directory.
     Report(report::ReportArgs),
-    /// Compare a run with a baseline: exit 0 pass, 1 regression, 2 unusable input.
+    /// Compare a run with a baseline: exit 0 pass, 1 regression, 2 unusable input, 4 incomplete.
     Gate(report::GateArgs),
     /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
     Inspect(inspect::InspectArgs),
@@ -56,23 +56,6 @@ pub enum Command {
     Strategies,
 }
 
-/// An error that carries its exit status.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct CliError {
-    pub status: i32,
-    pub message: String,
-}
-
-impl CliError {
-    pub fn bad_input(message: impl Into<String>) -> Self {
-        CliError { status: EXIT_BAD_INPUT, message: message.into() }
-    }
-    pub fn failure(message: impl Into<String>) -> Self {
-        CliError { status: EXIT_FAILURE, message: message.into() }
-    }
-}
-
 /// Runs the CLI and returns the process exit status.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -83,13 +66,48 @@ pub fn main() -> i32 {
         }
     };
     match run(cli) {
-        Ok(()) => 0,
+        Ok(()) => EXIT_SUCCESS,
+        // The reader went away (`… | head`): nothing left to say to anyone.
+        Err(e) if is_broken_pipe(&e) => EXIT_SUCCESS,
         Err(e) => {
-            let status = e.downcast_ref::<CliError>().map(|c| c.status).unwrap_or(EXIT_FAILURE);
             eprintln!("error: {e:#}");
-            status
+            exit_status(&e)
         }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// The one mapping of typed errors to the documented exit statuses (see [`crate::exit`]).
+pub fn exit_status(e: &anyhow::Error) -> i32 {
+    use crate::llm::LlmError;
+    use crate::sweep::runner::RunError;
+    if let Some(c) = e.downcast_ref::<CliError>() {
+        return c.status;
+    }
+    if let Some(r) = e.downcast_ref::<RunError>() {
+        return match r {
+            RunError::Io(_) | RunError::Write(_) | RunError::Locked { .. } | RunError::Panicked(_) => EXIT_FAILURE,
+            _ => EXIT_BAD_INPUT,
+        };
+    }
+    if let Some(l) = e.downcast_ref::<LlmError>() {
+        return match l {
+            LlmError::Config(_) | LlmError::ContextOverflow { .. } => EXIT_BAD_INPUT,
+            _ => EXIT_FAILURE,
+        };
+    }
+    if e.downcast_ref::<crate::datasets::DatasetError>().is_some() {
+        return EXIT_BAD_INPUT;
+    }
+    if e.downcast_ref::<crate::sweep::config::ConfigError>().is_some()
+        || e.downcast_ref::<crate::report::gate::GateError>().is_some()
+    {
+        return EXIT_BAD_INPUT;
+    }
+    EXIT_FAILURE
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

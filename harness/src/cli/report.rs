@@ -1,6 +1,6 @@
 //! `compactbench report` and `compactbench gate`.
 
-use super::{CliError, EXIT_FAILURE};
+use super::CliError;
 use crate::report::{self, gate};
 use clap::Args;
 use std::path::PathBuf;
@@ -8,20 +8,38 @@ use std::path::PathBuf;
 /// Rebuild results (Parquet/CSV/JSON), plots and `report.md` from a run directory.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// The run directory (`run --out`); results, plots and report.md are written into it.
     pub run_dir: PathBuf,
 }
 
 pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
+    // Named before the report is built: the report covers only verified cells.
+    let plan = crate::sweep::runner::load_plan(&args.run_dir)?;
+    let stored = crate::sweep::load_cells(&args.run_dir, &plan);
+    for line in stored.problems(&args.run_dir, 50) {
+        eprintln!("warning: {line}");
+    }
     let out = report::build(&args.run_dir).map_err(CliError::bad_input)?;
-    println!("{}", out.terminal);
+    crate::outln!("{}", out.terminal)?;
     for f in &out.plots.failed {
         eprintln!("warning: {f}");
     }
     eprintln!("{}: {} plots", out.markdown_path.display(), out.plots.written.len());
+    if !stored.is_complete() {
+        return Err(CliError::incomplete(format!(
+            "the report covers {} of {} cells: {} missing, {} damaged (named above; `run` redoes them)",
+            stored.cells.len(),
+            stored.cells.len() + stored.missing.len() + stored.damaged.len(),
+            stored.missing.len(),
+            stored.damaged.len()
+        ))
+        .into());
+    }
     Ok(())
 }
 
-/// Compare a run with a baseline; exit 0 (pass), 1 (regression), 2 (unusable input).
+/// Compare a run with a baseline; exit 0 (pass), 1 (regression), 2 (unusable input), 3 (the JUnit file
+/// cannot be written), 4 (incomplete: cells, configurations or conversations missing or damaged).
 #[derive(Debug, Args)]
 pub struct GateArgs {
     /// The committed baseline run directory.
@@ -40,12 +58,12 @@ pub struct GateArgs {
 
 pub fn run_gate(args: GateArgs) -> anyhow::Result<()> {
     let rules = match &args.rules {
-        Some(p) => gate::Rules::load(p).map_err(CliError::bad_input)?,
+        Some(p) => gate::Rules::load(p)?,
         None => gate::Rules::default(),
     };
-    let report = gate::compare(&args.baseline, &args.current, &rules).map_err(|e| CliError::bad_input(e.0))?;
+    let report = gate::compare(&args.baseline, &args.current, &rules)?;
     let md = gate::markdown(&report);
-    println!("{md}");
+    crate::outln!("{md}")?;
     if let Ok(summary) = std::env::var("GITHUB_STEP_SUMMARY") {
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&summary) {
@@ -53,14 +71,17 @@ pub fn run_gate(args: GateArgs) -> anyhow::Result<()> {
         }
     }
     let junit = args.junit.clone().unwrap_or_else(|| args.current.join("gate-junit.xml"));
-    std::fs::write(&junit, gate::junit(&report))?;
-    if report.passed() {
-        Ok(())
-    } else {
-        Err(CliError {
-            status: EXIT_FAILURE,
-            message: format!("{} regressions (see above)", report.regressions().count()),
-        }
-        .into())
+    crate::fsutil::write_atomic(&junit, gate::junit(&report).as_bytes())
+        .map_err(|e| CliError::failure(format!("the JUnit report: {e}")))?;
+    if !report.complete() {
+        return Err(CliError::incomplete(format!(
+            "incomplete: {} completeness problem(s) (listed above); the gate judges only complete runs",
+            report.completeness.len()
+        ))
+        .into());
+    }
+    match report.regressions().count() {
+        0 => Ok(()),
+        n => Err(CliError::regression(format!("{n} regressions (see above)")).into()),
     }
 }

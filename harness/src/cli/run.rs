@@ -26,9 +26,13 @@ pub struct RunArgs {
     /// Override the config's LLM cache mode: `read-write`, `replay` (a miss is an error) or `off`.
     #[arg(long)]
     pub cache: Option<CacheMode>,
-    /// No progress bar.
+    /// No progress output (no bar on a terminal, no progress lines otherwise).
     #[arg(long)]
     pub quiet: bool,
+    /// Redo every failed cell. Without it a run redoes only cells that failed on a transient model error
+    /// (rate limit, timeout, server error, malformed answer), besides missing and damaged cells.
+    #[arg(long)]
+    pub retry_failed: bool,
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -41,7 +45,7 @@ pub fn write_summary(run_dir: &Path, plan: &runner::Plan) -> anyhow::Result<Stri
     let summaries = summarize(plan, &cells);
     let mut bytes = serde_json::to_vec_pretty(&summaries)?;
     bytes.push(b'\n');
-    runner::write_atomic(&run_dir.join("summary.json"), &bytes)?;
+    crate::fsutil::write_atomic(&run_dir.join("summary.json"), &bytes)?;
     Ok(table(&summaries))
 }
 
@@ -49,28 +53,40 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = SweepConfig::load(&args.config).map_err(|e| CliError::bad_input(e.to_string()))?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&config.name));
     let base_dir = PathBuf::from(".");
-    let plan = runner::make_plan(&config, &base_dir).map_err(CliError::bad_input)?;
-    std::fs::create_dir_all(&out)?;
-    runner::write_atomic(&out.join("config.toml"), &std::fs::read(&args.config)?)?;
+    let plan = runner::make_plan(&config, &base_dir)?;
+    let config_text = std::fs::read(&args.config)
+        .map_err(|e| CliError::bad_input(format!("{}: cannot read: {e}", args.config.display())))?;
     let opts = runner::RunOptions {
         run_dir: out.clone(),
         base_dir,
         shard: args.shard,
         cache_mode: args.cache,
         progress: !args.quiet,
+        retry_failed: args.retry_failed,
+        config_text: Some(config_text),
+        wrap_model: None,
     };
-    let summary = runtime()?.block_on(runner::run(&config, &plan, &opts)).map_err(CliError::bad_input)?;
+    let summary = runtime()?.block_on(runner::run(&config, &plan, &opts))?;
     let table = write_summary(&out, &plan)?;
-    println!("{table}");
+    crate::outln!("{table}")?;
     eprintln!(
-        "{}: {} cells ({} already done, {} run, {} recorded an error) over {} conversations",
+        "{}: {} cells ({} already done, {} run of which {} damaged and {} failed before; {} hold an error) over {} conversations",
         out.display(),
         summary.total_cells,
         summary.skipped,
         summary.ran,
+        summary.redone_damaged,
+        summary.retried_failed,
         summary.failed,
         plan.conversations.len()
     );
+    if summary.failed > 0 {
+        return Err(CliError::incomplete(format!(
+            "{} of {} cells recorded an error; run again to retry transient failures, or with --retry-failed to retry all",
+            summary.failed, summary.total_cells
+        ))
+        .into());
+    }
     Ok(())
 }
 
@@ -86,13 +102,23 @@ pub struct MergeArgs {
 }
 
 pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
-    let copied = runner::merge(&args.out, &args.shards).map_err(CliError::bad_input)?;
-    let plan = runner::load_plan(&args.out).map_err(CliError::bad_input)?;
-    let total = plan.cells().len();
-    println!("{}", write_summary(&args.out, &plan)?);
-    eprintln!("{}: merged {copied} of {total} cells", args.out.display());
-    if copied < total {
-        eprintln!("warning: {} cells are missing (a shard did not finish?)", total - copied);
+    let merged = runner::merge(&args.out, &args.shards)?;
+    let plan = runner::load_plan(&args.out)?;
+    crate::outln!("{}", write_summary(&args.out, &plan)?)?;
+    eprintln!("{}: merged {} of {} cells", args.out.display(), merged.copied, merged.total);
+    for (shard, cell, why) in merged.damaged.iter().take(20) {
+        eprintln!("warning: damaged: {}: {why}", shard.join(cell.relative_path()).display());
+    }
+    for cell in merged.missing.iter().take(20) {
+        eprintln!("warning: missing in every shard: {}", cell.relative_path().display());
+    }
+    if !merged.missing.is_empty() {
+        return Err(CliError::incomplete(format!(
+            "{} of {} cells are missing or damaged in every shard (a shard did not finish?)",
+            merged.missing.len(),
+            merged.total
+        ))
+        .into());
     }
     Ok(())
 }
@@ -108,11 +134,13 @@ pub struct ReplayArgs {
     /// Which point of the config: its id, or the first point of this strategy.
     #[arg(long)]
     pub point: Option<String>,
+    /// Without --point: the first point of this strategy in the config.
     #[arg(long, default_value = "gemini")]
     pub strategy: String,
     /// Override the summarizer model spec.
     #[arg(long)]
     pub summarizer: Option<String>,
+    /// Override the config's LLM cache mode: `read-write`, `replay` (a miss is an error) or `off`.
     #[arg(long)]
     pub cache: Option<CacheMode>,
     /// Print the events as JSON instead of a table.
@@ -138,7 +166,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
             datasets::Conversation { history, ..Default::default() }
         }
     };
-    let opts = runner::backend_options(&config, Path::new("."), args.cache).map_err(CliError::bad_input)?;
+    let opts = runner::backend_options(&config, Path::new("."), args.cache)?;
     let spec = args.summarizer.clone().or(point.summarizer.clone()).unwrap_or_else(|| "extractive".into());
     let llm = crate::llm::from_spec(&spec, &opts).map_err(|e| CliError::bad_input(e.to_string()))?;
     let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -147,7 +175,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     let strategy = point.strategy.build().map_err(|e| CliError::bad_input(e.to_string()))?;
     let result = runtime()?.block_on(replay::replay(input, strategy.as_ref(), &settings, llm.as_ref()));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&result)?)?;
         return Ok(());
     }
     let mut b = tabled::builder::Builder::default();
@@ -183,9 +211,15 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     }
     let mut t = b.build();
     t.with(tabled::settings::Style::sharp());
-    println!("{} ({} strategy, point {}, window {} tokens)", id, point.strategy.kind(), point.id, point.token_limit);
-    println!("{t}");
-    println!(
+    crate::outln!(
+        "{} ({} strategy, point {}, window {} tokens)",
+        id,
+        point.strategy.kind(),
+        point.id,
+        point.token_limit
+    )?;
+    crate::outln!("{t}")?;
+    crate::outln!(
         "{} requests, peak context {} tokens, cumulative {} tokens ({:.1}% of no compression), overflow warnings {}{}",
         result.requests,
         result.peak_context,
@@ -193,6 +227,6 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         100.0 * result.cumulative_request_tokens as f64 / result.baseline_cumulative_tokens.max(1) as f64,
         result.overflow_events,
         result.error.as_deref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
-    );
+    )?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! `compactbench probes extract|generate|check`.
 
 use super::{extract, generate, lint, load_probe_file, probe_path, save_probe_file, ProbeOrigin};
-use crate::cli::CliError;
 use crate::datasets::{self, Conversation};
+use crate::exit::CliError;
 use crate::llm::{self, BackendOptions, CacheMode};
 use clap::{Args, Subcommand};
 use std::collections::BTreeMap;
@@ -20,6 +20,7 @@ pub enum ProbesCommand {
     Extract {
         /// Conversation files or dataset directories (default: datasets).
         paths: Vec<PathBuf>,
+        /// Probe directory written into.
         #[arg(long, default_value = "datasets/probes")]
         out: PathBuf,
     },
@@ -28,7 +29,9 @@ pub enum ProbesCommand {
         /// Model spec: extractive, local:smollm2-135m, gemini:<model>, openai:<model>@<base-url>.
         #[arg(long)]
         model: String,
+        /// Conversation files or dataset directories.
         paths: Vec<PathBuf>,
+        /// Probe directory written into.
         #[arg(long, default_value = "datasets/probes")]
         out: PathBuf,
         /// Drafts asked for per conversation.
@@ -37,11 +40,13 @@ pub enum ProbesCommand {
         /// Record/replay cache directory.
         #[arg(long, default_value = llm::DEFAULT_RECORDINGS_DIR)]
         cache_dir: PathBuf,
+        /// Cache mode: read-write, replay (a miss is an error) or off.
         #[arg(long, default_value = "read-write")]
         cache: CacheMode,
     },
     /// Load every probe file under a directory and check it against its conversation.
     Check {
+        /// Probe directory to check.
         #[arg(default_value = "datasets/probes")]
         dir: PathBuf,
         /// Where the conversations are.

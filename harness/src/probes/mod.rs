@@ -210,8 +210,8 @@ pub fn probe_file_bytes(file: &ProbeFile) -> Vec<u8> {
 }
 
 pub fn save_probe_file(path: &Path, file: &ProbeFile) -> Result<(), ProbeError> {
-    crate::sweep::runner::write_atomic(path, &probe_file_bytes(file))
-        .map_err(|source| ProbeError::Io { file: path.display().to_string(), source })
+    crate::fsutil::write_atomic(path, &probe_file_bytes(file))
+        .map_err(|source| ProbeError::Io { file: path.display().to_string(), source: source.source })
 }
 
 /// A conversation's probes from the given origins (missing files are no probes), checked against its length.

@@ -38,6 +38,19 @@ pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
     }
     // Probe figures (retention, early-only, at-risk, retrieval accuracy…): defined in `probes::figures`.
     m.extend(crate::probes::figures::conversation_metrics(c));
+    // Retention right after each compression event, averaged over the events: what the summary kept, before
+    // later turns can bring an answer back (the end figure above hides a lost answer that reappears).
+    if let Some(p) = &c.probes {
+        let at_events: Vec<f64> = p
+            .checkpoints
+            .iter()
+            .filter(|k| k.event.is_some() && !k.scores.is_empty())
+            .map(|k| k.scores.iter().filter(|s| s.retained).count() as f64 / k.scores.len() as f64)
+            .collect();
+        if !at_events.is_empty() {
+            m.insert("retention_at_events", at_events.iter().sum::<f64>() / at_events.len() as f64);
+        }
+    }
     let verified: Vec<_> = r.events.iter().filter_map(|e| e.verification.as_ref()).collect();
     if !verified.is_empty() {
         let n = verified.len() as f64;

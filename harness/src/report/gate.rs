@@ -4,6 +4,7 @@
 
 use super::aggregate::{bootstrap_mean, conversation_metrics, Estimate};
 use super::{short_label, Table};
+use crate::sweep::runner::RunError;
 use crate::sweep::{self, CellResult, Plan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -36,6 +37,21 @@ pub struct Rule {
     /// Only these strategies (empty: all).
     #[serde(default)]
     pub strategies: Vec<String>,
+    /// Which conversations the rule compares: `all`, or `compressed` (those where compression acted in
+    /// either run), so a loss is not diluted over conversations where nothing happened.
+    #[serde(default)]
+    pub only: Only,
+}
+
+/// The conversations a rule compares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Only {
+    #[default]
+    All,
+    /// Conversations with at least one event that changed the history (COMPRESSED or CONTENT_TRUNCATED) in
+    /// the baseline or the current run.
+    Compressed,
 }
 
 fn default_min_samples() -> usize {
@@ -57,7 +73,9 @@ impl Default for Rules {
             rel_tolerance,
             min_samples: 5,
             strategies: Vec::new(),
+            only: Only::All,
         };
+        let compressed = |metric: &str| Rule { only: Only::Compressed, ..r(metric, Direction::Higher, 0.02, 0.0) };
         Rules {
             rule: vec![
                 r("cumulative_vs_none", Direction::Lower, 0.01, 0.0),
@@ -67,6 +85,10 @@ impl Default for Rules {
                 r("hidden_inflation_events", Direction::Lower, 0.1, 0.0),
                 r("failed", Direction::Lower, 0.0, 0.0),
                 r("retention", Direction::Higher, 0.02, 0.0),
+                compressed("retention"),
+                Rule { abs_tolerance: 0.005, ..compressed("retention_at_events") },
+                compressed("early_only_retention"),
+                compressed("at_risk_retention"),
                 r("retrieval_accuracy", Direction::Higher, 0.02, 0.0),
             ],
         }
@@ -74,9 +96,10 @@ impl Default for Rules {
 }
 
 impl Rules {
-    pub fn load(path: &Path) -> Result<Rules, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().trim()))
+    pub fn load(path: &Path) -> Result<Rules, GateError> {
+        let bad = |message: String| GateError::Rules { path: path.to_path_buf(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        toml::from_str(&text).map_err(|e| bad(e.to_string().trim().to_string()))
     }
 }
 
@@ -101,10 +124,40 @@ pub struct Check {
     pub difference: Option<Estimate>,
     pub tolerance: f64,
     pub verdict: Verdict,
+    /// Why a check was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `compressed` when the check compares only conversations where compression acted.
+    #[serde(default)]
+    pub only: Only,
+    /// The smallest regression of the mean this check detects on the baseline: every paired conversation
+    /// made worse by the same fraction of its baseline value, the smallest such shift whose bootstrap
+    /// interval lies beyond the tolerance (see [`detectable_shift`]). `None` when skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+}
+
+/// The smallest mean shift (in the metric's unit, on the bad side) that fails a check on these baseline
+/// values. Model: the regression worsens every paired conversation by the same fraction `r` of its
+/// baseline value, so the differences are `r·b` and their bootstrap interval is `r` times the interval of
+/// the baseline mean (same resamples); the check fails once the interval's near end passes the tolerance,
+/// at `r* = tolerance / near end`, a mean shift of `r*·mean`. When the baseline interval reaches zero (a
+/// metric that is usually 0, such as failures) no proportional change shows, and the model is a uniform
+/// additive shift, detected once it exceeds the tolerance.
+pub fn detectable_shift(baseline: &[f64], tolerance: f64) -> Option<f64> {
+    let b = bootstrap_mean(baseline)?;
+    let near = if b.mean >= 0.0 { b.low } else { -b.high };
+    if near <= 0.0 || !near.is_finite() {
+        return Some(tolerance);
+    }
+    Some(tolerance / near * b.mean.abs())
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GateReport {
+    /// What makes the comparison incomplete (missing or damaged cells, configurations or conversations in
+    /// one run only, plans that differ). Checked first: any entry fails the gate with its own status.
+    pub completeness: Vec<String>,
     pub checks: Vec<Check>,
 }
 
@@ -113,49 +166,87 @@ impl GateReport {
         self.checks.iter().filter(|c| c.verdict == Verdict::Regression)
     }
 
+    pub fn complete(&self) -> bool {
+        self.completeness.is_empty()
+    }
+
     pub fn passed(&self) -> bool {
-        self.regressions().next().is_none()
+        self.complete() && self.regressions().next().is_none()
     }
 }
 
-/// Why two runs cannot be compared (exit status 2).
+/// Why the gate could not run at all (exit status 2).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Unusable(pub String);
-
-fn load(dir: &Path) -> Result<(Plan, Vec<CellResult>), Unusable> {
-    let plan = sweep::runner::load_plan(dir).map_err(Unusable)?;
-    let cells = sweep::collect(dir, &plan);
-    if cells.is_empty() {
-        return Err(Unusable(format!("{}: no stored results", dir.display())));
-    }
-    Ok((plan, cells))
+pub enum GateError {
+    #[error("{}: {message}", .path.display())]
+    Rules { path: std::path::PathBuf, message: String },
+    #[error(transparent)]
+    Plan(#[from] RunError),
 }
 
-/// Compares `current` with `baseline`.
-pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateReport, Unusable> {
-    let (bplan, bcells) = load(baseline)?;
-    let (cplan, ccells) = load(current)?;
-    let ids = |p: &Plan| p.points.iter().map(|x| x.id.clone()).collect::<Vec<_>>();
-    if ids(&bplan) != ids(&cplan) {
-        return Err(Unusable(format!(
-            "{} and {} were run with different configurations ({} vs {} points, or other settings); re-run the baseline",
-            baseline.display(),
-            current.display(),
-            bplan.points.len(),
-            cplan.points.len()
-        )));
+/// At most this many lines per kind of completeness problem.
+const MAX_LISTED: usize = 20;
+
+fn listed(kind: &str, items: Vec<String>) -> Vec<String> {
+    let total = items.len();
+    let mut out: Vec<String> = items.into_iter().take(MAX_LISTED).map(|i| format!("{kind}: {i}")).collect();
+    if total > MAX_LISTED {
+        out.push(format!("{kind}: … and {} more", total - MAX_LISTED));
     }
-    let convs = |p: &Plan| p.conversations.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
-    if convs(&bplan) != convs(&cplan) {
-        return Err(Unusable(format!(
-            "{} and {} cover different corpora ({} vs {} conversations)",
-            baseline.display(),
-            current.display(),
-            bplan.conversations.len(),
-            cplan.conversations.len()
-        )));
+    out
+}
+
+/// Everything that keeps the two runs from being compared cell for cell.
+fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> (Vec<String>, [Vec<CellResult>; 2]) {
+    let mut problems = Vec::new();
+    let only_in = |a: &Plan, b: &Plan| -> Vec<String> {
+        a.points
+            .iter()
+            .filter(|p| !b.points.iter().any(|q| q.id == p.id))
+            .map(|p| format!("{} ({})", short_label(p), p.id))
+            .collect()
+    };
+    problems.extend(listed("configuration missing from the current run", only_in(bplan, cplan)));
+    problems.extend(listed("configuration not in the baseline", only_in(cplan, bplan)));
+    let convs_only_in = |a: &Plan, b: &Plan| -> Vec<String> {
+        a.conversations.iter().filter(|c| !b.conversations.iter().any(|d| d.id == c.id)).map(|c| c.id.clone()).collect()
+    };
+    problems.extend(listed("conversation missing from the current run", convs_only_in(bplan, cplan)));
+    problems.extend(listed("conversation not in the baseline", convs_only_in(cplan, bplan)));
+    for p in &cplan.points {
+        if let Some(b) = bplan.points.iter().find(|q| q.id == p.id) {
+            if b != p {
+                problems.push(format!("plan differs: configuration {} has other settings than in the baseline", p.id));
+            }
+        }
     }
+    if bplan.repeats != cplan.repeats {
+        problems.push(format!("plan differs: repeats {} in the baseline, {} now", bplan.repeats, cplan.repeats));
+    }
+    if bplan.replay != cplan.replay {
+        problems.push("plan differs: the replay settings ([replay]) are not the baseline's".into());
+    }
+    if bplan.probes != cplan.probes {
+        problems.push("plan differs: the probe settings ([probes]) are not the baseline's".into());
+    }
+    let bstored = sweep::load_cells(baseline, bplan);
+    let cstored = sweep::load_cells(current, cplan);
+    for (which, dir, stored) in [("current run", current, &cstored), ("baseline", baseline, &bstored)] {
+        let missing = stored.missing.iter().map(|c| dir.join(c.relative_path()).display().to_string()).collect();
+        problems.extend(listed(&format!("cell missing from the {which}"), missing));
+        let damaged =
+            stored.damaged.iter().map(|(c, why)| format!("{}: {why}", dir.join(c.relative_path()).display())).collect();
+        problems.extend(listed(&format!("cell damaged in the {which}"), damaged));
+    }
+    (problems, [bstored.cells, cstored.cells])
+}
+
+/// Compares `current` with `baseline`: completeness first, then every rule on every configuration both
+/// runs hold.
+pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateReport, GateError> {
+    let bplan = sweep::runner::load_plan(baseline)?;
+    let cplan = sweep::runner::load_plan(current)?;
+    let (completeness, [bcells, ccells]) = completeness(baseline, &bplan, current, &cplan);
     let index = |cells: &[CellResult]| -> BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>> {
         cells
             .iter()
@@ -163,8 +254,30 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
             .collect()
     };
     let (bi, ci) = (index(&bcells), index(&ccells));
+    let acted = |m: &BTreeMap<&'static str, f64>| {
+        m.get("compressed_events").copied().unwrap_or(0.0) + m.get("truncation_only_events").copied().unwrap_or(0.0)
+            > 0.0
+    };
+    let produced: std::collections::BTreeSet<&str> = bi.values().flat_map(|m| m.keys().copied()).collect();
     let mut checks = Vec::new();
-    for p in &cplan.points {
+    for rule in rules.rule.iter().filter(|r| !produced.contains(r.metric.as_str())) {
+        checks.push(Check {
+            point: String::new(),
+            label: "every configuration".into(),
+            strategy: String::new(),
+            metric: rule.metric.clone(),
+            n: 0,
+            baseline_mean: None,
+            current_mean: None,
+            difference: None,
+            tolerance: rule.abs_tolerance,
+            verdict: Verdict::Skipped,
+            reason: Some("no configuration of the baseline produces this metric".into()),
+            only: rule.only,
+            detectable: None,
+        });
+    }
+    for p in cplan.points.iter().filter(|p| bplan.points.iter().any(|q| q.id == p.id)) {
         for rule in &rules.rule {
             if !rule.strategies.is_empty() && !rule.strategies.iter().any(|s| s == p.strategy.kind()) {
                 continue;
@@ -172,15 +285,18 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
             let mut base = Vec::new();
             let mut cur = Vec::new();
             for (key, bm) in bi.iter().filter(|(k, _)| k.0 == p.id) {
-                if let (Some(b), Some(c)) =
-                    (bm.get(rule.metric.as_str()), ci.get(key).and_then(|m| m.get(rule.metric.as_str())))
+                let cm = ci.get(key);
+                if rule.only == Only::Compressed && !(acted(bm) || cm.is_some_and(acted)) {
+                    continue;
+                }
+                if let (Some(b), Some(c)) = (bm.get(rule.metric.as_str()), cm.and_then(|m| m.get(rule.metric.as_str())))
                 {
                     base.push(*b);
                     cur.push(*c);
                 }
             }
             if base.is_empty() {
-                continue; // the metric does not apply to this point
+                continue; // the metric does not apply to this point (or nothing compressed there)
             }
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
             let diffs: Vec<f64> = cur.iter().zip(&base).map(|(c, b)| c - b).collect();
@@ -203,10 +319,15 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
                 difference,
                 tolerance,
                 verdict,
+                reason: (verdict == Verdict::Skipped).then(|| {
+                    format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)
+                }),
+                only: rule.only,
+                detectable: (verdict != Verdict::Skipped).then(|| detectable_shift(&base, tolerance)).flatten(),
             });
         }
     }
-    Ok(GateReport { checks })
+    Ok(GateReport { completeness, checks })
 }
 
 fn num(x: Option<f64>) -> String {
@@ -218,29 +339,50 @@ pub fn markdown(report: &GateReport) -> String {
     let mut md = String::new();
     let regressions: Vec<&Check> = report.regressions().collect();
     let skipped = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).count();
+    let verdict = match (report.complete(), regressions.is_empty()) {
+        (false, _) => "INCOMPLETE",
+        (true, true) => "PASS",
+        (true, false) => "FAIL",
+    };
     let _ = writeln!(
         md,
-        "## compactbench gate: {}\n\n{} checks, {} regressions, {} skipped (too few paired conversations).\n",
-        if regressions.is_empty() { "PASS" } else { "FAIL" },
+        "## compactbench gate: {verdict}\n\n{} checks, {} regressions, {} skipped (listed below with the reason).\n",
         report.checks.len(),
         regressions.len(),
         skipped
     );
+    if !report.complete() {
+        let _ = writeln!(md, "### Completeness: {} problem(s)\n", report.completeness.len());
+        for p in &report.completeness {
+            let _ = writeln!(md, "- {p}");
+        }
+        md.push('\n');
+    }
     let mut rows: Vec<&Check> = regressions.clone();
     if regressions.is_empty() {
         rows = report.checks.iter().filter(|c| c.verdict != Verdict::Skipped).collect();
     }
     let table = Table {
-        header: ["verdict", "configuration", "metric", "n", "baseline", "current", "difference [95% CI]", "tolerance"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "verdict",
+            "configuration",
+            "metric",
+            "n",
+            "baseline",
+            "current",
+            "difference [95% CI]",
+            "tolerance",
+            "detects ≥",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: rows
             .iter()
             .map(|c| {
                 vec![
                     format!("{:?}", c.verdict).to_lowercase(),
                     c.label.clone(),
-                    c.metric.clone(),
+                    metric_label(c),
                     c.n.to_string(),
                     num(c.baseline_mean),
                     num(c.current_mean),
@@ -248,13 +390,57 @@ pub fn markdown(report: &GateReport) -> String {
                         .map(|d| format!("{:+.4} [{:+.4}, {:+.4}]", d.mean, d.low, d.high))
                         .unwrap_or_else(|| "–".into()),
                     format!("{:.4}", c.tolerance),
+                    num(c.detectable),
                 ]
             })
             .collect(),
     };
     md.push_str(&table.markdown());
     md.push('\n');
+    let power = power(report);
+    if !power.is_empty() {
+        md.push_str("\n### Power: the smallest regression each rule detects on the baseline\n\n");
+        md.push_str("Median (range) over configurations of the smallest mean shift that fails the check, when every paired conversation is worse by the same fraction of its baseline value.\n\n");
+        for (metric, values) in power {
+            let _ = writeln!(
+                md,
+                "- {metric}: {:.4} ({:.4}–{:.4}, {} configurations)",
+                values[values.len() / 2],
+                values[0],
+                values[values.len() - 1],
+                values.len()
+            );
+        }
+    }
+    let skipped: Vec<&Check> = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).collect();
+    if !skipped.is_empty() {
+        md.push_str("\n### Skipped checks\n\n");
+        for c in skipped {
+            let _ = writeln!(md, "- {} :: {}: {}", c.label, metric_label(c), c.reason.as_deref().unwrap_or("skipped"));
+        }
+    }
     md
+}
+
+fn metric_label(c: &Check) -> String {
+    match c.only {
+        Only::All => c.metric.clone(),
+        Only::Compressed => format!("{} (compressed)", c.metric),
+    }
+}
+
+/// Per rule (metric and conversation filter), the detectable shifts of its checks, sorted.
+pub fn power(report: &GateReport) -> BTreeMap<String, Vec<f64>> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for c in &report.checks {
+        if let Some(d) = c.detectable {
+            out.entry(metric_label(c)).or_default().push(d);
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(f64::total_cmp);
+    }
+    out
 }
 
 fn xml_escape(s: &str) -> String {
@@ -263,26 +449,34 @@ fn xml_escape(s: &str) -> String {
 
 /// JUnit XML: one test case per check.
 pub fn junit(report: &GateReport) -> String {
-    let failures = report.regressions().count();
+    let incomplete = !report.complete() as usize;
+    let failures = report.regressions().count() + incomplete;
     let skipped = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).count();
+    let tests = report.checks.len() + 1;
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         x,
-        "<testsuites name=\"compactbench-gate\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
-        report.checks.len()
+        "<testsuites name=\"compactbench-gate\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">"
     );
     let _ = writeln!(
         x,
-        "  <testsuite name=\"compactbench-gate\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
-        report.checks.len()
+        "  <testsuite name=\"compactbench-gate\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">"
     );
+    x.push_str("    <testcase classname=\"completeness\" name=\"every cell of both runs present and verified\"");
+    if report.complete() {
+        x.push_str("/>\n");
+    } else {
+        let msg = xml_escape(&report.completeness.join("; "));
+        let _ = writeln!(x, "><failure message=\"{msg}\"/></testcase>");
+    }
     for c in &report.checks {
-        let name = xml_escape(&format!("{} :: {}", c.label, c.metric));
+        let name = xml_escape(&format!("{} :: {}", c.label, metric_label(c)));
         let _ = write!(x, "    <testcase classname=\"{}\" name=\"{name}\"", xml_escape(&c.strategy));
         match c.verdict {
             Verdict::Pass => x.push_str("/>\n"),
             Verdict::Skipped => {
-                let _ = writeln!(x, "><skipped message=\"only {} paired conversations\"/></testcase>", c.n);
+                let why = c.reason.clone().unwrap_or_else(|| format!("only {} paired conversations", c.n));
+                let _ = writeln!(x, "><skipped message=\"{}\"/></testcase>", xml_escape(&why));
             }
             Verdict::Regression => {
                 let d =
@@ -300,4 +494,23 @@ pub fn junit(report: &GateReport) -> String {
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detectable_shift_grows_with_the_spread_and_falls_back_to_the_tolerance() {
+        // Identical values: the interval is a point, so a shift just past the tolerance shows.
+        let flat = vec![0.5; 20];
+        assert!((detectable_shift(&flat, 0.02).unwrap() - 0.02).abs() < 1e-12);
+        // Spread values with the same mean need a larger shift.
+        let spread: Vec<f64> = (0..20).map(|i| if i % 2 == 0 { 0.1 } else { 0.9 }).collect();
+        let d = detectable_shift(&spread, 0.02).unwrap();
+        assert!(d > 0.021 && d < 0.05, "{d}");
+        // A metric that is usually 0: an additive shift beyond the tolerance.
+        assert_eq!(detectable_shift(&[0.0; 10], 0.1), Some(0.1));
+        assert_eq!(detectable_shift(&[], 0.1), None);
+    }
 }

@@ -386,7 +386,7 @@ pub struct ReportOutput {
 
 /// Rebuilds results, plots and `report.md` from a run directory.
 pub fn build(run_dir: &Path) -> Result<ReportOutput, String> {
-    let plan = sweep::runner::load_plan(run_dir)?;
+    let plan = sweep::runner::load_plan(run_dir).map_err(|e| e.to_string())?;
     let cells = sweep::collect(run_dir, &plan);
     let mut frames = aggregate::frames(&plan, &cells).map_err(|e| format!("aggregation: {e}"))?;
     aggregate::write_frames(&mut frames, &run_dir.join("results"))
@@ -397,7 +397,7 @@ pub fn build(run_dir: &Path) -> Result<ReportOutput, String> {
     let head = headline(&plan, &cells);
     let md = markdown(run_dir, &plan, &cells, &head, &plots);
     let markdown_path = run_dir.join("report.md");
-    sweep::runner::write_atomic(&markdown_path, md.as_bytes())
+    crate::fsutil::write_atomic(&markdown_path, md.as_bytes())
         .map_err(|e| format!("{}: {e}", markdown_path.display()))?;
     Ok(ReportOutput { markdown_path, terminal: head.terminal(), plots })
 }

@@ -121,6 +121,10 @@ pub struct LlmConfig {
     pub concurrency: usize,
     pub max_output_tokens: Option<u32>,
     pub threads: Option<usize>,
+    /// Largest answer body accepted from a model server, in bytes.
+    pub max_response_bytes: u64,
+    /// Limit on one model call, retries and waits included, in seconds.
+    pub deadline_secs: u64,
 }
 
 impl Default for LlmConfig {
@@ -133,11 +137,37 @@ impl Default for LlmConfig {
             concurrency: 4,
             max_output_tokens: Some(1024),
             threads: None,
+            max_response_bytes: 4 * 1024 * 1024,
+            deadline_secs: 900,
         }
     }
 }
 
 pub use crate::replay::strategy::BaseSettings;
+
+/// Every axis is a list and the grid their product, so an axis written as `[]` would silently make a grid of
+/// no cells. (An absent axis takes its default; only lists written empty are refused.)
+fn explicit_empty_axis(text: &str) -> Option<String> {
+    let doc = text.parse::<toml::Table>().ok()?;
+    let mut grids: Vec<(String, &toml::Table)> = Vec::new();
+    if let Some(g) = doc.get("grid").and_then(toml::Value::as_table) {
+        grids.push(("grid".into(), g));
+    }
+    for s in doc.get("slice").and_then(toml::Value::as_array).into_iter().flatten() {
+        let name = s.get("name").and_then(toml::Value::as_str).unwrap_or("?");
+        if let Some(g) = s.get("grid").and_then(toml::Value::as_table) {
+            grids.push((format!("slice.{name}.grid"), g));
+        }
+    }
+    for (at, g) in grids {
+        for (axis, values) in g {
+            if values.as_array().is_some_and(Vec::is_empty) {
+                return Some(format!("key `{at}.{axis}`: needs at least one value"));
+            }
+        }
+    }
+    None
+}
 
 /// The axes. Every axis is a list; the grid is their product, restricted to the knobs each strategy
 /// declares. `strategy`, `summarizer` and `token_limit` are shared; every other key is a strategy knob
@@ -290,6 +320,9 @@ impl SweepConfig {
         let cfg: SweepConfig = toml::from_str(text)
             .map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string().trim().to_string() })?;
         cfg.validate().map_err(|message| ConfigError::Invalid { file: file.into(), message })?;
+        if let Some(message) = explicit_empty_axis(text) {
+            return Err(ConfigError::Invalid { file: file.into(), message });
+        }
         Ok(cfg)
     }
 
@@ -306,6 +339,22 @@ impl SweepConfig {
         match self.llm.cache_mode.as_str() {
             "read-write" | "replay" | "off" => {}
             m => return Err(format!("key `llm.cache_mode`: `{m}` is not one of read-write, replay, off")),
+        }
+        for (key, value) in [
+            ("llm.timeout_secs", self.llm.timeout_secs),
+            ("llm.deadline_secs", self.llm.deadline_secs),
+            ("llm.max_response_bytes", self.llm.max_response_bytes),
+            ("llm.max_attempts", u64::from(self.llm.max_attempts)),
+            ("llm.concurrency", self.llm.concurrency as u64),
+        ] {
+            if value == 0 {
+                return Err(format!("key `{key}`: must be at least 1"));
+            }
+        }
+        for s in &self.slice {
+            if s.conversations == 0 {
+                return Err(format!("key `slice.{}.conversations`: must be at least 1", s.name));
+            }
         }
         let grids = std::iter::once(("grid".to_string(), &self.grid))
             .chain(self.slice.iter().map(|s| (format!("slice.{}.grid", s.name), &s.grid)));

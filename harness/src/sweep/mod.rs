@@ -5,4 +5,7 @@ pub mod runner;
 pub mod summary;
 
 pub use config::{ConfigPoint, SweepConfig};
-pub use runner::{collect, make_plan, merge, run, Cell, CellResult, Plan, RunOptions, Shard};
+pub use runner::{
+    collect, load_cells, make_plan, merge, run, Cell, CellResult, CellState, Plan, RunError, RunOptions, Shard,
+    StoredCells,
+};

@@ -3,13 +3,56 @@
 
 use super::config::{ConfigPoint, ProbesConfig, SweepConfig};
 use crate::datasets::{self, Conversation};
+use crate::fsutil::{write_atomic, TEMP_PREFIX};
 use crate::llm::{self, BackendOptions, CacheMode, LanguageModel, LlmError};
 use crate::probes::{ProbeObserver, ProbeResults};
 use crate::replay::{self, ConversationResult, ReplayInput, ReplaySettings};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// Largest plan a run accepts, in cells; checked before any cell list is allocated.
+pub const MAX_PLAN_CELLS: u64 = 1_000_000;
+
+/// Why a run, a merge or a plan could not be made. Exit statuses are assigned in `cli::exit_status`.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The sweep config does not expand to a grid.
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Dataset(#[from] datasets::DatasetError),
+    #[error(
+        "the plan has {cells} cells ({points} configurations, {conversations} conversations, {repeats} repeat(s)), \
+         more than the limit of {limit}; lower `repeats`, the grid or `max_conversations`"
+    )]
+    TooLarge { cells: u128, points: usize, conversations: usize, repeats: u32, limit: u64 },
+    #[error("{}: the run directory holds another plan (different config or corpus); use a new --out", .path.display())]
+    PlanMismatch { path: PathBuf },
+    #[error("{}: {reason}", .path.display())]
+    BadPlan { path: PathBuf, reason: String },
+    /// A read or directory operation failed (the message names the path).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::WriteError),
+    #[error(
+        "{}: the run directory is in use by {holder}; wait for that run to finish or use another --out",
+        .path.display()
+    )]
+    Locked { path: PathBuf, holder: String },
+    #[error("a cell panicked: {0}")]
+    Panicked(String),
+    #[error("{}: its plan differs from {}'s (different config or corpus)", .shard.display(), .first.display())]
+    ShardsDiffer { shard: PathBuf, first: PathBuf },
+    #[error("merge needs at least one shard directory")]
+    NoShards,
+    #[error("{0}")]
+    BadOption(String),
+}
 
 /// A conversation of the run, as listed in the plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,10 +107,61 @@ pub struct CellResult {
     /// Probe scores and injection obedience (cells of runs without probes have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<crate::probes::ProbeResults>,
+    /// The cell failed on a transient model error (rate limit, timeout, server error, bad answer): the next
+    /// `run` into the directory redoes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transient_failure: bool,
+    /// [`Plan::digest`] of the plan the cell was run under: a cell copied from another run is not used.
+    #[serde(default)]
+    pub plan: String,
+    /// `sha256:` of the stored file with this field empty (see [`cell_bytes`]): a damaged or hand-edited
+    /// cell is detected, named and redone, never used. Always the last field.
+    #[serde(default)]
+    pub digest: String,
 }
 
 impl Plan {
+    /// The number of cells, computed without listing them.
+    pub fn cell_count(&self) -> u128 {
+        self.points
+            .iter()
+            .map(|p| {
+                let of_source =
+                    self.conversations.iter().filter(|c| p.source.as_ref().is_none_or(|s| &c.source == s)).count();
+                of_source.min(p.max_conversations.unwrap_or(usize::MAX)) as u128 * u128::from(self.repeats)
+            })
+            .sum()
+    }
+
+    /// Refuses plans larger than [`MAX_PLAN_CELLS`], before anything is allocated for them.
+    pub fn check_size(&self) -> Result<(), RunError> {
+        let cells = self.cell_count();
+        if cells > u128::from(MAX_PLAN_CELLS) {
+            return Err(RunError::TooLarge {
+                cells,
+                points: self.points.len(),
+                conversations: self.conversations.len(),
+                repeats: self.repeats,
+                limit: MAX_PLAN_CELLS,
+            });
+        }
+        Ok(())
+    }
+
+    /// The plan as stored in `plan.json`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Short digest of the stored plan, carried by every cell run under it.
+    pub fn digest(&self) -> String {
+        hex::encode(&Sha256::digest(self.to_bytes())[..8])
+    }
+
     /// All cells in their canonical order (point, conversation, repeat); shards take every Nth.
+    /// Call [`Plan::check_size`] first on a plan from outside (`make_plan` and `load_plan` do).
     pub fn cells(&self) -> Vec<Cell> {
         let mut out = Vec::new();
         for p in &self.points {
@@ -104,10 +198,13 @@ impl std::str::FromStr for Shard {
 }
 
 /// Builds the plan: loads the conversation list (not their contents) and expands the grid.
-pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, String> {
+pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError> {
+    if config.datasets.is_empty() {
+        return Err(RunError::Config("key `datasets`: needs at least one dataset directory or file".into()));
+    }
     let roots: Vec<PathBuf> =
         config.datasets.iter().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }).collect();
-    let mut files = datasets::find_conversations(&roots).map_err(|e| e.to_string())?;
+    let mut files = datasets::find_conversations(&roots)?;
     if config.max_conversations > 0 {
         files.truncate(config.max_conversations);
     }
@@ -129,42 +226,171 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, String> 
         let rel = f.strip_prefix(base_dir).map(Path::to_path_buf).unwrap_or(f.clone());
         conversations.push(PlannedConversation { id, path: rel, source, error });
     }
-    let points = config.points()?;
-    Ok(Plan {
+    let points = config.points().map_err(RunError::Config)?;
+    for s in &config.slice {
+        if let Some(source) = &s.source {
+            if !conversations.iter().any(|c| &c.source == source) {
+                let known: std::collections::BTreeSet<&str> = conversations.iter().map(|c| c.source.as_str()).collect();
+                return Err(RunError::Config(format!(
+                    "slice `{}`: source `{source}` matches no conversation of the datasets (sources: {})",
+                    s.name,
+                    known.into_iter().collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+    }
+    let plan = Plan {
         name: config.name.clone(),
         points,
         conversations,
         repeats: config.repeats,
         replay: config.replay.clone(),
         probes: config.probes.clone().filter(|p| p.enabled),
-    })
+    };
+    plan.check_size()?;
+    if plan.cell_count() == 0 {
+        return Err(RunError::Config("the plan has no cells: the datasets hold no conversation".into()));
+    }
+    Ok(plan)
 }
 
 fn sanitize_id(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
 }
 
-/// Writes `bytes` to `path` atomically (temp file in the same directory, then rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+/// What a run directory holds for one cell.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CellState {
+    Done(Box<CellResult>),
+    Missing,
+    /// Present but unusable.
+    Damaged(CellDamage),
+}
+
+/// Why a stored cell is not used.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CellDamage {
+    #[error("cannot read: {0}")]
+    Unreadable(String),
+    #[error("no digest")]
+    NoDigest,
+    #[error("digest mismatch: the file was changed after it was written")]
+    DigestMismatch,
+    #[error("not a cell result: {0}")]
+    NotACell(String),
+    #[error("holds another cell's result")]
+    OtherCell,
+    #[error("run under another plan ({0})")]
+    OtherPlan(String),
+}
+
+const DIGEST_FIELD: &[u8] = b"\n  \"digest\": \"";
+
+fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
+}
+
+fn sha256_tag(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// The stored form of a cell: pretty JSON whose last field, `digest`, is the sha256 of the same bytes with
+/// that field empty. Hashing bytes (not re-serialised values) keeps the check exact for every number.
+pub fn cell_bytes(r: &CellResult) -> Result<Vec<u8>, RunError> {
+    let blank = CellResult { digest: String::new(), ..r.clone() };
+    let mut bytes = serde_json::to_vec_pretty(&blank).map_err(|e| RunError::Io(std::io::Error::other(e)))?;
+    bytes.push(b'\n');
+    let at = find_last(&bytes, DIGEST_FIELD)
+        .map(|i| i + DIGEST_FIELD.len())
+        .ok_or_else(|| RunError::Io(std::io::Error::other("cell serialisation lost its digest field")))?;
+    let digest = sha256_tag(&bytes);
+    bytes.splice(at..at, digest.bytes());
+    Ok(bytes)
+}
+
+/// Checks a stored cell's digest against its bytes.
+fn verify_digest(bytes: &[u8]) -> Result<(), CellDamage> {
+    let at = find_last(bytes, DIGEST_FIELD).map(|i| i + DIGEST_FIELD.len()).ok_or(CellDamage::NoDigest)?;
+    let len = bytes[at..].iter().position(|&b| b == b'"').ok_or(CellDamage::NoDigest)?;
+    let claimed = String::from_utf8_lossy(&bytes[at..at + len]).into_owned();
+    let mut blank = bytes[..at].to_vec();
+    blank.extend_from_slice(&bytes[at + len..]);
+    let actual = sha256_tag(&blank);
+    if claimed.is_empty() {
+        return Err(CellDamage::NoDigest);
+    }
+    if claimed != actual {
+        return Err(CellDamage::DigestMismatch);
+    }
     Ok(())
 }
 
-/// Reads a stored cell; `None` when absent or unreadable (it will be run again).
-pub fn read_cell(run_dir: &Path, cell: &Cell) -> Option<CellResult> {
-    let bytes = std::fs::read(run_dir.join(cell.relative_path())).ok()?;
-    serde_json::from_slice::<CellResult>(&bytes).ok().filter(|r| &r.cell == cell)
+/// Reads and verifies a stored cell.
+pub fn read_cell(run_dir: &Path, plan_digest: &str, cell: &Cell) -> CellState {
+    let bytes = match std::fs::read(run_dir.join(cell.relative_path())) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CellState::Missing,
+        Err(e) => return CellState::Damaged(CellDamage::Unreadable(e.to_string())),
+    };
+    if let Err(reason) = verify_digest(&bytes) {
+        return CellState::Damaged(reason);
+    }
+    match serde_json::from_slice::<CellResult>(&bytes) {
+        Err(e) => CellState::Damaged(CellDamage::NotACell(e.to_string())),
+        Ok(r) if &r.cell != cell => CellState::Damaged(CellDamage::OtherCell),
+        Ok(r) if r.plan != plan_digest => CellState::Damaged(CellDamage::OtherPlan(r.plan)),
+        Ok(r) => CellState::Done(Box::new(r)),
+    }
 }
 
-pub fn write_cell(run_dir: &Path, r: &CellResult) -> std::io::Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?;
-    bytes.push(b'\n');
-    write_atomic(&run_dir.join(r.cell.relative_path()), &bytes)
+/// Writes a cell atomically, stamped with its digest.
+pub fn write_cell(run_dir: &Path, r: &CellResult) -> Result<(), RunError> {
+    Ok(write_atomic(&run_dir.join(r.cell.relative_path()), &cell_bytes(r)?)?)
+}
+
+/// Every cell of a plan as a run directory holds it.
+#[derive(Clone, Debug, Default)]
+pub struct StoredCells {
+    /// Verified cells, in the plan's order.
+    pub cells: Vec<CellResult>,
+    pub missing: Vec<Cell>,
+    pub damaged: Vec<(Cell, CellDamage)>,
+}
+
+impl StoredCells {
+    pub fn is_complete(&self) -> bool {
+        self.missing.is_empty() && self.damaged.is_empty()
+    }
+
+    /// One line per missing or damaged cell, naming its file (at most `limit`, then a count).
+    pub fn problems(&self, run_dir: &Path, limit: usize) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .damaged
+            .iter()
+            .map(|(c, why)| format!("damaged: {}: {why}", run_dir.join(c.relative_path()).display()))
+            .chain(self.missing.iter().map(|c| format!("missing: {}", run_dir.join(c.relative_path()).display())))
+            .collect();
+        let total = lines.len();
+        if total > limit {
+            lines.truncate(limit);
+            lines.push(format!("… and {} more", total - limit));
+        }
+        lines
+    }
+}
+
+/// Reads every cell of the plan from a run directory, sorting them into verified, missing and damaged.
+pub fn load_cells(run_dir: &Path, plan: &Plan) -> StoredCells {
+    let digest = plan.digest();
+    let mut out = StoredCells::default();
+    for cell in plan.cells() {
+        match read_cell(run_dir, &digest, &cell) {
+            CellState::Done(r) => out.cells.push(*r),
+            CellState::Missing => out.missing.push(cell),
+            CellState::Damaged(why) => out.damaged.push((cell, why)),
+        }
+    }
+    out
 }
 
 /// Options of one invocation.
@@ -175,14 +401,40 @@ pub struct RunOptions {
     pub shard: Option<Shard>,
     pub cache_mode: Option<CacheMode>,
     pub progress: bool,
+    /// Redo every failed cell (without it only cells that failed on a transient model error are redone).
+    pub retry_failed: bool,
+    /// The config file's text, stored as `config.toml` once the directory is locked and its plan checked.
+    pub config_text: Option<Vec<u8>>,
+    /// Wraps every model the run builds (instrumentation; mutation tests of the gate). Not part of the plan,
+    /// so results under a wrapper are not reproducible from the config: the CLI never sets it.
+    pub wrap_model: Option<ModelWrapper>,
+}
+
+/// See [`RunOptions::wrap_model`].
+#[derive(Clone)]
+pub struct ModelWrapper(pub Arc<WrapModelFn>);
+
+/// The function of a [`ModelWrapper`].
+pub type WrapModelFn = dyn Fn(Arc<dyn LanguageModel>) -> Arc<dyn LanguageModel> + Send + Sync;
+
+impl std::fmt::Debug for ModelWrapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelWrapper")
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunSummary {
     pub total_cells: usize,
+    /// Cells found done and kept.
     pub skipped: usize,
     pub ran: usize,
+    /// Cells of this invocation's share that hold an error at the end (run now or kept).
     pub failed: usize,
+    /// Of the cells run: damaged ones redone.
+    pub redone_damaged: usize,
+    /// Of the cells run: failed ones retried.
+    pub retried_failed: usize,
 }
 
 pub fn plan_path(run_dir: &Path) -> PathBuf {
@@ -190,26 +442,85 @@ pub fn plan_path(run_dir: &Path) -> PathBuf {
 }
 
 /// Writes (or checks) the plan in the run directory: resuming with another config is refused.
-pub fn ensure_plan(run_dir: &Path, plan: &Plan) -> Result<(), String> {
+pub fn ensure_plan(run_dir: &Path, plan: &Plan) -> Result<(), RunError> {
     let path = plan_path(run_dir);
-    let mut bytes = serde_json::to_vec_pretty(plan).map_err(|e| e.to_string())?;
-    bytes.push(b'\n');
+    let bytes = plan.to_bytes();
     if let Ok(existing) = std::fs::read(&path) {
         if existing != bytes {
-            return Err(format!(
-                "{}: the run directory holds another plan (different config or corpus); use a new --out",
-                path.display()
-            ));
+            return Err(RunError::PlanMismatch { path });
         }
         return Ok(());
     }
-    write_atomic(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))
+    Ok(write_atomic(&path, &bytes)?)
 }
 
-pub fn load_plan(run_dir: &Path) -> Result<Plan, String> {
+pub fn load_plan(run_dir: &Path) -> Result<Plan, RunError> {
     let path = plan_path(run_dir);
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    let bytes = std::fs::read(&path).map_err(|e| RunError::BadPlan { path: path.clone(), reason: e.to_string() })?;
+    let plan: Plan =
+        serde_json::from_slice(&bytes).map_err(|e| RunError::BadPlan { path: path.clone(), reason: e.to_string() })?;
+    plan.check_size()?;
+    Ok(plan)
+}
+
+/// The lock a run holds on its directory (`run.lock`, holding the holder's pid and host). The lock is an
+/// advisory `flock` the kernel drops when the holder dies, so a lock file left by a killed run is stale by
+/// construction and the next run takes it over.
+#[derive(Debug)]
+pub struct RunLock {
+    file: std::fs::File,
+}
+
+impl Drop for RunLock {
+    /// Empties the record before the kernel drops the lock with the handle. The file itself stays: removing
+    /// it would let a run that opened it just before lock a file nobody else can see.
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+    }
+}
+
+pub const LOCK_FILE: &str = "run.lock";
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown host".into())
+}
+
+/// Takes the run directory's lock, or refuses naming the holder.
+pub fn lock_run_dir(run_dir: &Path) -> Result<RunLock, RunError> {
+    use std::io::{Read, Seek, Write};
+    std::fs::create_dir_all(run_dir).map_err(|e| RunError::Io(named_io(run_dir, e)))?;
+    let path = run_dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| RunError::Io(named_io(&path, e)))?;
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => {}
+        Err(fs4::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let holder = if holder.is_empty() { "another run".to_string() } else { holder.to_string() };
+            return Err(RunError::Locked { path: run_dir.to_path_buf(), holder });
+        }
+        Err(fs4::TryLockError::Error(e)) => return Err(RunError::Io(named_io(&path, e))),
+    }
+    let record = format!("pid {} on {}\n", std::process::id(), host_name());
+    let written = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(record.as_bytes()));
+    written.map_err(|e| RunError::Io(named_io(&path, e)))?;
+    Ok(RunLock { file })
+}
+
+fn named_io(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// The LLM backend options a sweep config asks for; `cache_mode` overrides the config's.
@@ -217,10 +528,11 @@ pub fn backend_options(
     config: &SweepConfig,
     base_dir: &Path,
     cache_mode: Option<CacheMode>,
-) -> Result<BackendOptions, String> {
+) -> Result<BackendOptions, RunError> {
     let defaults = BackendOptions::default();
     let reliability = llm::ReliabilityOptions {
         timeout: Some(std::time::Duration::from_secs(config.llm.timeout_secs)),
+        deadline: Some(std::time::Duration::from_secs(config.llm.deadline_secs)),
         concurrency: config.llm.concurrency,
         retry: llm::RetryPolicy { max_attempts: config.llm.max_attempts, ..defaults.reliability.retry.clone() },
         ..defaults.reliability.clone()
@@ -229,9 +541,10 @@ pub fn backend_options(
         cache_dir: config.llm.cache_dir.as_ref().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }),
         cache_mode: match cache_mode {
             Some(m) => m,
-            None => config.llm.cache_mode.parse().map_err(|e| format!("llm.cache_mode: {e}"))?,
+            None => config.llm.cache_mode.parse().map_err(|e| RunError::BadOption(format!("llm.cache_mode: {e}")))?,
         },
         reliability,
+        max_response_bytes: config.llm.max_response_bytes,
         threads: config.llm.threads,
         ..defaults
     })
@@ -241,6 +554,7 @@ pub fn backend_options(
 struct Models {
     opts: BackendOptions,
     built: std::sync::Mutex<BTreeMap<String, Arc<dyn LanguageModel>>>,
+    wrap: Option<ModelWrapper>,
 }
 
 impl Models {
@@ -249,7 +563,10 @@ impl Models {
         if let Some(m) = built.get(spec) {
             return Ok(Arc::clone(m));
         }
-        let m = llm::from_spec(spec, &self.opts)?;
+        let mut m = llm::from_spec(spec, &self.opts)?;
+        if let Some(w) = &self.wrap {
+            m = (w.0)(m);
+        }
         built.insert(spec.to_string(), Arc::clone(&m));
         Ok(m)
     }
@@ -275,19 +592,80 @@ fn remove_orphaned_temp_files(run_dir: &Path) {
     for point in points.flatten() {
         let Ok(files) = std::fs::read_dir(point.path()) else { continue };
         for f in files.flatten() {
-            if f.file_name().to_string_lossy().starts_with(".tmp") {
+            if f.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
                 let _ = std::fs::remove_file(f.path());
             }
         }
     }
 }
 
-/// Runs (or resumes) every cell of the plan that belongs to this shard.
-pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result<RunSummary, String> {
+/// A model as one cell sees it: notes whether a call failed on a transient error, so the cell can be
+/// marked for a retry by the next run.
+struct Watched {
+    inner: Arc<dyn LanguageModel>,
+    transient: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for Watched {
+    fn spec(&self) -> &str {
+        self.inner.spec()
+    }
+    fn cache_identity(&self) -> String {
+        self.inner.cache_identity()
+    }
+    async fn generate(&self, req: &llm::LlmRequest) -> Result<llm::LlmResponse, LlmError> {
+        let r = self.inner.generate(req).await;
+        if r.as_ref().is_err_and(LlmError::is_transient) {
+            self.transient.store(true, Ordering::Relaxed);
+        }
+        r
+    }
+    async fn count_tokens(&self, req: &llm::LlmRequest) -> Result<Option<u64>, LlmError> {
+        self.inner.count_tokens(req).await
+    }
+}
+
+/// Why a cell is run by this invocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason {
+    New,
+    Damaged,
+    Failed,
+}
+
+/// Prints a plain progress line every few seconds when stderr is not a terminal (CI logs, redirects),
+/// where a progress bar would print nothing.
+struct PlainProgress {
+    every: std::time::Duration,
+    last: std::time::Instant,
+    total: usize,
+}
+
+impl PlainProgress {
+    fn tick(&mut self, done: usize, failed: usize) {
+        if self.last.elapsed() >= self.every || done == self.total {
+            self.last = std::time::Instant::now();
+            eprintln!("run: {done}/{} cells done ({failed} with an error)", self.total);
+        }
+    }
+}
+
+/// Runs (or resumes) every cell of the plan that belongs to this shard: cells that are missing or
+/// damaged, and failed ones when their failure was transient or `retry_failed` is set.
+pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result<RunSummary, RunError> {
+    plan.check_size()?;
+    let _lock = lock_run_dir(&opts.run_dir)?;
     ensure_plan(&opts.run_dir, plan)?;
+    if let Some(text) = &opts.config_text {
+        write_atomic(&opts.run_dir.join("config.toml"), text)?;
+    }
     remove_orphaned_temp_files(&opts.run_dir);
-    let models =
-        Arc::new(Models { opts: backend_options(config, &opts.base_dir, opts.cache_mode)?, built: Default::default() });
+    let models = Arc::new(Models {
+        opts: backend_options(config, &opts.base_dir, opts.cache_mode)?,
+        built: Default::default(),
+        wrap: opts.wrap_model.clone(),
+    });
     let cells: Vec<Cell> = plan
         .cells()
         .into_iter()
@@ -296,14 +674,31 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         .map(|(_, c)| c)
         .collect();
     let mut summary = RunSummary { total_cells: cells.len(), ..Default::default() };
-    let mut todo: Vec<Cell> = cells.into_iter().filter(|c| read_cell(&opts.run_dir, c).is_none()).collect();
+    let plan_digest = plan.digest();
+    let mut todo: Vec<(Cell, Reason)> = Vec::new();
+    for c in cells {
+        match read_cell(&opts.run_dir, &plan_digest, &c) {
+            CellState::Done(r) if r.result.error.is_some() && (opts.retry_failed || r.transient_failure) => {
+                todo.push((c, Reason::Failed))
+            }
+            CellState::Done(r) => {
+                summary.skipped += 1;
+                summary.failed += r.result.error.is_some() as usize;
+            }
+            CellState::Missing => todo.push((c, Reason::New)),
+            CellState::Damaged(why) => {
+                eprintln!("warning: {}: {why}; running it again", opts.run_dir.join(c.relative_path()).display());
+                todo.push((c, Reason::Damaged));
+            }
+        }
+    }
     // Slices usually hold the slow models: start them first so they overlap the fast cells instead of
     // running alone at the end. Results do not depend on the order.
     let in_slice: std::collections::BTreeSet<&str> =
         plan.points.iter().filter(|p| p.slice.is_some()).map(|p| p.id.as_str()).collect();
-    todo.sort_by_key(|c| !in_slice.contains(c.point.as_str()));
-    summary.skipped = summary.total_cells - todo.len();
-    let bar = if opts.progress {
+    todo.sort_by_key(|(c, _)| !in_slice.contains(c.point.as_str()));
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let bar = if opts.progress && terminal {
         let b = indicatif::ProgressBar::new(todo.len() as u64);
         b.set_style(
             indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} cells {msg}")
@@ -313,13 +708,17 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
     } else {
         indicatif::ProgressBar::hidden()
     };
+    let mut plain = (opts.progress && !terminal).then(|| PlainProgress {
+        every: std::time::Duration::from_secs(5),
+        last: std::time::Instant::now(),
+        total: todo.len(),
+    });
     let points: BTreeMap<String, ConfigPoint> = plan.points.iter().map(|p| (p.id.clone(), p.clone())).collect();
     let conversations: BTreeMap<String, PlannedConversation> =
         plan.conversations.iter().map(|c| (c.id.clone(), c.clone())).collect();
-    // Group by conversation so each file is parsed once per worker batch.
     let semaphore = Arc::new(tokio::sync::Semaphore::new(config.concurrency));
     let mut tasks = tokio::task::JoinSet::new();
-    for cell in todo {
+    for (cell, reason) in todo {
         let point = points[&cell.point].clone();
         let conv = conversations[&cell.conversation].clone();
         let models = Arc::clone(&models);
@@ -328,25 +727,49 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         let base_dir = opts.base_dir.clone();
         let replay_settings = ReplaySettings { token_limit: point.token_limit, ..plan.replay.clone() };
         let probes_config = plan.probes.clone();
+        let plan_digest = plan_digest.clone();
         tasks.spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
-            let (result, probes) =
-                run_cell(&cell, &point, &conv, &base_dir, &replay_settings, &models, probes_config.as_ref()).await;
+            let transient = Arc::new(AtomicBool::new(false));
+            let (result, probes) = run_cell(
+                &cell,
+                &point,
+                &conv,
+                &base_dir,
+                &replay_settings,
+                (&models, &transient),
+                probes_config.as_ref(),
+            )
+            .await;
             let failed = result.error.is_some();
-            let stored = CellResult { cell, source: conv.source.clone(), result, probes };
-            write_cell(&run_dir, &stored).map(|_| failed).map_err(|e| format!("{}: {e}", run_dir.display()))
+            let stored = CellResult {
+                cell,
+                source: conv.source.clone(),
+                result,
+                probes,
+                transient_failure: failed && transient.load(Ordering::Relaxed),
+                plan: plan_digest,
+                digest: String::new(),
+            };
+            write_cell(&run_dir, &stored).map(|_| (failed, reason))
         });
     }
-    while let Some(done) = tasks.join_next().await {
-        match done {
-            Ok(Ok(failed)) => {
-                summary.ran += 1;
-                summary.failed += failed as usize;
-            }
+    let mut done = 0;
+    while let Some(finished) = tasks.join_next().await {
+        let (failed, reason) = match finished {
+            Ok(Ok(x)) => x,
             Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(format!("a cell panicked: {e}")),
-        }
+            Err(e) => return Err(RunError::Panicked(e.to_string())),
+        };
+        summary.ran += 1;
+        summary.failed += failed as usize;
+        summary.redone_damaged += (reason == Reason::Damaged) as usize;
+        summary.retried_failed += (reason == Reason::Failed) as usize;
+        done += 1;
         bar.inc(1);
+        if let Some(p) = &mut plain {
+            p.tick(done, summary.failed);
+        }
     }
     bar.finish_and_clear();
     Ok(summary)
@@ -358,9 +781,12 @@ async fn run_cell(
     conv: &PlannedConversation,
     base_dir: &Path,
     settings: &ReplaySettings,
-    models: &Models,
+    (models, transient): (&Models, &Arc<AtomicBool>),
     probes: Option<&ProbesConfig>,
 ) -> (ConversationResult, Option<ProbeResults>) {
+    let watched = |m: Arc<dyn LanguageModel>| -> Arc<dyn LanguageModel> {
+        Arc::new(Watched { inner: m, transient: Arc::clone(transient) })
+    };
     let failed = |e: String| {
         (ConversationResult { conversation: cell.conversation.clone(), error: Some(e), ..Default::default() }, None)
     };
@@ -374,7 +800,9 @@ async fn run_cell(
         Err(e) => return failed(e.to_string()),
     };
     let llm: Arc<dyn LanguageModel> = match &point.summarizer {
-        Some(spec) => models.get(spec).unwrap_or_else(|e| Arc::new(Unavailable(format!("summarizer `{spec}`: {e}")))),
+        Some(spec) => {
+            models.get(spec).map(watched).unwrap_or_else(|e| Arc::new(Unavailable(format!("summarizer `{spec}`: {e}"))))
+        }
         None => Arc::new(Unavailable("this strategy calls no model".into())),
     };
     let strategy = match point.strategy.build() {
@@ -404,7 +832,7 @@ async fn run_cell(
     });
     let mut model_for = |role: &str, spec: Option<&String>| {
         let spec = spec?;
-        models.get(spec).map_err(|e| errors.push(format!("{role} `{spec}`: {e}"))).ok()
+        models.get(spec).map(watched).map_err(|e| errors.push(format!("{role} `{spec}`: {e}"))).ok()
     };
     let answerer = model_for("answerer", point.probe_answerer.as_ref().or(pc.answerer.as_ref()));
     let judge = model_for("judge", pc.judge.as_ref());
@@ -444,37 +872,62 @@ async fn run_cell(
     (result, Some(probe_results))
 }
 
-/// Every stored cell of a run directory, in the plan's order (missing cells are skipped).
+/// Every verified cell of a run directory, in the plan's order (missing and damaged cells are left out;
+/// [`load_cells`] names them).
 pub fn collect(run_dir: &Path, plan: &Plan) -> Vec<CellResult> {
-    plan.cells().iter().filter_map(|c| read_cell(run_dir, c)).collect()
+    load_cells(run_dir, plan).cells
 }
 
-/// Joins shard directories into `out`: their plans must be identical.
-pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<usize, String> {
-    let first = shards.first().ok_or("merge needs at least one shard directory")?;
+/// What a merge did.
+#[derive(Clone, Debug, Default)]
+pub struct MergeSummary {
+    pub copied: usize,
+    pub total: usize,
+    /// Cells found in no shard.
+    pub missing: Vec<Cell>,
+    /// Damaged copies met (the shard, the cell, why); a good copy in another shard is still used.
+    pub damaged: Vec<(PathBuf, Cell, CellDamage)>,
+}
+
+/// Joins shard directories into `out`: their plans must be identical; every cell copied is verified.
+pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<MergeSummary, RunError> {
+    let first = shards.first().ok_or(RunError::NoShards)?;
     let plan = load_plan(first)?;
     for s in &shards[1..] {
         if load_plan(s)? != plan {
-            return Err(format!(
-                "{}: its plan differs from {}'s (different config or corpus)",
-                s.display(),
-                first.display()
-            ));
+            return Err(RunError::ShardsDiffer { shard: s.clone(), first: first.clone() });
         }
     }
+    let _lock = lock_run_dir(out)?;
     ensure_plan(out, &plan)?;
-    let mut copied = 0;
+    let digest = plan.digest();
+    let mut summary = MergeSummary::default();
     for cell in plan.cells() {
-        if let Some(r) = shards.iter().find_map(|s| read_cell(s, &cell)) {
-            write_cell(out, &r).map_err(|e| format!("{}: {e}", out.display()))?;
-            copied += 1;
+        summary.total += 1;
+        let mut found = None;
+        for s in shards {
+            match read_cell(s, &digest, &cell) {
+                CellState::Done(r) => {
+                    found = Some(r);
+                    break;
+                }
+                CellState::Missing => {}
+                CellState::Damaged(why) => summary.damaged.push((s.clone(), cell.clone(), why)),
+            }
+        }
+        match found {
+            Some(r) => {
+                write_cell(out, &r)?;
+                summary.copied += 1;
+            }
+            None => summary.missing.push(cell),
         }
     }
     for s in shards {
         if let Ok(cfg) = std::fs::read(s.join("config.toml")) {
-            write_atomic(&out.join("config.toml"), &cfg).map_err(|e| e.to_string())?;
+            write_atomic(&out.join("config.toml"), &cfg)?;
             break;
         }
     }
-    Ok(copied)
+    Ok(summary)
 }

@@ -99,3 +99,27 @@ fn bad_input_is_one_clear_line_with_exit_status_2() {
         }
     }
 }
+
+#[test]
+fn every_option_has_help_text_and_help_shows_the_exit_statuses() {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            if a.is_hide_set() || ["help", "version"].contains(&a.get_id().as_str()) {
+                continue;
+            }
+            if a.get_help().is_none() && a.get_long_help().is_none() {
+                missing.push(format!("{path} {}", a.get_id()));
+            }
+        }
+        for s in cmd.get_subcommands() {
+            walk(s, &format!("{path} {}", s.get_name()), missing);
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&compactbench::cli::Cli::command(), "compactbench", &mut missing);
+    assert!(missing.is_empty(), "options without help text: {missing:#?}");
+    let out = compactbench(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Exit status: 0 success; 1 regression") && help.contains("4 incomplete"), "{help}");
+}

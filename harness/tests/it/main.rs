@@ -4,6 +4,7 @@ mod cli;
 mod golden;
 mod probes;
 mod properties;
+mod reliability;
 mod replay;
 mod report;
 mod strategies;

@@ -66,6 +66,9 @@ fn cell(
         source: conv.meta.source.clone(),
         result,
         probes: Some(probes),
+        transient_failure: false,
+        plan: String::new(),
+        digest: String::new(),
     }
 }
 

@@ -117,7 +117,7 @@ fn noise_within_the_interval_passes() {
 }
 
 #[test]
-fn mismatched_inputs_exit_2() {
+fn mismatched_inputs_are_incomplete_and_a_missing_run_is_bad_input() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = tmp.path().join("other.toml");
     std::fs::write(&cfg, CONFIG.replace("max_conversations = 12", "max_conversations = 5")).unwrap();
@@ -129,11 +129,11 @@ fn mismatched_inputs_exit_2() {
         .unwrap();
     assert!(out.status.success());
     let out = gate_cli(&other);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("different corpora"),
+        String::from_utf8_lossy(&out.stdout).contains("conversation missing from the current run"),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stdout)
     );
     let out = gate_cli(&tmp.path().join("missing"));
     assert_eq!(out.status.code(), Some(2));

@@ -82,6 +82,9 @@ pub fn sweep(config: &SweepConfig, out: &std::path::Path) -> runner::RunSummary 
         shard: None,
         cache_mode: None,
         progress: false,
+        retry_failed: false,
+        config_text: None,
+        wrap_model: None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(runner::run(config, &plan, &opts)).unwrap()

@@ -74,6 +74,9 @@ pub enum LlmError {
     Transport(String),
     #[error("malformed response: {0}")]
     Malformed(String),
+    /// The answer exceeded the configured size cap (read no further than the cap).
+    #[error("response larger than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
     #[error("retry attempts exhausted after {attempts} attempts: {last}")]
     RetriesExhausted { attempts: u32, last: String },
     #[error("no recorded response for request {hash} ({description}); run without --cache replay to record it")]
@@ -86,14 +89,36 @@ pub enum LlmError {
     Other(String),
 }
 
+impl LlmError {
+    /// Whether the failure may go away by itself (throttling, timeouts, server and transport errors, a
+    /// malformed or damaged answer): a sweep redoes cells that failed this way on its next run.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            LlmError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
+            LlmError::RateLimited { .. }
+            | LlmError::Timeout { .. }
+            | LlmError::Transport(_)
+            | LlmError::Malformed(_)
+            | LlmError::RetriesExhausted { .. }
+            | LlmError::TooLarge { .. }
+            | LlmError::CacheCorrupt { .. } => true,
+            LlmError::ContextOverflow { .. }
+            | LlmError::CacheMiss { .. }
+            | LlmError::Config(_)
+            | LlmError::Other(_) => false,
+        }
+    }
+}
+
 #[async_trait]
 pub trait LanguageModel: Send + Sync {
     /// The model spec string (`local:smollm2-135m`, `gemini:gemini-2.5-flash`, `extractive`, …). It names
     /// the backend and model in cache keys and reports, so two different models never share a spec.
     fn spec(&self) -> &str;
 
-    /// What identifies the model in cache keys: the spec without transport details (an OpenAI-compatible
-    /// server's base URL), so recordings replay against any server hosting the same model.
+    /// What identifies the model in cache keys. For servers this includes the server (an OpenAI-compatible
+    /// base URL without credentials): one model name on two servers may be two different models, and a
+    /// recording must not answer for the wrong one.
     fn cache_identity(&self) -> String {
         self.spec().to_string()
     }

@@ -322,9 +322,23 @@ impl Knob {
     }
 }
 
-/// A knob that names a prompt section, `FILE:SECTION` (a built-in file stem of `configs/prompts/` or a path).
+/// A knob that names a prompt section, `FILE:SECTION` (a built-in file stem of `configs/prompts/`).
 pub fn prompt_knob(name: &'static str, default: &str, help: &'static str) -> Knob {
-    Knob::text(name, default, "FILE:SECTION", help, |s| prompt_section(s).map(|_| ()).map_err(|e| e.to_string()))
+    Knob::text(name, default, "FILE:SECTION", help, |s| {
+        refuse_prompt_path(s)?;
+        prompt_section(s).map(|_| ()).map_err(|e| e.to_string())
+    })
+}
+
+/// Sweep configs name prompts of `configs/prompts/` by version or `FILE:SECTION`, never by a path: a path
+/// (`../../x:y`) would read files outside the prompt directory into requests and recordings.
+pub fn refuse_prompt_path(spec: &str) -> Result<(), String> {
+    if spec.contains(['/', '\\']) || spec.contains("..") || spec.starts_with('~') {
+        return Err(format!(
+            "`{spec}`: expected a version (v0…v5) or FILE:SECTION naming a prompt of configs/prompts, not a path"
+        ));
+    }
+    Ok(())
 }
 
 /// The text of a prompt section named `FILE:SECTION`.

@@ -249,3 +249,96 @@ fn bad_specs_are_config_errors() {
         assert!(matches!(err, LlmError::Config(_)), "{spec}: {err:?}");
     }
 }
+
+#[tokio::test]
+async fn a_key_echoed_by_the_server_is_masked_in_errors_and_answers() {
+    // A 401 body echoing both headers, then (after a retryable 500 doing the same) an answer quoting the key.
+    let echo = r#"{"error":"bad credentials","you_sent":{"Authorization":"{authorization}","x-goog-api-key":"{x-goog-api-key}"}}"#;
+    let server = MockServer::start(vec![Reply::status(401, echo)]).await;
+    std::env::set_var("CB_TEST_KEY_O9", SECRET);
+    let opts = BackendOptions { openai_key_var: "CB_TEST_KEY_O9".into(), ..test_options(2) };
+    let model = from_spec(&format!("openai:m@{}", server.base), &opts).unwrap();
+    let err = model.generate(&request("q")).await.unwrap_err();
+    assert!(server.received()[0].headers.get("authorization").is_some());
+    let text = err.to_string();
+    assert!(!text.contains(SECRET) && !text.contains("test-SECRET"), "{text}");
+    assert!(text.contains(REDACTED), "{text}");
+
+    let server =
+        MockServer::start(vec![Reply::status(500, echo), Reply::json(gemini_answer("your key is {x-goog-api-key}"))])
+            .await;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = BackendOptions {
+        cache_dir: Some(dir.path().to_path_buf()),
+        cache_mode: CacheMode::ReadWrite,
+        ..gemini_opts(&server, "CB_TEST_KEY_G9", 3)
+    };
+    let model = from_spec("gemini:m", &opts).unwrap();
+    let answer = model.generate(&request("q")).await.unwrap();
+    assert_eq!(answer.text, format!("your key is {REDACTED}"));
+    for e in walk(dir.path()) {
+        let bytes = std::fs::read_to_string(&e).unwrap();
+        assert!(!bytes.contains(SECRET), "{}", e.display());
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn header_shaped_credentials_are_masked_in_error_text() {
+    for text in [
+        "Authorization: Bearer abc.def-123",
+        r#"{"authorization":"Bearer abc.def-123"}"#,
+        "x-goog-api-key=abc.def-123; next",
+        r#"'X-Goog-Api-Key': 'abc.def-123'"#,
+    ] {
+        let out = redact(text, &[]);
+        assert!(!out.contains("abc.def-123") && out.contains(REDACTED), "{text} -> {out}");
+    }
+}
+
+#[tokio::test]
+async fn oversized_answers_are_refused_with_a_clear_error() {
+    let big = "x".repeat(64 * 1024);
+    let server = MockServer::start(vec![Reply::json(gemini_answer(&big))]).await;
+    let opts = BackendOptions { max_response_bytes: 16 * 1024, ..gemini_opts(&server, "CB_TEST_KEY_G12", 1) };
+    let err = from_spec("gemini:m", &opts).unwrap().generate(&request("q")).await.unwrap_err();
+    assert!(matches!(err, LlmError::TooLarge { limit: 16384 }), "{err:?}");
+    assert!(err.to_string().contains("16384 bytes"));
+    // Within the cap it is accepted.
+    let opts = BackendOptions { max_response_bytes: 1024 * 1024, ..gemini_opts(&server, "CB_TEST_KEY_G12", 1) };
+    assert_eq!(from_spec("gemini:m", &opts).unwrap().generate(&request("q")).await.unwrap().text, big);
+}
+
+#[tokio::test]
+async fn retry_after_is_capped_and_a_call_has_a_total_deadline() {
+    // `Retry-After: 99999` waits at most max_retry_after (here 5 s in the test policy, 60 s by default)…
+    assert_eq!(RetryPolicy::default().max_retry_after, Duration::from_secs(60));
+    // …and never past the call's deadline: with 1 s left the call fails at once instead of sleeping.
+    let server = MockServer::start(vec![Reply::status(429, "slow down").header("retry-after", "99999")]).await;
+    let mut opts = gemini_opts(&server, "CB_TEST_KEY_G13", 5);
+    opts.reliability.deadline = Some(Duration::from_secs(1));
+    let started = Instant::now();
+    let err = from_spec("gemini:m", &opts).unwrap().generate(&request("q")).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(matches!(err, LlmError::RetriesExhausted { .. }) && err.to_string().contains("deadline"), "{err}");
+    assert_eq!(server.calls(), 1);
+    // A hanging server: the deadline bounds the whole call even when each attempt's limit is longer.
+    let server = MockServer::start(vec![Reply::json(gemini_answer("late")).delayed(Duration::from_secs(10))]).await;
+    let mut opts = gemini_opts(&server, "CB_TEST_KEY_G14", 5);
+    opts.reliability.deadline = Some(Duration::from_millis(500));
+    let started = Instant::now();
+    let err = from_spec("gemini:m", &opts).unwrap().generate(&request("q")).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(err.is_transient(), "{err}");
+}

@@ -214,11 +214,36 @@ async fn api_keys_never_reach_cache_files_or_errors() {
 }
 
 #[test]
-fn openai_recordings_do_not_depend_on_the_server_url() {
+fn openai_recordings_are_per_server_without_credentials() {
+    // One model name on two servers may be two different models: they do not share recordings.
     let a = OpenAiModel::from_spec_rest("qwen@http://localhost:8000/v1", "X", reqwest::Client::new()).unwrap();
     let b = OpenAiModel::from_spec_rest("qwen@http://gpu-box:9000/v1", "X", reqwest::Client::new()).unwrap();
-    assert_eq!(a.cache_identity(), b.cache_identity());
-    assert_ne!(a.spec(), b.spec());
+    assert_ne!(a.cache_identity(), b.cache_identity());
+    assert_ne!(request_hash(&a.cache_identity(), &request("q")), request_hash(&b.cache_identity(), &request("q")));
+    // A trailing slash or a query string changes nothing (and a query never enters the key).
+    let c =
+        OpenAiModel::from_spec_rest("qwen@http://localhost:8000/v1/?token=t0p", "X", reqwest::Client::new()).unwrap();
+    assert_eq!(a.cache_identity(), c.cache_identity());
+    assert!(!c.cache_identity().contains("t0p"));
+}
+
+#[test]
+fn the_shipped_recordings_still_hit() {
+    // The recordings are for the embedded model, whose identity has no server: every entry's stored request
+    // still hashes to its file name (what a lookup computes).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/recordings");
+    let mut checked = 0;
+    for sub in std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        for f in std::fs::read_dir(sub.path()).unwrap().flatten() {
+            let hash = f.path().file_stem().unwrap().to_string_lossy().into_owned();
+            let entry = ResponseCache::new(&dir).load(&hash).unwrap_or_else(|e| panic!("{hash}: {e}"));
+            assert!(entry.is_some(), "{hash}");
+            let text = std::fs::read_to_string(f.path()).unwrap();
+            assert!(text.contains("\"model\": \"local:smollm2-135m\""), "{}", f.path().display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
 }
 
 #[tokio::test]

@@ -78,7 +78,7 @@ impl MockServer {
                     let mut st = state.lock().unwrap();
                     st.received.push(Received {
                         path: uri.path().to_string(),
-                        headers,
+                        headers: headers.clone(),
                         body: String::from_utf8_lossy(&body).into_owned(),
                     });
                     let i = st.next.min(st.script.len() - 1);
@@ -86,7 +86,14 @@ impl MockServer {
                     st.script[i].clone()
                 };
                 tokio::time::sleep(reply.delay).await;
-                let mut resp: Response = (StatusCode::from_u16(reply.status).unwrap(), reply.body).into_response();
+                // `{authorization}` and `{x-goog-api-key}` in a body echo the request's headers back, as a
+                // careless (or hostile) server does.
+                let mut body = reply.body.clone();
+                for name in ["authorization", "x-goog-api-key"] {
+                    let sent = headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+                    body = body.replace(&format!("{{{name}}}"), sent);
+                }
+                let mut resp: Response = (StatusCode::from_u16(reply.status).unwrap(), body).into_response();
                 for (name, value) in reply.headers {
                     resp.headers_mut().insert(name, value.parse().unwrap());
                 }
@@ -127,6 +134,7 @@ pub fn test_options(attempts: u32) -> BackendOptions {
         reliability: ReliabilityOptions {
             retry: fast_retry(attempts),
             timeout: Some(Duration::from_secs(5)),
+            deadline: Some(Duration::from_secs(30)),
             concurrency: 4,
             coalesce: true,
         },

@@ -9,6 +9,7 @@ fn reliable(inner: Arc<dyn LanguageModel>, concurrency: usize, attempts: u32) ->
     let opts = ReliabilityOptions {
         retry: fast_retry(attempts),
         timeout: Some(Duration::from_secs(5)),
+        deadline: None,
         concurrency,
         coalesce: true,
     };

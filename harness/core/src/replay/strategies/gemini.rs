@@ -129,6 +129,7 @@ impl Strategy for Gemini {
                 "share of the history kept verbatim",
             ),
             Knob::text("prompt", "v5", "v0…v5 | FILE:SECTION", "prompt version or another system's prompt", |s| {
+                crate::replay::strategy::refuse_prompt_path(s)?;
                 CompressionPrompts::from_spec(s).map(|_| ()).map_err(|e| e.to_string())
             }),
             Knob::boolean("verification", true, "second \"critically evaluate\" pass (moot without one)"),
