@@ -231,7 +231,7 @@ fn openai_recordings_are_per_server_without_credentials() {
 fn the_shipped_recordings_still_hit() {
     // The recordings are for the embedded model, whose identity has no server: every entry's stored request
     // still hashes to its file name (what a lookup computes).
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/recordings");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/recordings");
     let mut checked = 0;
     for sub in std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.path().is_dir()) {
         for f in std::fs::read_dir(sub.path()).unwrap().flatten() {
