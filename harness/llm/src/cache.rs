@@ -19,7 +19,9 @@ use std::sync::Arc;
 const REQUEST_FORMAT: &str = "compactbench-llm-request/1";
 const ENTRY_FORMAT: &str = "compactbench-llm-cache-entry/1";
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Written as `read-write`, `replay` or `off` in configs and on the command line (one parser, [`FromStr`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum CacheMode {
     /// Answer from the cache when possible, otherwise call the backend and record the answer.
     #[default]
@@ -39,6 +41,19 @@ impl std::str::FromStr for CacheMode {
             "off" => Ok(CacheMode::Off),
             other => Err(format!("unknown cache mode `{other}` (expected read-write, replay or off)")),
         }
+    }
+}
+
+impl TryFrom<String> for CacheMode {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<CacheMode> for String {
+    fn from(m: CacheMode) -> String {
+        m.to_string()
     }
 }
 

@@ -115,7 +115,7 @@ pub struct LlmConfig {
     /// Record/replay cache directory (relative to the working directory).
     pub cache_dir: Option<PathBuf>,
     /// `read-write`, `replay` or `off`.
-    pub cache_mode: String,
+    pub cache_mode: crate::llm::CacheMode,
     pub timeout_secs: u64,
     pub max_attempts: u32,
     pub concurrency: usize,
@@ -131,7 +131,7 @@ impl Default for LlmConfig {
     fn default() -> Self {
         LlmConfig {
             cache_dir: Some(PathBuf::from(crate::llm::DEFAULT_RECORDINGS_DIR)),
-            cache_mode: "read-write".into(),
+            cache_mode: crate::llm::CacheMode::ReadWrite,
             timeout_secs: 300,
             max_attempts: 5,
             concurrency: 4,
@@ -335,10 +335,6 @@ impl SweepConfig {
         }
         if self.repeats == 0 {
             return Err("key `repeats`: must be at least 1".into());
-        }
-        match self.llm.cache_mode.as_str() {
-            "read-write" | "replay" | "off" => {}
-            m => return Err(format!("key `llm.cache_mode`: `{m}` is not one of read-write, replay, off")),
         }
         for (key, value) in [
             ("llm.timeout_secs", self.llm.timeout_secs),

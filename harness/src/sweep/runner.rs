@@ -541,7 +541,7 @@ pub fn backend_options(
         cache_dir: config.llm.cache_dir.as_ref().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }),
         cache_mode: match cache_mode {
             Some(m) => m,
-            None => config.llm.cache_mode.parse().map_err(|e| RunError::BadOption(format!("llm.cache_mode: {e}")))?,
+            None => config.llm.cache_mode,
         },
         reliability,
         max_response_bytes: config.llm.max_response_bytes,
