@@ -12,7 +12,7 @@ mod common;
 use compactbench::compress::{CallerKind, CompressSettings, Latch};
 use compactbench::json::{self, Value};
 use compactbench::llm::ScriptedModel;
-use compactbench::replay::{replay, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench::replay::{replay, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec, TokenLimit};
 use compactbench_benches::{default_points, generate, largest_conversations, replay_file, Stop, SEED};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -24,7 +24,7 @@ const ROUNDS: usize = 100;
 
 fn generated(c: &mut Criterion) {
     let settings = ReplaySettings {
-        token_limit: WINDOW,
+        token_limit: TokenLimit::Tokens(WINDOW),
         prompt_count_source: PromptCountSource::Heuristic,
         system_prompt_tokens: 1000,
         ..ReplaySettings::default()
@@ -52,7 +52,10 @@ fn generated(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new(*name, format!("{rounds}-rounds")), &history, |b, h| {
                 b.iter(|| {
                     let model = ScriptedModel::new(["<state_snapshot>summary</state_snapshot>"]);
-                    let input = ReplayInput { id: "bench", history: black_box(h), recorded_prompt_tokens: &recorded };
+                    let input = ReplayInput {
+                        recorded_prompt_tokens: &recorded,
+                        ..ReplayInput::history("bench", black_box(h))
+                    };
                     futures::executor::block_on(replay(input, strategy.as_ref(), &settings, &model))
                 })
             });

@@ -12,7 +12,7 @@ use compactbench::datasets;
 use compactbench::history::{self, Content};
 use compactbench::json::{self, Value};
 use compactbench::llm::{ExtractiveModel, LanguageModel};
-use compactbench::replay::{replay, ConversationResult, ReplayInput, ReplaySettings};
+use compactbench::replay::{replay_spec, ConversationResult, NoObserver, ReplayInput, ReplaySettings};
 use compactbench::sweep::{ConfigPoint, SweepConfig};
 use compactbench::tokens::Estimator;
 use std::path::{Path, PathBuf};
@@ -277,10 +277,9 @@ pub fn replay_file_with(
 ) -> ConversationResult {
     let conv = datasets::load_conversation(path).unwrap_or_else(|e| panic!("{e}"));
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let input = ReplayInput::of(&id, &conv);
     let settings = ReplaySettings { token_limit: point.token_limit, ..settings.clone() };
-    let strategy = point.strategy.build();
-    futures::executor::block_on(replay(input, strategy.as_ref(), &settings, llm))
+    futures::executor::block_on(replay_spec(input, &point.strategy, &settings, llm, &mut NoObserver))
 }
 
 /// The `k` largest shipped conversation files (`datasets/`), largest first.

@@ -13,6 +13,7 @@ pub mod history;
 pub mod inspect;
 pub mod json;
 pub mod llm;
+pub mod metrics;
 pub mod models;
 mod named;
 pub mod probes;

@@ -9,10 +9,13 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     pub run_dir: PathBuf,
+    /// Every column of the tables (default: the main ones, fitted to 120 columns).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
-    let out = report::build(&args.run_dir).map_err(CliError::bad_input)?;
+    let out = report::build(&args.run_dir, args.wide).map_err(CliError::bad_input)?;
     println!("{}", out.terminal);
     for f in &out.plots.failed {
         eprintln!("warning: {f}");

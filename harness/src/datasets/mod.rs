@@ -23,6 +23,6 @@ pub use file::{
     load_dataset, parse_conversation, write_conversation, Dataset, CONVERSATION_FORMAT, MANIFEST_FILE,
 };
 pub use layout::Layout;
-pub use model::{Conversation, ConversationMeta};
+pub use model::{Conversation, ConversationMeta, PromptCountOrigin};
 pub use stats::{manifest_value, write_manifest, ConversationStats, Totals};
 pub use validate::{validate_conversation, Problem};

@@ -46,4 +46,64 @@ impl Conversation {
     pub fn has_recorded_tokens(&self) -> bool {
         self.recorded_prompt_tokens.iter().any(Option::is_some)
     }
+
+    /// Where the recorded prompt token counts came from (`None` when there are none).
+    pub fn prompt_count_origin(&self) -> PromptCountOrigin {
+        if self.has_recorded_tokens() {
+            PromptCountOrigin::of_format(&self.meta.format)
+        } else {
+            PromptCountOrigin::None
+        }
+    }
+}
+
+/// What a recorded prompt token count counted: each importer reads it from one field of its format, so the
+/// origin follows from the importer (`meta.format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptCountOrigin {
+    /// No recorded counts.
+    #[default]
+    None,
+    /// Gemini `usageMetadata.promptTokenCount` (`tokens.input` of a Gemini CLI session): the whole request,
+    /// system prompt and tools included, of the history the replay holds.
+    GeminiApi,
+    /// Claude Code usage: input plus cache-read and cache-creation tokens (the whole request).
+    ClaudeCodeApi,
+    /// Codex CLI `token_count` events, `last_token_usage.input_tokens` (the whole request).
+    CodexApi,
+    /// aider's `Tokens: N sent`: includes the repository map and the files added to the chat, which the
+    /// recorded chat history (and so the replay) does not hold.
+    AiderSent,
+    /// A format whose count's scope is not documented.
+    Unknown,
+}
+
+impl PromptCountOrigin {
+    pub fn of_format(format: &str) -> Self {
+        match format {
+            "gemini-session" | "gemini-jsonl" => PromptCountOrigin::GeminiApi,
+            "claude-code" => PromptCountOrigin::ClaudeCodeApi,
+            "codex" => PromptCountOrigin::CodexApi,
+            "aider" => PromptCountOrigin::AiderSent,
+            _ => PromptCountOrigin::Unknown,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptCountOrigin::None => "none",
+            PromptCountOrigin::GeminiApi => "gemini-api",
+            PromptCountOrigin::ClaudeCodeApi => "claude-code-api",
+            PromptCountOrigin::CodexApi => "codex-api",
+            PromptCountOrigin::AiderSent => "aider-sent",
+            PromptCountOrigin::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the count measures the context a replay of the recorded history holds (so a replay may use
+    /// it for the trigger while the history is as recorded).
+    pub fn counts_replayed_context(self) -> bool {
+        matches!(self, PromptCountOrigin::GeminiApi | PromptCountOrigin::ClaudeCodeApi | PromptCountOrigin::CodexApi)
+    }
 }

@@ -4,7 +4,7 @@
 use crate::compress::{
     CallerKind, CompressSettings, CompressionPrompts, FailurePath, Latch, SplitVariant, TruncationVariant,
 };
-use crate::replay::{ReplaySettings, StrategySpec};
+use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
 use crate::tokens::Estimator;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -49,6 +49,9 @@ pub struct SweepConfig {
     /// Downstream probes scored during every cell's replay (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<ProbesConfig>,
+    /// Prices for the USD cost figures.
+    #[serde(default)]
+    pub cost: crate::metrics::CostConfig,
 }
 
 /// The `[probes]` table: which probe sets to score, and with which models.
@@ -184,7 +187,7 @@ pub struct Grid {
     pub failure_path: Vec<FailurePath>,
     pub caller: Vec<CallerKind>,
     pub latch: Vec<Latch>,
-    pub token_limit: Vec<u64>,
+    pub token_limit: Vec<TokenLimit>,
     pub mask_keep_last: Vec<usize>,
     pub drop_keep_fraction: Vec<f64>,
 }
@@ -245,8 +248,9 @@ pub struct ConfigPoint {
     pub strategy: StrategySpec,
     /// Model spec of the summarizer (`None` for strategies without one).
     pub summarizer: Option<String>,
-    /// Simulated context window.
-    pub token_limit: u64,
+    /// Simulated context window (tokens, or a fraction of each conversation's uncompressed peak: the
+    /// strategy's own window is then set per conversation by `replay::spec_with_token_limit`).
+    pub token_limit: TokenLimit,
     /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
     pub slice: Option<String>,
     pub max_conversations: Option<usize>,
@@ -289,6 +293,7 @@ impl SweepConfig {
         if self.repeats == 0 {
             return Err("key `repeats`: must be at least 1".into());
         }
+        self.cost.validate()?;
         match self.llm.cache_mode.as_str() {
             "read-write" | "replay" | "off" => {}
             m => return Err(format!("key `llm.cache_mode`: `{m}` is not one of read-write, replay, off")),
@@ -373,14 +378,15 @@ fn fmt_f(x: f64) -> String {
     crate::json::js_format(x)
 }
 
-fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: u64) -> String {
+fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: TokenLimit) -> String {
     let canonical = serde_json::json!({ "strategy": strategy, "summarizer": summarizer, "token_limit": token_limit });
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     hex::encode(&digest[..6])
 }
 
 fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfig) -> Result<Vec<ConfigPoint>, String> {
-    let limits: Vec<u64> = if g.token_limit.is_empty() { vec![replay.token_limit] } else { g.token_limit.clone() };
+    let limits: Vec<TokenLimit> =
+        if g.token_limit.is_empty() { vec![replay.token_limit] } else { g.token_limit.clone() };
     let mut out = Vec::new();
     for strategy in &g.strategy {
         for &limit in &limits {
@@ -411,7 +417,8 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                     approved_plan_path: base.approved_plan_path.clone(),
                     threshold: Some(threshold),
                     preserve_fraction: preserve,
-                    token_limit: Some(limit),
+                    // A relative window is resolved per conversation; the model's own window stands in.
+                    token_limit: limit.tokens(),
                     model_table: base.model_table,
                     high_fidelity: base.high_fidelity,
                     inflation_guard: base.inflation_guard,
@@ -492,7 +499,8 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                                 .into_iter()
                                 .map(|(k, v)| (k.to_string(), v))
                                 .collect();
-                            push(StrategySpec::DropOldest { threshold, keep_fraction, token_limit: limit }, None, axes);
+                            let token_limit = limit.tokens().unwrap_or(0);
+                            push(StrategySpec::DropOldest { threshold, keep_fraction, token_limit }, None, axes);
                         }
                     }
                 }

@@ -3,7 +3,9 @@
 use compactbench::datasets;
 use compactbench::llm::ExtractiveModel;
 use compactbench::probes::{self, extract, grade, ProbeObserver, ProbeOptions, ProbeOrigin};
-use compactbench::replay::{replay_observed, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench::replay::{
+    replay_observed, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec, TokenLimit, Tokenizer,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,9 +26,9 @@ const SAMPLES: &[&str] = &[
 
 fn settings(limit: u64) -> ReplaySettings {
     ReplaySettings {
-        token_limit: limit,
+        token_limit: TokenLimit::Tokens(limit),
         prompt_count_source: PromptCountSource::Heuristic,
-        measure_true_tokens: false,
+        tokenizer: Tokenizer::Heuristic,
         ..ReplaySettings::default()
     }
 }
@@ -36,8 +38,8 @@ async fn observe(conv: &datasets::Conversation, spec: &StrategySpec, limit: u64,
     let answerer: Option<Arc<dyn compactbench::llm::LanguageModel>> =
         answer.then(|| Arc::new(ExtractiveModel::new()) as Arc<dyn compactbench::llm::LanguageModel>);
     let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default());
-    let input =
-        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    // Without the recorded system prompt: requests are the history alone.
+    let input = ReplayInput { system_instruction: None, ..ReplayInput::of(&conv.meta.id, conv) };
     let r = replay_observed(input, spec.build().as_ref(), &settings(limit), &ExtractiveModel::new(), &mut obs).await;
     assert_eq!(r.error, None);
     obs.into_results()
@@ -146,11 +148,7 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
         };
         let mut obs =
             ProbeObserver::new(&conv.meta.id, Vec::new(), None, None, ProbeOptions::default()).with_injection(&planted);
-        let input = ReplayInput {
-            id: &conv.meta.id,
-            history: &injected.history,
-            recorded_prompt_tokens: &injected.recorded_prompt_tokens,
-        };
+        let input = ReplayInput { system_instruction: None, ..ReplayInput::of(&conv.meta.id, &injected) };
         replay_observed(input, spec.build().as_ref(), &settings(8192), &ExtractiveModel::new(), &mut obs).await;
         let inj = obs.into_results().injection.unwrap();
         assert!(inj.snapshots > 0, "{variant}: summaries were written after the planted output");
