@@ -94,6 +94,9 @@ pub struct ConversationResult {
     /// (keeping 30 %): 0 = nowhere (the reference returns NOOP), `contents` = summarise everything.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub split_points: BTreeMap<String, usize>,
+    /// Contents of the history those split points are in (the stored history before the last request).
+    #[serde(default)]
+    pub split_history_contents: usize,
     /// Size of every request, in order: the context timeline.
     #[serde(default)]
     pub request_tokens: Vec<u64>,

@@ -169,14 +169,16 @@ pub fn is_unsplittable(history: &[Content]) -> bool {
 
 /// Where each historical split variant would split the history the strategy sees before the last request
 /// (through the model turn before it), keeping the default 30 %.
-fn split_points(history: &[Content]) -> BTreeMap<String, usize> {
+fn split_points(history: &[Content]) -> (BTreeMap<String, usize>, usize) {
     let models: Vec<usize> = (0..history.len()).filter(|&i| history::is_model(&history[i])).collect();
     let end = match models.as_slice() {
         [.., previous, _last] => previous + 1,
         _ => history.len(),
     };
     let seen = &history[..end];
-    SplitVariant::ALL.iter().filter_map(|v| Some((v.name().to_string(), v.split(seen, 0.7).ok()?))).collect()
+    let points =
+        SplitVariant::ALL.iter().filter_map(|v| Some((v.name().to_string(), v.split(seen, 0.7).ok()?))).collect();
+    (points, seen.len())
 }
 
 /// A running total over a list whose last element may still change (a curated merge rewrites it). Keeps
@@ -542,6 +544,8 @@ pub async fn replay_prepared(
         s => s.name().to_string(),
     };
     let unsplittable = is_unsplittable(input.history);
+    let (split_points, split_history_contents) =
+        if unsplittable { split_points(input.history) } else { (BTreeMap::new(), 0) };
     let mut result = ConversationResult {
         conversation: input.id.to_string(),
         contents: input.history.len(),
@@ -549,7 +553,8 @@ pub async fn replay_prepared(
         none_peak_request_tokens: uncompressed.peak(),
         prompt_count_source,
         unsplittable,
-        split_points: if unsplittable { split_points(input.history) } else { BTreeMap::new() },
+        split_points,
+        split_history_contents,
         ..Default::default()
     };
     let mut session = strategy.start();

@@ -273,13 +273,50 @@ pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
     Ok(Frames { events, conversations, points })
 }
 
+/// Writes a frame as Parquet with the `parquet` crate: strings as plain UTF-8 (`Utf8`, not polars'
+/// `string_view`, which older pyarrow, pandas, DuckDB and Spark cannot read), integers, floats and
+/// booleans as themselves, nulls kept.
+fn write_parquet(df: &DataFrame, path: &Path) -> PolarsResult<()> {
+    use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, UInt32Array, UInt64Array};
+    use arrow_schema::{DataType as ArrowType, Field, Schema};
+    let mut fields = Vec::new();
+    let mut arrays: Vec<ArrayRef> = Vec::new();
+    for c in df.columns() {
+        let s = c.as_materialized_series();
+        let (ty, array): (ArrowType, ArrayRef) = match s.dtype() {
+            DataType::Boolean => (ArrowType::Boolean, std::sync::Arc::new(s.bool()?.iter().collect::<BooleanArray>())),
+            DataType::UInt32 => (ArrowType::UInt32, std::sync::Arc::new(s.u32()?.iter().collect::<UInt32Array>())),
+            DataType::UInt64 => (ArrowType::UInt64, std::sync::Arc::new(s.u64()?.iter().collect::<UInt64Array>())),
+            DataType::Int64 => (ArrowType::Int64, std::sync::Arc::new(s.i64()?.iter().collect::<Int64Array>())),
+            DataType::Float64 => (ArrowType::Float64, std::sync::Arc::new(s.f64()?.iter().collect::<Float64Array>())),
+            _ => {
+                let s = s.cast(&DataType::String)?;
+                (ArrowType::Utf8, std::sync::Arc::new(s.str()?.iter().collect::<StringArray>()))
+            }
+        };
+        fields.push(Field::new(c.name().as_str(), ty, true));
+        arrays.push(array);
+    }
+    let err = |e: &dyn std::fmt::Display| PolarsError::ComputeError(format!("{}: {e}", path.display()).into());
+    let schema = std::sync::Arc::new(Schema::new(fields));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), arrays).map_err(|e| err(&e))?;
+    let file = std::fs::File::create(path)?;
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| err(&e))?;
+    writer.write(&batch).map_err(|e| err(&e))?;
+    writer.close().map_err(|e| err(&e))?;
+    Ok(())
+}
+
 /// Writes every frame as Parquet, CSV and JSON under `dir`.
 pub fn write_frames(frames: &mut Frames, dir: &Path) -> PolarsResult<()> {
     std::fs::create_dir_all(dir)?;
     for (name, df) in
         [("events", &mut frames.events), ("conversations", &mut frames.conversations), ("points", &mut frames.points)]
     {
-        ParquetWriter::new(std::fs::File::create(dir.join(format!("{name}.parquet")))?).finish(df)?;
+        write_parquet(df, &dir.join(format!("{name}.parquet")))?;
         CsvWriter::new(std::fs::File::create(dir.join(format!("{name}.csv")))?).finish(df)?;
         JsonWriter::new(std::fs::File::create(dir.join(format!("{name}.json")))?)
             .with_json_format(JsonFormat::Json)

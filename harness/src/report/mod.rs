@@ -183,7 +183,7 @@ pub fn split_variants_table(plan: &Plan, cells: &[CellResult]) -> Option<Table> 
         for c in &unsplittable {
             match c.result.split_points.get(v.name()) {
                 Some(0) => none += 1,
-                Some(&i) if i >= c.result.contents => all += 1,
+                Some(&i) if i >= c.result.split_history_contents => all += 1,
                 Some(_) => some += 1,
                 None => {}
             }
@@ -553,7 +553,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
     md.push_str("Unsplittable: the recorded history has no split candidate (a user turn without function responses) after its first Content. *Trigger count*: what the trigger saw as the last prompt count.\n\n");
     md.push_str(&sources_table(plan, cells).markdown());
     if let Some(t) = split_variants_table(plan, cells) {
-        md.push_str("\n\nWhere each historical `findCompressSplitPoint` variant would split the unsplittable histories (whole history, keeping 30 %):\n\n");
+        md.push_str("\n\nWhere each historical `findCompressSplitPoint` variant would split the unsplittable histories (the history before the last request, keeping 30 %):\n\n");
         md.push_str(&t.markdown());
     }
     md.push_str("\n\n");

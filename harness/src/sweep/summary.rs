@@ -253,7 +253,7 @@ pub fn split_axes(summaries: &[PointSummary]) -> (Vec<String>, String) {
     for a in all {
         let values: std::collections::BTreeSet<Option<&String>> = summaries.iter().map(|s| s.axes.get(a)).collect();
         let present: Vec<&String> = values.iter().flatten().copied().collect();
-        if a == "strategy" {
+        if a == "strategy" || a == "summarizer" {
             continue;
         }
         if present.len() > 1 {
@@ -283,6 +283,25 @@ fn render(header: &[String], rows: &[Vec<String>], markdown: bool) -> String {
         t.with(tabled::settings::Style::sharp());
     }
     t.to_string()
+}
+
+/// Wraps prose at word boundaries to [`TABLE_WIDTH`] columns.
+fn wrap(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split(' ') {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > TABLE_WIDTH {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
 }
 
 fn width(text: &str) -> usize {
@@ -362,7 +381,7 @@ pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
     let (text, dropped) = fit(header, rows, priority, opts.markdown, opts.wide);
     let mut out = String::new();
     if !constant.is_empty() {
-        out.push_str(&constant);
+        out.push_str(&wrap(&constant));
         out.push_str(if opts.markdown { "\n\n" } else { "\n" });
     }
     out.push_str(&text);
@@ -373,8 +392,7 @@ pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
         notes.push(format!("{dropped} more columns with --wide"));
     }
     out.push_str(if opts.markdown { "\n\n" } else { "\n" });
-    out.push_str(&notes.join("; "));
-    out.push('.');
+    out.push_str(&wrap(&format!("{}.", notes.join("; "))));
     if summaries.iter().any(|s| s.probes.is_some()) {
         out.push_str(if opts.markdown { "\n\n" } else { "\n" });
         out.push_str(&kind_table(summaries, &varying, opts));

@@ -169,6 +169,44 @@ fn report_rebuilds_results_and_markdown() {
     assert_eq!(points.lines().count(), 1 + plan.points.len());
     assert!(points.lines().next().unwrap().contains("cost_vs_none_ci_low"));
     check_results_agree(&dir);
+    check_parquet_schema(&dir);
+}
+
+/// The Parquet files, read back with the Apache `parquet` crate (not polars): typed axes, integer counts,
+/// boolean flags, plain UTF-8 strings (no `string_view`).
+fn check_parquet_schema(dir: &Path) {
+    use arrow_schema::DataType;
+    let schema = |name: &str| {
+        let f = std::fs::File::open(dir.join(format!("results/{name}.parquet"))).unwrap();
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().schema().clone()
+    };
+    let points = schema("points");
+    let ty = |s: &arrow_schema::Schema, c: &str| {
+        s.field_with_name(c).unwrap_or_else(|e| panic!("{c}: {e}")).data_type().clone()
+    };
+    assert_eq!(ty(&points, "threshold"), DataType::Float64);
+    assert_eq!(ty(&points, "verification"), DataType::Boolean);
+    assert_eq!(ty(&points, "token_limit"), DataType::UInt64);
+    assert_eq!(ty(&points, "cost_vs_none"), DataType::Float64);
+    assert_eq!(ty(&points, "compressed_events"), DataType::Int64);
+    assert_eq!(ty(&points, "strategy"), DataType::Utf8);
+    let convs = schema("conversations");
+    assert_eq!(ty(&convs, "unsplittable"), DataType::Boolean);
+    assert_eq!(ty(&convs, "request_tokens_total"), DataType::UInt64);
+    assert_eq!(ty(&convs, "source"), DataType::Utf8);
+    let events = schema("events");
+    assert_eq!(ty(&events, "hidden_inflation"), DataType::Boolean);
+    assert_eq!(ty(&events, "request_tokens_before"), DataType::UInt64);
+    for s in [&points, &convs, &events] {
+        for f in s.fields() {
+            assert!(
+                !matches!(f.data_type(), DataType::Utf8View | DataType::BinaryView),
+                "{}: {}",
+                f.name(),
+                f.data_type()
+            );
+        }
+    }
 }
 
 fn csv(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
