@@ -418,7 +418,7 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
     );
     // 4. Pareto: cost versus quality, one numbered point per configuration (the key is a table in the
     // report). Slices cover other conversations, so only the main grid.
-    let quality = if cells.iter().any(|c| metric_values(plan, cells, &c.cell.point, "accuracy").len() > 0) {
+    let quality = if cells.iter().any(|c| metrics::conversation_values(c, None).contains_key("accuracy")) {
         "accuracy"
     } else {
         "retention"
