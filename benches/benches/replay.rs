@@ -14,7 +14,9 @@ use compactbench_benches::{default_points, generate, largest_conversations, repl
 use compactbench_core::compress::{CallerKind, CompressSettings, Latch};
 use compactbench_core::json::{self, Value};
 use compactbench_core::llm::ScriptedModel;
-use compactbench_core::replay::{replay, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench_core::replay::{
+    replay, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec, TokenLimit,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
@@ -37,7 +39,7 @@ fn registry_default(name: &str) -> StrategySpec {
 
 fn generated(c: &mut Criterion) {
     let settings = ReplaySettings {
-        token_limit: WINDOW,
+        token_limit: TokenLimit::Tokens(WINDOW),
         prompt_count_source: PromptCountSource::Heuristic,
         system_prompt_tokens: 1000,
         ..ReplaySettings::default()
@@ -68,7 +70,10 @@ fn generated(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new(*name, format!("{rounds}-rounds")), &history, |b, h| {
                 b.iter(|| {
                     let model = ScriptedModel::new(["<state_snapshot>summary</state_snapshot>"]);
-                    let input = ReplayInput { id: "bench", history: black_box(h), recorded_prompt_tokens: &recorded };
+                    let input = ReplayInput {
+                        recorded_prompt_tokens: &recorded,
+                        ..ReplayInput::history("bench", black_box(h))
+                    };
                     futures::executor::block_on(replay(input, strategy.as_ref(), &settings, &model))
                 })
             });

@@ -13,7 +13,9 @@ use compactbench_core::compress::{
 use compactbench_core::history::{self, Content};
 use compactbench_core::json::{self, Value};
 use compactbench_core::llm::LanguageModel;
-use compactbench_core::replay::{replay, strategies, ConversationResult, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench_core::replay::{
+    replay_spec, strategies, ConversationResult, NoObserver, ReplaySettings, StrategySpec, TokenLimit,
+};
 use compactbench_core::tokens::Estimator;
 use compactbench_datasets as datasets;
 use compactbench_llm::ExtractiveModel;
@@ -255,7 +257,7 @@ pub fn workspace_root() -> PathBuf {
 #[derive(Clone, Debug)]
 pub struct BenchPoint {
     pub strategy: StrategySpec,
-    pub token_limit: u64,
+    pub token_limit: TokenLimit,
 }
 
 /// The default run (`configs/default.toml`): its `[replay]` settings and, per strategy, the main grid's first
@@ -274,7 +276,8 @@ pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
         max_output_tokens: max_output_tokens.map(|n| n as u32),
         threshold: Some(0.5),
         preserve_fraction: 0.3,
-        token_limit: Some(limit),
+        // A relative window is set per conversation by `replay_spec`.
+        token_limit: Some(limit.tokens().unwrap_or(0)),
         verification,
         ..CompressSettings::default()
     };
@@ -286,7 +289,7 @@ pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
         strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
             threshold: 0.5,
             keep_fraction: 0.3,
-            token_limit: limit,
+            token_limit: limit.tokens().unwrap_or(0),
         }),
         strategies::none::spec(),
     ];
@@ -309,10 +312,9 @@ pub fn replay_file_with(
     // SAFETY: bench inputs are read-only files of the repository; nothing rewrites them during a bench.
     let conv = unsafe { datasets::load_conversation_mapped(path) }.unwrap_or_else(|e| panic!("{e}"));
     let id = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let input = conv.replay_input(&id);
     let settings = ReplaySettings { token_limit: point.token_limit, ..settings.clone() };
-    let strategy = point.strategy.build().unwrap_or_else(|e| panic!("{e}"));
-    futures::executor::block_on(replay(input, strategy.as_ref(), &settings, llm))
+    futures::executor::block_on(replay_spec(input, &point.strategy, &settings, llm, &mut NoObserver))
 }
 
 /// The `k` largest shipped conversation files (`datasets/`), largest first.

@@ -16,6 +16,7 @@ pub use compactbench_llm as llm;
 
 pub mod cli;
 pub mod exit;
+pub mod metrics;
 pub mod probes;
 pub mod report;
 pub mod sweep;

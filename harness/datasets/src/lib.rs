@@ -6,7 +6,7 @@
 //! pure functions from bytes to [`Conversation`]s so they can be fuzzed; the `compactbench` CLI adds files.
 
 // The data model every module below uses through `crate::json` / `crate::history`.
-use compactbench_core::{fsutil, history, json, tokens};
+use compactbench_core::{fsutil, history, json, replay, tokens};
 
 mod error;
 mod file;
@@ -26,6 +26,6 @@ pub use file::{
     MANIFEST_FILE,
 };
 pub use layout::Layout;
-pub use model::{Conversation, ConversationMeta};
+pub use model::{Conversation, ConversationMeta, PromptCountOrigin};
 pub use stats::{manifest_value, write_manifest, ConversationStats, Totals};
 pub use validate::{validate_conversation, Problem};

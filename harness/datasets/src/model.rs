@@ -3,6 +3,8 @@
 
 use crate::history::Content;
 use crate::json::Value;
+pub use crate::replay::PromptCountOrigin;
+use crate::replay::ReplayInput;
 
 /// Where a conversation came from. Importers fill `id`, `format` and `extra`; provenance (source, licence,
 /// repository, commit, path) is attached by the caller that knows it.
@@ -45,5 +47,28 @@ impl Conversation {
     /// True when any recorded prompt token count is known.
     pub fn has_recorded_tokens(&self) -> bool {
         self.recorded_prompt_tokens.iter().any(Option::is_some)
+    }
+
+    /// Where the recorded prompt token counts came from (`None` when there are none).
+    pub fn prompt_count_origin(&self) -> PromptCountOrigin {
+        if self.has_recorded_tokens() {
+            PromptCountOrigin::of_format(&self.meta.format)
+        } else {
+            PromptCountOrigin::None
+        }
+    }
+}
+
+impl Conversation {
+    /// This conversation as a replay reads it (`id` names it in results).
+    pub fn replay_input<'a>(&'a self, id: &'a str) -> ReplayInput<'a> {
+        ReplayInput {
+            id,
+            history: &self.history,
+            recorded_prompt_tokens: &self.recorded_prompt_tokens,
+            prompt_count_origin: self.prompt_count_origin(),
+            system_instruction: self.system_instruction.as_deref(),
+            tools: self.tools.as_ref(),
+        }
     }
 }

@@ -10,6 +10,9 @@ use std::path::PathBuf;
 pub struct ReportArgs {
     /// The run directory (`run --out`); results, plots and report.md are written into it.
     pub run_dir: PathBuf,
+    /// Every column of the tables (default: the main ones, fitted to 120 columns).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
@@ -19,7 +22,7 @@ pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
     for line in stored.problems(&args.run_dir, 50) {
         eprintln!("warning: {line}");
     }
-    let out = report::build(&args.run_dir).map_err(CliError::bad_input)?;
+    let out = report::build(&args.run_dir, args.wide).map_err(CliError::bad_input)?;
     crate::outln!("{}", out.terminal)?;
     for f in &out.plots.failed {
         eprintln!("warning: {f}");

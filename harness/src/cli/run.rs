@@ -3,8 +3,8 @@
 use super::CliError;
 use crate::datasets;
 use crate::llm::CacheMode;
-use crate::replay::{self, ReplayInput};
-use crate::sweep::summary::{summarize, table};
+use crate::replay;
+use crate::sweep::summary::{summarize, table, TableOptions};
 use crate::sweep::{self, runner, SweepConfig};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -33,6 +33,9 @@ pub struct RunArgs {
     /// (rate limit, timeout, server error, malformed answer), besides missing and damaged cells.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Every column of the summary table (default: the main ones, fitted to 120 columns).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -40,13 +43,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Writes `summary.json` and returns the terminal table.
-pub fn write_summary(run_dir: &Path, plan: &runner::Plan) -> anyhow::Result<String> {
+pub fn write_summary(run_dir: &Path, plan: &runner::Plan, wide: bool) -> anyhow::Result<String> {
     let cells = sweep::collect(run_dir, plan);
     let summaries = summarize(plan, &cells);
     let mut bytes = serde_json::to_vec_pretty(&summaries)?;
     bytes.push(b'\n');
     crate::fsutil::write_atomic(&run_dir.join("summary.json"), &bytes)?;
-    Ok(table(&summaries))
+    Ok(table(&summaries, TableOptions { wide, ..Default::default() }))
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
@@ -67,7 +70,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         wrap_model: None,
     };
     let summary = runtime()?.block_on(runner::run(&config, &plan, &opts))?;
-    let table = write_summary(&out, &plan)?;
+    let table = write_summary(&out, &plan, args.wide)?;
     crate::outln!("{table}")?;
     eprintln!(
         "{}: {} cells ({} already done, {} run of which {} damaged and {} failed before; {} hold an error) over {} conversations",
@@ -104,7 +107,7 @@ pub struct MergeArgs {
 pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
     let merged = runner::merge(&args.out, &args.shards)?;
     let plan = runner::load_plan(&args.out)?;
-    crate::outln!("{}", write_summary(&args.out, &plan)?)?;
+    crate::outln!("{}", write_summary(&args.out, &plan, false)?)?;
     eprintln!("{}: merged {} of {} cells", args.out.display(), merged.copied, merged.total);
     for (shard, cell, why) in merged.damaged.iter().take(20) {
         eprintln!("warning: damaged: {}: {why}", shard.join(cell.relative_path()).display());
@@ -170,10 +173,15 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     let spec = args.summarizer.clone().or(point.summarizer.clone()).unwrap_or_else(|| "extractive".into());
     let llm = crate::llm::from_spec(&spec, &opts).map_err(|e| CliError::bad_input(e.to_string()))?;
     let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let input = ReplayInput { id: &id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let input = conv.replay_input(&id);
     let settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
-    let strategy = point.strategy.build().map_err(|e| CliError::bad_input(e.to_string()))?;
-    let result = runtime()?.block_on(replay::replay(input, strategy.as_ref(), &settings, llm.as_ref()));
+    let result = runtime()?.block_on(replay::replay_spec(
+        input,
+        &point.strategy,
+        &settings,
+        llm.as_ref(),
+        &mut replay::NoObserver,
+    ));
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&result)?)?;
         return Ok(());
@@ -182,10 +190,10 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     b.push_record([
         "turn",
         "status",
-        "tokens before → after",
-        "reduction",
+        "request tokens before → after",
+        "reduction ↑",
         "summarised/kept",
-        "true before → after",
+        "reference's count before → after",
         "flags",
     ]);
     for e in &result.events {
@@ -202,30 +210,38 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         b.push_record([
             e.turn.to_string(),
             e.status.clone(),
-            format!("{} → {}", e.tokens_before, e.tokens_after),
+            format!("{} → {}", e.request_tokens_before, e.request_tokens_after),
             format!("{:.1}%", e.reduction * 100.0),
             format!("{}/{}", e.summarized_contents, e.kept_contents),
-            format!("{} → {}", e.true_tokens_before, e.true_tokens_after),
+            format!("{} → {}", e.reference_original_tokens, e.reference_new_tokens),
             flags.join(", "),
         ]);
     }
     let mut t = b.build();
     t.with(tabled::settings::Style::sharp());
     crate::outln!(
-        "{} ({} strategy, point {}, window {} tokens)",
+        "{} ({} strategy, point {}, window {} = {} tokens; trigger count: {}; request sizes: system prompt + tools + history + pending turn in {} tokens)",
         id,
         point.strategy.kind(),
         point.id,
-        point.token_limit
+        point.token_limit,
+        result.token_limit,
+        result.prompt_count_source,
+        settings.tokenizer.name()
     )?;
     crate::outln!("{t}")?;
     crate::outln!(
-        "{} requests, peak context {} tokens, cumulative {} tokens ({:.1}% of no compression), overflow warnings {}{}",
+        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow warnings {}{}{}",
         result.requests,
-        result.peak_context,
-        result.cumulative_request_tokens,
-        100.0 * result.cumulative_request_tokens as f64 / result.baseline_cumulative_tokens.max(1) as f64,
+        result.peak_request_tokens,
+        result.none_peak_request_tokens,
+        result.request_tokens_total,
+        result.summarizer_tokens_total(),
+        100.0 * (result.request_tokens_total + result.summarizer_tokens_total()) as f64
+            / result.none_request_tokens_total.max(1) as f64,
+        result.none_request_tokens_total,
         result.overflow_events,
+        if result.unsplittable { "; unsplittable history (no split candidate after the task)" } else { "" },
         result.error.as_deref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
     )?;
     Ok(())

@@ -240,8 +240,8 @@ fn pooled(per_conv: &[Tally]) -> Rate {
     }
     let value = with.iter().map(|t| t.hits).sum::<f64>() / n;
     let k = with.len();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(crate::report::aggregate::BOOTSTRAP_SEED);
-    let mut means: Vec<f64> = (0..crate::report::aggregate::BOOTSTRAP_RESAMPLES)
+    let mut rng = rand::rngs::StdRng::seed_from_u64(crate::metrics::BOOTSTRAP_SEED);
+    let mut means: Vec<f64> = (0..crate::metrics::BOOTSTRAP_RESAMPLES)
         .map(|_| {
             let (mut h, mut d) = (0.0, 0.0);
             for _ in 0..k {
@@ -441,6 +441,20 @@ pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
         }
     }
     m
+}
+
+/// One probe figure of one conversation as (hits, scorings), the numerator and denominator `crate::metrics`
+/// pools over conversations; `None` when no scoring counts towards it.
+pub fn conversation_tally(c: &CellResult, figure: &str) -> Option<(f64, f64)> {
+    let mut t = Tally::default();
+    for r in cell_rows(c, "") {
+        for (name, v) in row_figures(&r) {
+            if name == figure {
+                t.add(v);
+            }
+        }
+    }
+    (t.n > 0.0).then_some((t.hits, t.n))
 }
 
 /// Point-level columns appended to `points.csv`: each figure, its n and interval.

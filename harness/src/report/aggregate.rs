@@ -1,109 +1,19 @@
 //! Aggregation of a run's stored cells with polars: per event, per conversation (cell) and per config
-//! point (mean, median, p90 and bootstrap 95 % confidence intervals over conversations).
+//! point. Every figure comes from [`crate::metrics`]; this module lays them out as typed frames: numeric
+//! axes as numbers (null where the strategy has no such knob), counts as integers, flags as booleans.
 
-use crate::sweep::{CellResult, Plan};
+use crate::metrics::{self, Aggregation, Metric, Unit, METRICS};
+use crate::sweep::{CellResult, ConfigPoint, Plan};
 use polars::prelude::*;
-use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Per-conversation figures, by metric name. The gate compares these pairwise.
+pub use crate::metrics::{bootstrap_mean, Estimate, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED};
+
+/// Per-conversation figures by metric name, without USD figures (those need the plan's prices: see
+/// [`metrics::conversation_values`]).
 pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
-    let r = &c.result;
-    let mut m = BTreeMap::new();
-    let count = |s: &str| r.events.iter().filter(|e| e.status == s).count() as f64;
-    m.insert("compressed_events", count("COMPRESSED"));
-    m.insert("inflated_events", count("COMPRESSION_FAILED_INFLATED_TOKEN_COUNT"));
-    m.insert("empty_summary_events", count("COMPRESSION_FAILED_EMPTY_SUMMARY"));
-    m.insert("truncation_only_events", count("CONTENT_TRUNCATED"));
-    m.insert("hidden_inflation_events", r.events.iter().filter(|e| e.hidden_inflation).count() as f64);
-    m.insert("overflow_events", r.overflow_events as f64);
-    m.insert("peak_context", r.peak_context as f64);
-    m.insert("failed", r.error.is_some() as u8 as f64);
-    m.insert("summarizer_overhead_tokens", r.summarizer_overhead_tokens as f64);
-    if r.baseline_cumulative_tokens > 0 {
-        m.insert("cumulative_vs_none", r.cumulative_request_tokens as f64 / r.baseline_cumulative_tokens as f64);
-    }
-    if r.baseline_cumulative_true_tokens > 0 {
-        m.insert("true_cumulative_vs_none", r.cumulative_true_tokens as f64 / r.baseline_cumulative_true_tokens as f64);
-    }
-    let reductions: Vec<f64> = r
-        .events
-        .iter()
-        .filter(|e| e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED")
-        .map(|e| e.reduction)
-        .collect();
-    if !reductions.is_empty() {
-        m.insert("mean_reduction", reductions.iter().sum::<f64>() / reductions.len() as f64);
-    }
-    // Probe figures (retention, early-only, at-risk, retrieval accuracy…): defined in `probes::figures`.
-    m.extend(crate::probes::figures::conversation_metrics(c));
-    // Retention right after each compression event, averaged over the events: what the summary kept, before
-    // later turns can bring an answer back (the end figure above hides a lost answer that reappears).
-    if let Some(p) = &c.probes {
-        let at_events: Vec<f64> = p
-            .checkpoints
-            .iter()
-            .filter(|k| k.event.is_some() && !k.scores.is_empty())
-            .map(|k| k.scores.iter().filter(|s| s.retained).count() as f64 / k.scores.len() as f64)
-            .collect();
-        if !at_events.is_empty() {
-            m.insert("retention_at_events", at_events.iter().sum::<f64>() / at_events.len() as f64);
-        }
-    }
-    let verified: Vec<_> = r.events.iter().filter_map(|e| e.verification.as_ref()).collect();
-    if !verified.is_empty() {
-        let n = verified.len() as f64;
-        m.insert("verification_changed", verified.iter().filter(|v| !v.identical).count() as f64 / n);
-        m.insert("verification_edit_distance", verified.iter().map(|v| v.edit_distance).sum::<f64>() / n);
-        m.insert("verification_token_delta", verified.iter().map(|v| v.token_delta as f64).sum::<f64>() / n);
-    }
-    m
-}
-
-/// Metrics aggregated per point, in this order in tables.
-pub const POINT_METRICS: [&str; 11] = [
-    "cumulative_vs_none",
-    "retention",
-    "retrieval_accuracy",
-    "mean_reduction",
-    "compressed_events",
-    "inflated_events",
-    "empty_summary_events",
-    "truncation_only_events",
-    "hidden_inflation_events",
-    "overflow_events",
-    "verification_changed",
-];
-
-/// Mean with a bootstrap 95 % interval (percentile method, fixed seed so reports are reproducible).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Estimate {
-    pub mean: f64,
-    pub low: f64,
-    pub high: f64,
-    pub n: usize,
-}
-
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
-pub const BOOTSTRAP_SEED: u64 = 0x00c0_ffee;
-
-pub fn bootstrap_mean(values: &[f64]) -> Option<Estimate> {
-    if values.is_empty() {
-        return None;
-    }
-    let n = values.len();
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n == 1 {
-        return Some(Estimate { mean, low: mean, high: mean, n });
-    }
-    let mut rng = rand::rngs::StdRng::seed_from_u64(BOOTSTRAP_SEED);
-    let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .map(|_| (0..n).map(|_| values[rng.random_range(0..n)]).sum::<f64>() / n as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let at = |q: f64| means[((q * (BOOTSTRAP_RESAMPLES - 1) as f64).round() as usize).min(BOOTSTRAP_RESAMPLES - 1)];
-    Some(Estimate { mean, low: at(0.025), high: at(0.975), n })
+    metrics::conversation_values(c, None)
 }
 
 /// The three frames of a run.
@@ -121,187 +31,290 @@ fn axis_names(plan: &Plan) -> Vec<String> {
     names
 }
 
-fn col_str(name: &str, v: Vec<Option<String>>) -> Column {
-    Column::new(name.into(), v)
+/// An axis as typed columns: numbers for numeric axes (`token_limit` as tokens, plus the fraction of a
+/// relative window), booleans for `verification`, strings otherwise; null where a point lacks the axis.
+fn axis_columns(name: &str, values: &[Option<&String>]) -> Vec<Column> {
+    let f = |v: &Option<&String>| v.and_then(|s| s.parse::<f64>().ok());
+    let i = |v: &Option<&String>| v.and_then(|s| s.parse::<i64>().ok());
+    match name {
+        "threshold" | "preserve_fraction" | "drop_keep_fraction" => {
+            vec![Column::new(name.into(), values.iter().map(f).collect::<Vec<_>>())]
+        }
+        "mask_keep_last" | "function_response_budget" | "truncate_tool_output_threshold" => {
+            vec![Column::new(name.into(), values.iter().map(i).collect::<Vec<_>>())]
+        }
+        "verification" => vec![Column::new(
+            name.into(),
+            values.iter().map(|v| v.and_then(|s| s.parse::<bool>().ok())).collect::<Vec<_>>(),
+        )],
+        "token_limit" => {
+            let limits: Vec<Option<crate::replay::TokenLimit>> =
+                values.iter().map(|v| v.and_then(|s| s.parse().ok())).collect();
+            vec![
+                Column::new(name.into(), limits.iter().map(|l| l.and_then(|l| l.tokens())).collect::<Vec<_>>()),
+                Column::new(
+                    "token_limit_peak_fraction".into(),
+                    limits
+                        .iter()
+                        .map(|l| match l {
+                            Some(crate::replay::TokenLimit::PeakFraction(x)) => Some(*x),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+            ]
+        }
+        _ => vec![Column::new(name.into(), values.iter().map(|v| v.cloned()).collect::<Vec<_>>())],
+    }
+}
+
+/// Point columns (strategy, summarizer, slice, typed axes) for rows belonging to `points`.
+fn point_columns(axes: &[String], points: &[Option<&ConfigPoint>]) -> Vec<Column> {
+    let mut cols = vec![
+        Column::new(
+            "strategy".into(),
+            points.iter().map(|p| p.map(|p| p.strategy.kind().to_string())).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "summarizer".into(),
+            points.iter().map(|p| p.and_then(|p| p.summarizer.clone())).collect::<Vec<_>>(),
+        ),
+        Column::new("slice".into(), points.iter().map(|p| p.and_then(|p| p.slice.clone())).collect::<Vec<_>>()),
+    ];
+    for a in axes {
+        let values: Vec<Option<&String>> = points.iter().map(|p| p.and_then(|p| p.axes.get(a))).collect();
+        cols.extend(axis_columns(a, &values));
+    }
+    cols
+}
+
+/// A metric's values as a column of its unit's type (counts as integers).
+fn metric_column(name: &str, m: &Metric, values: Vec<Option<f64>>) -> Column {
+    match m.unit {
+        Unit::Count | Unit::Tokens if m.aggregation == Aggregation::Total => {
+            Column::new(name.into(), values.iter().map(|v| v.map(|v| v.round() as i64)).collect::<Vec<_>>())
+        }
+        _ => Column::new(name.into(), values),
+    }
+}
+
+/// Metrics whose points-frame rows carry paired differences from `none` and from the reference point.
+pub const COMPARED_METRICS: [&str; 4] = ["cost_vs_none", "cached_cost_vs_none", "mean_reduction", "retention"];
+
+/// The reference point comparisons are made against: the first reference (`gemini`) point of the main grid.
+pub fn reference_point(plan: &Plan) -> Option<&ConfigPoint> {
+    plan.points.iter().find(|p| p.strategy.kind() == "gemini" && p.slice.is_none())
+}
+
+/// The `none` point comparisons are made against (same slice as the point, or the main grid's).
+pub fn none_point<'a>(plan: &'a Plan, of: &ConfigPoint) -> Option<&'a ConfigPoint> {
+    plan.points.iter().find(|p| p.strategy.kind() == "none" && p.slice == of.slice)
 }
 
 pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
-    let points: BTreeMap<&str, &crate::sweep::ConfigPoint> = plan.points.iter().map(|p| (p.id.as_str(), p)).collect();
+    let points: BTreeMap<&str, &ConfigPoint> = plan.points.iter().map(|p| (p.id.as_str(), p)).collect();
     let axes = axis_names(plan);
+    let point_of = |c: &CellResult| points.get(c.cell.point.as_str()).copied();
 
     // Events.
-    let mut e_point = Vec::new();
-    let mut e_strategy = Vec::new();
-    let mut e_conv = Vec::new();
-    let mut e_source = Vec::new();
-    let mut e_turn = Vec::new();
-    let mut e_status = Vec::new();
-    let mut e_before = Vec::new();
-    let mut e_after = Vec::new();
-    let mut e_reduction = Vec::new();
-    let mut e_true_before = Vec::new();
-    let mut e_true_after = Vec::new();
-    let mut e_hidden = Vec::new();
-    let mut e_summarized = Vec::new();
-    let mut e_kept = Vec::new();
-    let mut e_summary_tokens = Vec::new();
-    let mut e_v_identical: Vec<Option<bool>> = Vec::new();
-    let mut e_v_delta: Vec<Option<i64>> = Vec::new();
-    let mut e_v_edit: Vec<Option<f64>> = Vec::new();
-    for c in cells {
-        let strategy = points.get(c.cell.point.as_str()).map(|p| p.strategy.kind()).unwrap_or("?");
-        for e in &c.result.events {
-            e_point.push(c.cell.point.clone());
-            e_strategy.push(strategy.to_string());
-            e_conv.push(c.cell.conversation.clone());
-            e_source.push(c.source.clone());
-            e_turn.push(e.turn as u64);
-            e_status.push(e.status.clone());
-            e_before.push(e.tokens_before);
-            e_after.push(e.tokens_after);
-            e_reduction.push(e.reduction);
-            e_true_before.push(e.true_tokens_before);
-            e_true_after.push(e.true_tokens_after);
-            e_hidden.push(e.hidden_inflation);
-            e_summarized.push(e.summarized_contents as u64);
-            e_kept.push(e.kept_contents as u64);
-            e_summary_tokens.push(e.summary_tokens);
-            e_v_identical.push(e.verification.as_ref().map(|v| v.identical));
-            e_v_delta.push(e.verification.as_ref().map(|v| v.token_delta));
-            e_v_edit.push(e.verification.as_ref().map(|v| v.edit_distance));
-        }
-    }
-    let n_events = e_point.len();
-    let events = DataFrame::new(
-        n_events,
-        vec![
-            Column::new("point".into(), e_point),
-            Column::new("strategy".into(), e_strategy),
-            Column::new("conversation".into(), e_conv),
-            Column::new("source".into(), e_source),
-            Column::new("turn".into(), e_turn),
-            Column::new("status".into(), e_status),
-            Column::new("tokens_before".into(), e_before),
-            Column::new("tokens_after".into(), e_after),
-            Column::new("reduction".into(), e_reduction),
-            Column::new("true_tokens_before".into(), e_true_before),
-            Column::new("true_tokens_after".into(), e_true_after),
-            Column::new("hidden_inflation".into(), e_hidden),
-            Column::new("summarized_contents".into(), e_summarized),
-            Column::new("kept_contents".into(), e_kept),
-            Column::new("summary_tokens".into(), e_summary_tokens),
-            Column::new("verification_identical".into(), e_v_identical),
-            Column::new("verification_token_delta".into(), e_v_delta),
-            Column::new("verification_edit_distance".into(), e_v_edit),
-        ],
-    )?;
+    let rows: Vec<(&CellResult, &crate::replay::CompressionEvent)> =
+        cells.iter().flat_map(|c| c.result.events.iter().map(move |e| (c, e))).collect();
+    let ev = |f: &dyn Fn(&crate::replay::CompressionEvent) -> u64| rows.iter().map(|(_, e)| f(e)).collect::<Vec<u64>>();
+    let mut columns =
+        vec![Column::new("point".into(), rows.iter().map(|(c, _)| c.cell.point.clone()).collect::<Vec<_>>())];
+    columns.extend(point_columns(&axes, &rows.iter().map(|(c, _)| point_of(c)).collect::<Vec<_>>()));
+    columns.extend([
+        Column::new("conversation".into(), rows.iter().map(|(c, _)| c.cell.conversation.clone()).collect::<Vec<_>>()),
+        Column::new("repeat".into(), rows.iter().map(|(c, _)| c.cell.repeat).collect::<Vec<_>>()),
+        Column::new("source".into(), rows.iter().map(|(c, _)| c.source.clone()).collect::<Vec<_>>()),
+        Column::new("turn".into(), ev(&|e| e.turn as u64)),
+        Column::new("request".into(), ev(&|e| e.request as u64)),
+        Column::new("status".into(), rows.iter().map(|(_, e)| e.status.clone()).collect::<Vec<_>>()),
+        Column::new("forced".into(), rows.iter().map(|(_, e)| e.forced).collect::<Vec<_>>()),
+        Column::new("request_tokens_before".into(), ev(&|e| e.request_tokens_before)),
+        Column::new("request_tokens_after".into(), ev(&|e| e.request_tokens_after)),
+        Column::new("reduction".into(), rows.iter().map(|(_, e)| e.reduction).collect::<Vec<_>>()),
+        Column::new("reference_original_tokens".into(), ev(&|e| e.reference_original_tokens)),
+        Column::new("reference_new_tokens".into(), ev(&|e| e.reference_new_tokens)),
+        Column::new("hidden_inflation".into(), rows.iter().map(|(_, e)| e.hidden_inflation).collect::<Vec<_>>()),
+        Column::new("hidden_deflation".into(), rows.iter().map(|(_, e)| e.hidden_deflation).collect::<Vec<_>>()),
+        Column::new("summarized_contents".into(), ev(&|e| e.summarized_contents as u64)),
+        Column::new("kept_contents".into(), ev(&|e| e.kept_contents as u64)),
+        Column::new("summary_tokens".into(), ev(&|e| e.summary_tokens)),
+        Column::new("summarizer_input_tokens".into(), ev(&|e| e.summarizer_input_tokens)),
+        Column::new("summarizer_output_tokens".into(), ev(&|e| e.summarizer_output_tokens)),
+        Column::new(
+            "verification_identical".into(),
+            rows.iter().map(|(_, e)| e.verification.as_ref().map(|v| v.identical)).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "verification_token_delta".into(),
+            rows.iter().map(|(_, e)| e.verification.as_ref().map(|v| v.token_delta)).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "verification_edit_distance".into(),
+            rows.iter().map(|(_, e)| e.verification.as_ref().map(|v| v.edit_distance)).collect::<Vec<_>>(),
+        ),
+    ]);
+    let events = DataFrame::new(rows.len(), columns)?;
 
     // Conversations (one row per cell).
-    let metric_names: Vec<&str> = {
-        let mut v: Vec<&str> = cells.iter().flat_map(|c| conversation_metrics(c).into_keys()).collect();
-        v.sort();
-        v.dedup();
-        v
+    let pricing: BTreeMap<&str, Option<metrics::Pricing>> =
+        plan.points.iter().map(|p| (p.id.as_str(), metrics::point_pricing(plan, p))).collect();
+    let price_of = |c: &CellResult| pricing.get(c.cell.point.as_str()).copied().flatten();
+    let costs: Vec<Option<metrics::Costs>> = cells.iter().map(|c| price_of(c).map(|p| p.costs(&c.result))).collect();
+    let r = |f: &dyn Fn(&crate::replay::ConversationResult) -> u64| {
+        cells.iter().map(|c| f(&c.result)).collect::<Vec<u64>>()
     };
-    let per_cell: Vec<BTreeMap<&str, f64>> = cells.iter().map(conversation_metrics).collect();
-    let mut columns = vec![
-        Column::new("point".into(), cells.iter().map(|c| c.cell.point.clone()).collect::<Vec<_>>()),
+    let mut columns = vec![Column::new("point".into(), cells.iter().map(|c| c.cell.point.clone()).collect::<Vec<_>>())];
+    columns.extend(point_columns(&axes, &cells.iter().map(point_of).collect::<Vec<_>>()));
+    columns.extend([
+        Column::new("conversation".into(), cells.iter().map(|c| c.cell.conversation.clone()).collect::<Vec<_>>()),
+        Column::new("repeat".into(), cells.iter().map(|c| c.cell.repeat).collect::<Vec<_>>()),
+        Column::new("source".into(), cells.iter().map(|c| c.source.clone()).collect::<Vec<_>>()),
+        Column::new("requests".into(), r(&|x| x.requests as u64)),
+        Column::new("window_tokens".into(), r(&|x| x.token_limit)),
         Column::new(
-            "strategy".into(),
-            cells
-                .iter()
-                .map(|c| points.get(c.cell.point.as_str()).map(|p| p.strategy.kind()).unwrap_or("?"))
-                .collect::<Vec<_>>(),
+            "prompt_count_source".into(),
+            cells.iter().map(|c| c.result.prompt_count_source.clone()).collect::<Vec<_>>(),
         ),
-        col_str(
-            "summarizer",
-            cells.iter().map(|c| points.get(c.cell.point.as_str()).and_then(|p| p.summarizer.clone())).collect(),
+        Column::new("unsplittable".into(), cells.iter().map(|c| c.result.unsplittable).collect::<Vec<_>>()),
+        Column::new("request_tokens_total".into(), r(&|x| x.request_tokens_total)),
+        Column::new("summarizer_tokens_total".into(), r(&|x| x.summarizer_tokens_total())),
+        Column::new("summarizer_input_tokens_total".into(), r(&|x| x.summarizer_input_tokens_total)),
+        Column::new("summarizer_output_tokens_total".into(), r(&|x| x.summarizer_output_tokens_total)),
+        Column::new("none_request_tokens_total".into(), r(&|x| x.none_request_tokens_total)),
+        Column::new("cached_request_tokens_total".into(), r(&|x| x.cached_request_tokens_total)),
+        Column::new("none_cached_request_tokens_total".into(), r(&|x| x.none_cached_request_tokens_total)),
+        Column::new("peak_request_tokens".into(), r(&|x| x.peak_request_tokens)),
+        Column::new("none_peak_request_tokens".into(), r(&|x| x.none_peak_request_tokens)),
+        Column::new("compressed_events".into(), r(&|x| x.compressed_events())),
+        Column::new("overflow_events".into(), r(&|x| x.overflow_events)),
+        Column::new("window_exceeded_requests".into(), r(&|x| x.window_exceeded_requests)),
+        Column::new("none_window_exceeded_requests".into(), r(&|x| x.none_window_exceeded_requests)),
+        Column::new("cost_usd".into(), costs.iter().map(|c| c.map(|c| c.usd)).collect::<Vec<_>>()),
+        Column::new("cached_cost_usd".into(), costs.iter().map(|c| c.map(|c| c.cached_usd)).collect::<Vec<_>>()),
+        Column::new("none_cost_usd".into(), costs.iter().map(|c| c.map(|c| c.none_usd)).collect::<Vec<_>>()),
+        Column::new(
+            "none_cached_cost_usd".into(),
+            costs.iter().map(|c| c.map(|c| c.none_cached_usd)).collect::<Vec<_>>(),
         ),
-    ];
-    for a in &axes {
-        columns.push(col_str(
-            a,
-            cells.iter().map(|c| points.get(c.cell.point.as_str()).and_then(|p| p.axes.get(a).cloned())).collect(),
-        ));
+    ]);
+    let per_cell: Vec<BTreeMap<&str, f64>> =
+        cells.iter().map(|c| metrics::conversation_values(c, price_of(c).as_ref())).collect();
+    for m in METRICS {
+        if columns.iter().any(|c| c.name().as_str() == m.name) {
+            continue;
+        }
+        columns.push(metric_column(m.name, m, per_cell.iter().map(|x| x.get(m.name).copied()).collect()));
     }
-    columns.push(Column::new(
-        "conversation".into(),
-        cells.iter().map(|c| c.cell.conversation.clone()).collect::<Vec<_>>(),
-    ));
-    columns.push(Column::new("repeat".into(), cells.iter().map(|c| c.cell.repeat).collect::<Vec<_>>()));
-    columns.push(Column::new("source".into(), cells.iter().map(|c| c.source.clone()).collect::<Vec<_>>()));
-    columns.push(Column::new("requests".into(), cells.iter().map(|c| c.result.requests as u64).collect::<Vec<_>>()));
-    columns.push(Column::new(
-        "cumulative_request_tokens".into(),
-        cells.iter().map(|c| c.result.cumulative_request_tokens).collect::<Vec<_>>(),
-    ));
-    columns.push(Column::new(
-        "baseline_cumulative_tokens".into(),
-        cells.iter().map(|c| c.result.baseline_cumulative_tokens).collect::<Vec<_>>(),
-    ));
-    for m in &metric_names {
-        columns
-            .push(Column::new((*m).into(), per_cell.iter().map(|x| x.get(m).copied()).collect::<Vec<Option<f64>>>()));
-    }
-    columns.push(col_str("error", cells.iter().map(|c| c.result.error.clone()).collect()));
+    columns.push(Column::new("error".into(), cells.iter().map(|c| c.result.error.clone()).collect::<Vec<_>>()));
     let conversations = DataFrame::new(cells.len(), columns)?;
 
-    // Points: polars for mean/median/p90, our bootstrap for the intervals.
-    let present: Vec<&str> = POINT_METRICS.iter().copied().filter(|m| metric_names.contains(m)).collect();
-    let mut aggs = vec![col("conversation").count().alias("conversations")];
-    for m in &present {
-        aggs.push(col(*m).mean().alias(format!("{m}_mean")));
-        aggs.push(col(*m).median().alias(format!("{m}_median")));
-        aggs.push(col(*m).quantile(lit(0.9), QuantileMethod::Linear).alias(format!("{m}_p90")));
-    }
-    let order: Vec<String> = plan.points.iter().map(|p| p.id.clone()).collect();
-    let grouped = conversations.clone().lazy().group_by_stable([col("point")]).agg(aggs).collect()?;
-    // Keep the plan's point order.
-    let mut rows: Vec<usize> = Vec::new();
-    let ids = grouped.column("point")?.str()?.clone();
-    for id in &order {
-        if let Some(i) = ids.iter().position(|x| x == Some(id.as_str())) {
-            rows.push(i);
-        }
-    }
-    let idx = IdxCa::from_vec("idx".into(), rows.iter().map(|&i| i as IdxSize).collect());
-    let mut grouped = grouped.take(&idx)?;
-    let point_ids: Vec<String> =
-        grouped.column("point")?.str()?.iter().map(|s| s.unwrap_or_default().to_string()).collect();
-    let strategies: Vec<String> = point_ids
+    // Points: each metric's figure, n and interval, and the paired comparisons.
+    let figures = metrics::point_figures(plan, cells, None);
+    let parts: Vec<BTreeMap<&'static str, Vec<(String, metrics::Parts)>>> = plan
+        .points
         .iter()
-        .map(|id| points.get(id.as_str()).map(|p| p.strategy.kind().to_string()).unwrap_or_default())
+        .map(|p| metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), pricing[p.id.as_str()].as_ref()))
         .collect();
-    let summarizers: Vec<Option<String>> =
-        point_ids.iter().map(|id| points.get(id.as_str()).and_then(|p| p.summarizer.clone())).collect();
-    grouped.with_column(Column::new("strategy".into(), strategies))?;
-    grouped.with_column(col_str("summarizer", summarizers))?;
-    for a in &axes {
-        let v: Vec<Option<String>> =
-            point_ids.iter().map(|id| points.get(id.as_str()).and_then(|p| p.axes.get(a).cloned())).collect();
-        grouped.with_column(col_str(a, v))?;
-    }
-    for m in &present {
-        let mut lows = Vec::new();
-        let mut highs = Vec::new();
-        for id in &point_ids {
-            let values: Vec<f64> = cells
-                .iter()
-                .zip(&per_cell)
-                .filter(|(c, _)| &c.cell.point == id)
-                .filter_map(|(_, x)| x.get(m).copied())
-                .collect();
-            let est = bootstrap_mean(&values);
-            lows.push(est.map(|e| e.low));
-            highs.push(est.map(|e| e.high));
+    let index: BTreeMap<&str, usize> = plan.points.iter().enumerate().map(|(i, p)| (p.id.as_str(), i)).collect();
+    let reference = reference_point(plan).map(|p| index[p.id.as_str()]);
+    let all: Vec<Option<&ConfigPoint>> = plan.points.iter().map(Some).collect();
+    let mut columns = vec![Column::new("point".into(), plan.points.iter().map(|p| p.id.clone()).collect::<Vec<_>>())];
+    columns.extend(point_columns(&axes, &all));
+    columns.push(Column::new(
+        "conversations".into(),
+        plan.points.iter().map(|p| cells.iter().filter(|c| c.cell.point == p.id).count() as u64).collect::<Vec<_>>(),
+    ));
+    for m in METRICS {
+        let fig: Vec<Option<metrics::Figure>> = figures.iter().map(|f| f.get(m.name).copied()).collect();
+        if fig.iter().all(Option::is_none) {
+            continue;
         }
-        grouped.with_column(Column::new(format!("{m}_ci_low").into(), lows))?;
-        grouped.with_column(Column::new(format!("{m}_ci_high").into(), highs))?;
+        columns.push(metric_column(m.name, m, fig.iter().map(|f| f.map(|f| f.value)).collect()));
+        columns.push(Column::new(
+            format!("{}_n", m.name).into(),
+            fig.iter().map(|f| f.map(|f| f.n as u64)).collect::<Vec<_>>(),
+        ));
+        if m.aggregation == Aggregation::RatioOfSums {
+            columns.push(Column::new(
+                format!("{}_ci_low", m.name).into(),
+                fig.iter().map(|f| f.map(|f| f.low)).collect::<Vec<_>>(),
+            ));
+            columns.push(Column::new(
+                format!("{}_ci_high", m.name).into(),
+                fig.iter().map(|f| f.map(|f| f.high)).collect::<Vec<_>>(),
+            ));
+        }
+        if !COMPARED_METRICS.contains(&m.name) {
+            continue;
+        }
+        for (label, against) in [
+            (
+                "vs_none",
+                plan.points.iter().map(|p| none_point(plan, p).map(|n| index[n.id.as_str()])).collect::<Vec<_>>(),
+            ),
+            ("vs_reference", plan.points.iter().map(|_| reference).collect()),
+        ] {
+            let diffs: Vec<Option<metrics::Figure>> = (0..plan.points.len())
+                .map(|i| {
+                    let j = against[i]?;
+                    metrics::paired_difference(m, parts[i].get(m.name)?, parts[j].get(m.name)?)
+                })
+                .collect();
+            for (suffix, get) in [("", 0), ("_ci_low", 1), ("_ci_high", 2)] {
+                let v: Vec<Option<f64>> = diffs.iter().map(|d| d.map(|d| [d.value, d.low, d.high][get])).collect();
+                columns.push(Column::new(format!("{}_diff_{label}{suffix}", m.name).into(), v));
+            }
+        }
     }
-    for column in crate::probes::figures::point_columns(plan, cells, &point_ids) {
-        grouped.with_column(column)?;
+    // The probe counts behind the two headline probe figures, under the names scripts rely on.
+    for (alias, metric) in [("early_only_n", "early_only_retention"), ("at_risk_n", "at_risk_retention")] {
+        let n: Vec<Option<u64>> = figures.iter().map(|f| f.get(metric).map(|f| f.n as u64)).collect();
+        if n.iter().any(Option::is_some) {
+            columns.push(Column::new(alias.into(), n));
+        }
     }
-    Ok(Frames { events, conversations, points: grouped })
+    let points = DataFrame::new(plan.points.len(), columns)?;
+    Ok(Frames { events, conversations, points })
+}
+
+/// Writes a frame as Parquet with the `parquet` crate: strings as plain UTF-8 (`Utf8`, not polars'
+/// `string_view`, which older pyarrow, pandas, DuckDB and Spark cannot read), integers, floats and
+/// booleans as themselves, nulls kept.
+fn write_parquet(df: &DataFrame, path: &Path) -> PolarsResult<()> {
+    use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, UInt32Array, UInt64Array};
+    use arrow_schema::{DataType as ArrowType, Field, Schema};
+    let mut fields = Vec::new();
+    let mut arrays: Vec<ArrayRef> = Vec::new();
+    for c in df.columns() {
+        let s = c.as_materialized_series();
+        let (ty, array): (ArrowType, ArrayRef) = match s.dtype() {
+            DataType::Boolean => (ArrowType::Boolean, std::sync::Arc::new(s.bool()?.iter().collect::<BooleanArray>())),
+            DataType::UInt32 => (ArrowType::UInt32, std::sync::Arc::new(s.u32()?.iter().collect::<UInt32Array>())),
+            DataType::UInt64 => (ArrowType::UInt64, std::sync::Arc::new(s.u64()?.iter().collect::<UInt64Array>())),
+            DataType::Int64 => (ArrowType::Int64, std::sync::Arc::new(s.i64()?.iter().collect::<Int64Array>())),
+            DataType::Float64 => (ArrowType::Float64, std::sync::Arc::new(s.f64()?.iter().collect::<Float64Array>())),
+            _ => {
+                let s = s.cast(&DataType::String)?;
+                (ArrowType::Utf8, std::sync::Arc::new(s.str()?.iter().collect::<StringArray>()))
+            }
+        };
+        fields.push(Field::new(c.name().as_str(), ty, true));
+        arrays.push(array);
+    }
+    let err = |e: &dyn std::fmt::Display| PolarsError::ComputeError(format!("{}: {e}", path.display()).into());
+    let schema = std::sync::Arc::new(Schema::new(fields));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), arrays).map_err(|e| err(&e))?;
+    let file = std::fs::File::create(path)?;
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| err(&e))?;
+    writer.write(&batch).map_err(|e| err(&e))?;
+    writer.close().map_err(|e| err(&e))?;
+    Ok(())
 }
 
 /// Writes every frame as Parquet, CSV and JSON under `dir`.
@@ -310,26 +323,11 @@ pub fn write_frames(frames: &mut Frames, dir: &Path) -> PolarsResult<()> {
     for (name, df) in
         [("events", &mut frames.events), ("conversations", &mut frames.conversations), ("points", &mut frames.points)]
     {
-        ParquetWriter::new(std::fs::File::create(dir.join(format!("{name}.parquet")))?).finish(df)?;
+        write_parquet(df, &dir.join(format!("{name}.parquet")))?;
         CsvWriter::new(std::fs::File::create(dir.join(format!("{name}.csv")))?).finish(df)?;
         JsonWriter::new(std::fs::File::create(dir.join(format!("{name}.json")))?)
             .with_json_format(JsonFormat::Json)
             .finish(df)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bootstrap_is_deterministic_and_brackets_the_mean() {
-        let v: Vec<f64> = (0..40).map(|i| (i % 7) as f64 / 7.0).collect();
-        let a = bootstrap_mean(&v).unwrap();
-        assert_eq!(Some(a), bootstrap_mean(&v));
-        assert!(a.low <= a.mean && a.mean <= a.high && a.low < a.high);
-        assert_eq!(bootstrap_mean(&[0.5]).unwrap().low, 0.5);
-        assert!(bootstrap_mean(&[]).is_none());
-    }
 }

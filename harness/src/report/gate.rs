@@ -2,8 +2,8 @@
 //! fails only on regressions the data supports (a bootstrap interval of the paired differences beyond the
 //! tolerance), so noise does not fail the build.
 
-use super::aggregate::{bootstrap_mean, conversation_metrics, Estimate};
 use super::{short_label, Table};
+use crate::metrics::{bootstrap_mean, conversation_values, point_pricing, Estimate};
 use crate::sweep::runner::RunError;
 use crate::sweep::{self, CellResult, Plan};
 use serde::{Deserialize, Serialize};
@@ -23,7 +23,7 @@ pub enum Direction {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
-    /// A per-conversation metric (see `report::aggregate::conversation_metrics`).
+    /// A per-conversation metric (see `crate::metrics::METRICS` and `harness/docs/metrics.md`).
     pub metric: String,
     pub direction: Direction,
     /// A change smaller than `max(abs_tolerance, rel_tolerance × |baseline mean|)` is never a regression.
@@ -78,7 +78,7 @@ impl Default for Rules {
         let compressed = |metric: &str| Rule { only: Only::Compressed, ..r(metric, Direction::Higher, 0.02, 0.0) };
         Rules {
             rule: vec![
-                r("cumulative_vs_none", Direction::Lower, 0.01, 0.0),
+                r("cost_vs_none", Direction::Lower, 0.01, 0.0),
                 r("mean_reduction", Direction::Higher, 0.02, 0.0),
                 r("inflated_events", Direction::Lower, 0.1, 0.0),
                 r("empty_summary_events", Direction::Lower, 0.1, 0.0),
@@ -247,13 +247,21 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
     let bplan = sweep::runner::load_plan(baseline)?;
     let cplan = sweep::runner::load_plan(current)?;
     let (completeness, [bcells, ccells]) = completeness(baseline, &bplan, current, &cplan);
-    let index = |cells: &[CellResult]| -> BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>> {
+    // Every figure from its one definition (`crate::metrics`), with the plan's prices.
+    let index = |plan: &Plan, cells: &[CellResult]| -> BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>> {
+        let pricing: BTreeMap<&str, _> = plan.points.iter().map(|p| (p.id.as_str(), point_pricing(plan, p))).collect();
         cells
             .iter()
-            .map(|c| ((c.cell.point.clone(), c.cell.conversation.clone(), c.cell.repeat), conversation_metrics(c)))
+            .map(|c| {
+                let prices = pricing.get(c.cell.point.as_str()).copied().flatten();
+                (
+                    (c.cell.point.clone(), c.cell.conversation.clone(), c.cell.repeat),
+                    conversation_values(c, prices.as_ref()),
+                )
+            })
             .collect()
     };
-    let (bi, ci) = (index(&bcells), index(&ccells));
+    let (bi, ci) = (index(&bplan, &bcells), index(&cplan, &ccells));
     let acted = |m: &BTreeMap<&'static str, f64>| {
         m.get("compressed_events").copied().unwrap_or(0.0) + m.get("truncation_only_events").copied().unwrap_or(0.0)
             > 0.0

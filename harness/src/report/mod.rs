@@ -8,8 +8,9 @@ pub mod gate;
 pub mod plots;
 pub mod systems;
 
+use crate::metrics;
+use crate::sweep::summary::{summarize, table, TableOptions};
 use crate::sweep::{self, CellResult, ConfigPoint, Plan};
-use aggregate::{bootstrap_mean, conversation_metrics, Estimate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -48,10 +49,13 @@ fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "–".into())
 }
 
-fn pct_ci(e: Option<Estimate>) -> String {
-    match e {
-        Some(e) if e.n > 1 => format!("{:.1}% [{:.1}, {:.1}]", e.mean * 100.0, e.low * 100.0, e.high * 100.0),
-        Some(e) => format!("{:.1}%", e.mean * 100.0),
+/// A paired difference in percentage points with its interval.
+fn pp_ci(f: Option<metrics::Figure>) -> String {
+    match f {
+        Some(f) if f.low < f.high => {
+            format!("{:+.1} [{:+.1}, {:+.1}]", f.value * 100.0, f.low * 100.0, f.high * 100.0)
+        }
+        Some(f) => format!("{:+.1}", f.value * 100.0),
         None => "–".into(),
     }
 }
@@ -66,86 +70,165 @@ pub fn varying_axes(points: &[&ConfigPoint]) -> Vec<String> {
         .collect()
 }
 
-/// Per-point metric values over its conversations.
-pub fn metric_values(cells: &[CellResult], point: &str, metric: &str) -> Vec<f64> {
+/// Per-point metric values over its conversations (one per conversation where the metric applies).
+pub fn metric_values(plan: &Plan, cells: &[CellResult], point: &str, metric: &str) -> Vec<f64> {
+    let pricing = plan.points.iter().find(|p| p.id == point).and_then(|p| metrics::point_pricing(plan, p));
     cells
         .iter()
         .filter(|c| c.cell.point == point)
-        .filter_map(|c| conversation_metrics(c).get(metric).copied())
+        .filter_map(|c| metrics::conversation_values(c, pricing.as_ref()).get(metric).copied())
         .collect()
 }
 
-/// The headline table: one row per config point.
-pub fn headline(plan: &Plan, cells: &[CellResult]) -> Table {
-    let points: Vec<&ConfigPoint> = plan.points.iter().collect();
-    let axes = varying_axes(&points);
-    let mut header: Vec<String> = vec!["strategy".into(), "summarizer".into()];
-    header.extend(axes.iter().cloned());
-    header.extend(
-        [
-            "convs",
-            "compressed",
-            "inflated",
-            "empty summary",
-            "truncation-only",
-            "mean reduction [95% CI]",
-            "hidden inflation",
-            "verification changed",
-            "cumulative tokens vs none [95% CI]",
-            "retention [95% CI]",
-            "retrieval accuracy",
-            "failed",
-        ]
-        .map(String::from),
-    );
-    let rows = points
-        .iter()
-        .map(|p| {
-            let sum = |m: &str| metric_values(cells, &p.id, m).iter().sum::<f64>() as u64;
-            let mut row = vec![p.strategy.kind().to_string(), p.summarizer.clone().unwrap_or_else(|| "–".into())];
-            row.extend(axes.iter().map(|a| p.axes.get(a).cloned().unwrap_or_else(|| "–".into())));
-            let convs = cells.iter().filter(|c| c.cell.point == p.id).count();
-            row.extend([
-                convs.to_string(),
-                sum("compressed_events").to_string(),
-                sum("inflated_events").to_string(),
-                sum("empty_summary_events").to_string(),
-                sum("truncation_only_events").to_string(),
-                pct_ci(bootstrap_mean(&metric_values(cells, &p.id, "mean_reduction"))),
-                sum("hidden_inflation_events").to_string(),
-                pct(bootstrap_mean(&metric_values(cells, &p.id, "verification_changed")).map(|e| e.mean)),
-                pct_ci(bootstrap_mean(&metric_values(cells, &p.id, "cumulative_vs_none"))),
-                pct_ci(bootstrap_mean(&metric_values(cells, &p.id, "retention"))),
-                pct(bootstrap_mean(&metric_values(cells, &p.id, "retrieval_accuracy")).map(|e| e.mean)),
-                sum("failed").to_string(),
-            ]);
-            row
+/// The headline table: one row per config point (the same table `run` prints, with intervals).
+pub fn headline(plan: &Plan, cells: &[CellResult], wide: bool, markdown: bool) -> String {
+    let summaries = summarize(plan, cells);
+    table(&summaries, TableOptions { wide, intervals: true, markdown })
+}
+
+/// Paired comparisons: each point's difference from `none` and from the reference point, per conversation,
+/// over `source`'s conversations (all when `None`).
+pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>) -> Table {
+    let mine: Vec<&CellResult> = cells.iter().filter(|c| source.is_none_or(|s| c.source == s)).collect();
+    let parts_of = |p: &ConfigPoint| {
+        metrics::point_parts(
+            mine.iter().copied().filter(|c| c.cell.point == p.id),
+            metrics::point_pricing(plan, p).as_ref(),
+        )
+    };
+    let reference = aggregate::reference_point(plan);
+    let reference_parts = reference.map(parts_of);
+    let compared: Vec<&metrics::Metric> =
+        ["cost_vs_none", "cached_cost_vs_none", "retention"].iter().filter_map(|m| metrics::metric(m)).collect();
+    let mut header = vec!["#".to_string(), "configuration".to_string(), "convs".to_string()];
+    for m in &compared {
+        header.push(format!("Δ {} vs none (pp)", m.title()));
+    }
+    for m in &compared {
+        header.push(format!("Δ {} vs ref. (pp)", m.title()));
+    }
+    let mut rows = Vec::new();
+    for (i, p) in plan.points.iter().enumerate() {
+        let parts = parts_of(p);
+        let convs = mine.iter().filter(|c| c.cell.point == p.id).count();
+        if convs == 0 {
+            continue;
+        }
+        let none_parts = aggregate::none_point(plan, p).map(parts_of);
+        let mut row = vec![(i + 1).to_string(), short_label(p), convs.to_string()];
+        for against in [&none_parts, &reference_parts] {
+            for m in &compared {
+                let d =
+                    against.as_ref().and_then(|a| metrics::paired_difference(m, parts.get(m.name)?, a.get(m.name)?));
+                row.push(pp_ci(d));
+            }
+        }
+        rows.push(row);
+    }
+    Table { header, rows }
+}
+
+/// Per source under the reference's default point (the first reference point of the main grid): how many
+/// conversations are unsplittable, how many of the others compress at least once, and what the trigger saw.
+pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
+    let header = [
+        "source",
+        "convs",
+        "unsplittable",
+        "splittable compressing",
+        "share",
+        "window (median tokens)",
+        "trigger count",
+    ]
+    .map(String::from)
+    .to_vec();
+    let Some(reference) = aggregate::reference_point(plan) else { return Table { header, rows: Vec::new() } };
+    let mut by_source: BTreeMap<&str, Vec<&CellResult>> = BTreeMap::new();
+    for c in cells.iter().filter(|c| c.cell.point == reference.id) {
+        by_source.entry(c.source.as_str()).or_default().push(c);
+    }
+    let rows = by_source
+        .into_iter()
+        .map(|(source, cs)| {
+            let unsplittable = cs.iter().filter(|c| c.result.unsplittable).count();
+            let splittable = cs.len() - unsplittable;
+            let compressing = cs.iter().filter(|c| !c.result.unsplittable && c.result.compressed_events() > 0).count();
+            let mut windows: Vec<u64> = cs.iter().map(|c| c.result.token_limit).collect();
+            windows.sort_unstable();
+            let sources: BTreeSet<&str> = cs.iter().map(|c| c.result.prompt_count_source.as_str()).collect();
+            vec![
+                if source.is_empty() { "(unreadable)".into() } else { source.to_string() },
+                cs.len().to_string(),
+                unsplittable.to_string(),
+                format!("{compressing} of {splittable}"),
+                pct((splittable > 0).then(|| compressing as f64 / splittable as f64)),
+                windows.get(windows.len() / 2).map(u64::to_string).unwrap_or_default(),
+                sources.into_iter().collect::<Vec<_>>().join("; "),
+            ]
         })
         .collect();
     Table { header, rows }
 }
 
-/// The corpus table: conversations, requests and tokens per source.
+/// For unsplittable conversations: where each historical split variant would split the whole history.
+pub fn split_variants_table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
+    let reference = aggregate::reference_point(plan)?;
+    let unsplittable: Vec<&CellResult> =
+        cells.iter().filter(|c| c.cell.point == reference.id && c.result.unsplittable).collect();
+    if unsplittable.is_empty() {
+        return None;
+    }
+    let mut rows = Vec::new();
+    for v in crate::compress::SplitVariant::ALL {
+        let (mut none, mut some, mut all) = (0, 0, 0);
+        for c in &unsplittable {
+            match c.result.split_points.get(v.name()) {
+                Some(0) => none += 1,
+                Some(&i) if i >= c.result.split_history_contents => all += 1,
+                Some(_) => some += 1,
+                None => {}
+            }
+        }
+        rows.push(vec![v.name().to_string(), none.to_string(), some.to_string(), all.to_string()]);
+    }
+    Some(Table {
+        header: ["split variant", "no split point (NOOP)", "split inside the history", "summarise everything"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    })
+}
+
+/// The corpus table: conversations, requests and tokens per source (from the `none` replays).
 pub fn corpus(plan: &Plan, cells: &[CellResult]) -> Table {
-    let none_like = plan.points.first().map(|p| p.id.clone()).unwrap_or_default();
-    let mut by_source: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();
-    for c in cells.iter().filter(|c| c.cell.point == none_like) {
+    let none = plan.points.iter().find(|p| p.strategy.kind() == "none" && p.slice.is_none()).map(|p| p.id.clone());
+    let mut by_source: BTreeMap<String, (usize, u64, u64, u64)> = BTreeMap::new();
+    for c in cells.iter().filter(|c| Some(&c.cell.point) == none.as_ref()) {
         let e = by_source.entry(c.source.clone()).or_default();
         e.0 += 1;
         e.1 += c.result.requests as u64;
-        e.2 += c.result.request_tokens.last().copied().unwrap_or(0);
+        e.2 += c.result.none_request_tokens_total;
+        e.3 = e.3.max(c.result.none_peak_request_tokens);
     }
     for p in &plan.conversations {
         by_source.entry(p.source.clone()).or_default();
     }
     let rows = by_source
         .into_iter()
-        .map(|(s, (n, req, tok))| {
-            vec![if s.is_empty() { "(unreadable)".into() } else { s }, n.to_string(), req.to_string(), tok.to_string()]
+        .map(|(s, (n, req, tok, peak))| {
+            vec![
+                if s.is_empty() { "(unreadable)".into() } else { s },
+                n.to_string(),
+                req.to_string(),
+                tok.to_string(),
+                peak.to_string(),
+            ]
         })
         .collect();
     Table {
-        header: ["source", "conversations", "model requests", "final request tokens (sum)"].map(String::from).to_vec(),
+        header: ["source", "conversations", "model requests", "request tokens (sum)", "largest request"]
+            .map(String::from)
+            .to_vec(),
         rows,
     }
 }
@@ -153,30 +236,34 @@ pub fn corpus(plan: &Plan, cells: &[CellResult]) -> Table {
 /// Findings worth a sentence, computed from the data.
 pub fn findings(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
     let mut out = Vec::new();
-    let gemini: Vec<&ConfigPoint> = plan.points.iter().filter(|p| p.strategy.kind() == "gemini").collect();
-    if let Some(p) = gemini.first() {
+    if let Some(p) = aggregate::reference_point(plan) {
         let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
-        let never = mine.iter().filter(|c| c.result.events.is_empty() && c.result.overflow_events > 0).count();
-        if never > 0 {
+        let unsplittable: Vec<&&CellResult> = mine.iter().filter(|c| c.result.unsplittable).collect();
+        if !unsplittable.is_empty() {
+            let mut per_source: BTreeMap<&str, usize> = BTreeMap::new();
+            for c in &unsplittable {
+                *per_source.entry(c.source.as_str()).or_default() += 1;
+            }
+            let never = unsplittable.iter().filter(|c| c.result.compressed_events() == 0).count();
             out.push(format!(
-                "{never} of {} conversations overflowed the simulated window without a single compression under the first reference configuration: their history is one user task followed only by tool responses, so `findCompressSplitPoint` has no candidate but index 0 and `compress` returns NOOP at every request.",
-                mine.len()
+                "{} of {} conversations are unsplittable ({}): one user task followed only by tool responses, so the current `findCompressSplitPoint` (upstream 2025-09-27, and the 2025-09-18 candidate rules) has no split candidate but index 0 and the reference returns NOOP; {never} of them never compress under `{}`. The split-variant table shows what the historical variants do with them.",
+                unsplittable.len(),
+                mine.len(),
+                per_source.iter().map(|(s, n)| format!("{s}: {n}")).collect::<Vec<_>>().join(", "),
+                short_label(p)
             ));
         }
-        let hidden: u64 =
-            mine.iter().map(|c| c.result.events.iter().filter(|e| e.hidden_inflation).count() as u64).sum();
-        if hidden > 0 {
-            out.push(format!("{hidden} compressions were reported as COMPRESSED although the true request (o200k tokens plus the configured system and tool overhead) grew."));
-        }
     }
-    let inflated: u64 = cells
-        .iter()
-        .map(|c| {
-            c.result.events.iter().filter(|e| e.status == "COMPRESSION_FAILED_INFLATED_TOKEN_COUNT").count() as u64
-        })
-        .sum();
-    if inflated > 0 {
-        out.push(format!("{inflated} compression attempts were discarded by the inflation guard over the whole run."));
+    let summaries = summarize(plan, cells);
+    for s in &summaries {
+        let hidden = s.figures.get("hidden_inflation_events").copied().unwrap_or(0.0);
+        let deflated = s.figures.get("hidden_deflation_events").copied().unwrap_or(0.0);
+        if hidden > 0.0 || deflated > 0.0 {
+            let label = plan.points.iter().find(|p| p.id == s.point).map(short_label).unwrap_or_default();
+            out.push(format!(
+                "`{label}`: {hidden} events reported a smaller history while the request grew (hidden inflation), {deflated} were discarded as inflated while the request would have shrunk (hidden deflation)."
+            ));
+        }
     }
     out
 }
@@ -186,6 +273,8 @@ pub fn findings(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
 pub struct PlotList {
     pub written: Vec<(String, plots::PlotFiles)>,
     pub failed: Vec<String>,
+    /// The Pareto plot's point numbers and the configurations they stand for.
+    pub pareto_key: Vec<(usize, String, f64, f64)>,
 }
 
 fn note(list: &mut PlotList, caption: &str, r: Result<plots::PlotFiles, plots::PlotError>) {
@@ -195,96 +284,69 @@ fn note(list: &mut PlotList, caption: &str, r: Result<plots::PlotFiles, plots::P
     }
 }
 
+/// A metric's figure over several points' conversations pooled.
+fn pooled(plan: &Plan, cells: &[CellResult], points: &[&ConfigPoint], metric: &str) -> Option<f64> {
+    let m = metrics::metric(metric)?;
+    let parts: Vec<metrics::Parts> = points
+        .iter()
+        .flat_map(|p| {
+            metrics::point_parts(
+                cells.iter().filter(|c| c.cell.point == p.id),
+                metrics::point_pricing(plan, p).as_ref(),
+            )
+            .remove(metric)
+            .unwrap_or_default()
+        })
+        .map(|(_, p)| p)
+        .collect();
+    metrics::figure(m, &parts).map(|f| f.value)
+}
+
 /// Draws every plot of the report into `dir`.
 pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
     let mut list = PlotList::default();
     let _ = std::fs::create_dir_all(dir);
-    // 1. The sawtooth: the conversation with the most reference compressions, one series per strategy.
+    // 1. The sawtooth: under the reference point, the conversation with the most compressions (one where
+    // compression fires), one series per strategy's first main-grid point.
     let first_of_kind: Vec<&ConfigPoint> = {
         let mut seen = BTreeSet::new();
         plan.points.iter().filter(|p| p.slice.is_none() && seen.insert(p.strategy.kind())).collect()
     };
-    let gemini = first_of_kind.iter().find(|p| p.strategy.kind() == "gemini");
-    let conv = gemini.and_then(|g| {
+    let reference = aggregate::reference_point(plan);
+    let conv = reference.and_then(|g| {
         cells
             .iter()
-            .filter(|c| c.cell.point == g.id)
-            .max_by_key(|c| {
-                (
-                    c.result.events.iter().filter(|e| e.status == "COMPRESSED").count(),
-                    std::cmp::Reverse(c.cell.conversation.clone()),
-                )
-            })
+            .filter(|c| c.cell.point == g.id && c.result.compressed_events() > 0)
+            .max_by_key(|c| (c.result.compressed_events(), std::cmp::Reverse(c.cell.conversation.clone())))
             .map(|c| c.cell.conversation.clone())
     });
-    if let Some(conv) = conv {
+    if let (Some(conv), Some(reference)) = (conv, reference) {
         let mut series = Vec::new();
         let mut markers = Vec::new();
         for p in &first_of_kind {
             if let Some(c) = cells.iter().find(|c| c.cell.point == p.id && c.cell.conversation == conv) {
                 let idx = series.len();
                 series.push(plots::Series {
-                    name: p.strategy.kind().to_string(),
+                    name: short_label(p),
                     points: c.result.request_tokens.iter().enumerate().map(|(i, t)| (i as f64, *t as f64)).collect(),
                 });
-                markers.extend(c.result.events.iter().map(|e| plots::Marker {
-                    x: e.request as f64,
-                    series: idx,
-                    label: e.status.clone(),
-                }));
+                markers.extend(
+                    c.result
+                        .events
+                        .iter()
+                        .filter(|e| e.status != "CONTENT_TRUNCATED" || p.strategy.kind() != "observation-masking")
+                        .map(|e| plots::Marker { x: e.request as f64, series: idx, label: e.status.clone() }),
+                );
             }
         }
         note(
             &mut list,
-            &format!("Context size per request of `{conv}`, with compression events, per strategy"),
-            plots::timeline(dir, "timeline", &format!("Context timeline: {conv}"), &series, &markers),
+            &format!("Request size (tokens, as sent) per request of `{conv}`, with compression events, for the first point of each strategy; reference: `{}`", short_label(reference)),
+            plots::timeline(dir, "timeline", &format!("Context timeline: {conv} ({})", short_label(reference)), &series, &markers),
         );
     }
-    // 2. Token reduction versus threshold, one series per prompt variant (reference points).
-    let mut by_prompt: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for p in plan.points.iter().filter(|p| p.strategy.kind() == "gemini" && p.slice.is_none()) {
-        let (Some(t), Some(prompt)) = (p.axes.get("threshold"), p.axes.get("prompt")) else { continue };
-        let key = format!("{prompt} (verification {})", p.axes.get("verification").map(String::as_str).unwrap_or("–"));
-        if let (Ok(t), Some(e)) = (t.parse::<f64>(), bootstrap_mean(&metric_values(cells, &p.id, "mean_reduction"))) {
-            by_prompt.entry(key).or_default().push((t, e.mean * 100.0));
-        }
-    }
-    let series: Vec<plots::Series> = by_prompt
-        .into_iter()
-        .map(|(name, mut points)| {
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            // Several points per threshold (other axes): average them.
-            let mut merged: Vec<(f64, f64, usize)> = Vec::new();
-            for (x, y) in points {
-                match merged.last_mut() {
-                    Some(m) if m.0 == x => {
-                        m.1 += y;
-                        m.2 += 1;
-                    }
-                    _ => merged.push((x, y, 1)),
-                }
-            }
-            plots::Series { name, points: merged.into_iter().map(|(x, y, n)| (x, y / n as f64)).collect() }
-        })
-        .collect();
-    note(
-        &mut list,
-        "Mean token reduction per compression versus the threshold, per prompt variant",
-        plots::lines(
-            dir,
-            "reduction-vs-threshold",
-            "Token reduction vs threshold",
-            "threshold (fraction of the window)",
-            "mean reduction (%)",
-            &series,
-        ),
-    );
-    // 3. Heatmap: a quality metric versus preserve fraction (rows) and threshold (columns).
-    let metric = if cells.iter().any(|c| conversation_metrics(c).contains_key("retention")) {
-        "retention"
-    } else {
-        "cumulative_vs_none"
-    };
+    // 2. Mean reduction versus threshold, one series per preserve fraction (reference points, other axes
+    // pooled).
     let gem: Vec<&ConfigPoint> =
         plan.points.iter().filter(|p| p.strategy.kind() == "gemini" && p.slice.is_none()).collect();
     let uniq = |axis: &str| -> Vec<String> {
@@ -293,27 +355,59 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
         v.dedup();
         v
     };
-    let (cols, rows) = (uniq("threshold"), uniq("preserve_fraction"));
-    let values: Vec<Vec<Option<f64>>> = rows
+    let (thresholds, preserves) = (uniq("threshold"), uniq("preserve_fraction"));
+    let series: Vec<plots::Series> = preserves
+        .iter()
+        .map(|keep| plots::Series {
+            name: format!("preserve {keep}"),
+            points: thresholds
+                .iter()
+                .filter_map(|t| {
+                    let pts: Vec<&ConfigPoint> = gem
+                        .iter()
+                        .copied()
+                        .filter(|p| p.axes.get("threshold") == Some(t) && p.axes.get("preserve_fraction") == Some(keep))
+                        .collect();
+                    Some((t.parse().ok()?, pooled(plan, cells, &pts, "mean_reduction")? * 100.0))
+                })
+                .collect(),
+        })
+        .collect();
+    note(
+        &mut list,
+        "Mean reduction of the request per compression (1 − after/before) versus the threshold, one line per preserve fraction (reference; prompts and verification pooled); the y axis starts at 0",
+        plots::lines_from_zero(
+            dir,
+            "reduction-vs-threshold",
+            "Request reduction per compression vs threshold",
+            "threshold (fraction of the window)",
+            "mean reduction (%), axis from 0",
+            &series,
+        ),
+    );
+    // 3. Heatmap: a quality metric versus preserve fraction (rows) and threshold (columns).
+    let metric = if cells.iter().any(|c| c.probes.is_some()) { "retention" } else { "cost_vs_none" };
+    let values: Vec<Vec<Option<f64>>> = preserves
         .iter()
         .map(|r| {
-            cols.iter()
+            thresholds
+                .iter()
                 .map(|c| {
-                    let vals: Vec<f64> = gem
+                    let pts: Vec<&ConfigPoint> = gem
                         .iter()
+                        .copied()
                         .filter(|p| p.axes.get("threshold") == Some(c) && p.axes.get("preserve_fraction") == Some(r))
-                        .flat_map(|p| metric_values(cells, &p.id, metric))
                         .collect();
-                    bootstrap_mean(&vals).map(|e| e.mean)
+                    pooled(plan, cells, &pts, metric)
                 })
                 .collect()
         })
         .collect();
-    let x_labels: Vec<String> = cols.iter().map(|c| format!("threshold {c}")).collect();
-    let y_labels: Vec<String> = rows.iter().map(|r| format!("preserve {r}")).collect();
+    let x_labels: Vec<String> = thresholds.iter().map(|c| format!("threshold {c}")).collect();
+    let y_labels: Vec<String> = preserves.iter().map(|r| format!("preserve {r}")).collect();
     note(
         &mut list,
-        &format!("Mean `{metric}` by preserve fraction and threshold (reference)"),
+        &format!("`{metric}` by preserve fraction and threshold (reference; other axes pooled)"),
         plots::heatmap(
             dir,
             "heatmap",
@@ -323,39 +417,43 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
             &values,
         ),
     );
-    // 4. Pareto: cumulative tokens versus quality, one point per config.
-    let quality = if cells.iter().any(|c| conversation_metrics(c).contains_key("early_only_retention")) {
+    // 4. Pareto: cost versus quality, one numbered point per configuration (the key is a table in the
+    // report). Slices cover other conversations, so only the main grid.
+    let quality = if cells.iter().any(|c| metrics::conversation_values(c, None).contains_key("early_only_retention")) {
         "early_only_retention"
     } else {
         "retention"
     };
-    // Slices cover other conversations, so their points are not comparable with the main grid's.
-    let pts: Vec<(String, f64, f64)> = plan
-        .points
-        .iter()
-        .filter(|p| p.slice.is_none())
-        .filter_map(|p| {
-            let x = bootstrap_mean(&metric_values(cells, &p.id, "cumulative_vs_none"))?.mean;
-            let y = bootstrap_mean(&metric_values(cells, &p.id, quality))?.mean;
-            Some((short_label(p), x, y))
-        })
-        .collect();
-    note(&mut list, &format!("Cumulative tokens versus {quality}, one point per configuration; the front is the set no other point beats on both"), plots::pareto(dir, "pareto", &format!("Cumulative tokens vs {quality}"), "cumulative request tokens vs none", quality, &pts));
-    // 5. Histogram of verification-pass deltas.
+    let mut pts = Vec::new();
+    for (i, p) in plan.points.iter().enumerate().filter(|(_, p)| p.slice.is_none()) {
+        let x = pooled(plan, cells, &[p], "cost_vs_none");
+        let y = pooled(plan, cells, &[p], quality);
+        if let (Some(x), Some(y)) = (x, y) {
+            pts.push(((i + 1).to_string(), x, y));
+            list.pareto_key.push((i + 1, short_label(p), x, y));
+        }
+    }
+    note(
+        &mut list,
+        &format!("Cost vs none (tokens, summarizer included) versus {quality}, one numbered point per configuration (key below); the front is the set no other point beats on both"),
+        plots::pareto(dir, "pareto", &format!("Cost vs {quality}"), "cost vs none (Σ request + summarizer tokens / Σ none)", quality, &pts),
+    );
+    // 5. Histogram of verification-pass changes, on [0, 1].
     let deltas: Vec<f64> = cells
         .iter()
         .flat_map(|c| c.result.events.iter().filter_map(|e| e.verification.as_ref().map(|v| v.edit_distance)))
         .collect();
     note(
         &mut list,
-        "How much the verification pass changed the first summary (normalised edit distance per compression)",
-        plots::histogram(
+        "How much the verification pass changed the first summary (normalised edit distance per compression, 0 = identical, 1 = entirely rewritten)",
+        plots::histogram_in(
             dir,
             "verification-delta",
             "Verification-pass change",
             "normalised edit distance (0 = identical)",
             &deltas,
             20,
+            (0.0, 1.0),
         ),
     );
     list
@@ -364,9 +462,15 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
 /// A compact label for a point: strategy plus its axis values.
 pub fn short_label(p: &ConfigPoint) -> String {
     let mut s = p.strategy.kind().to_string();
-    for (axis, short) in
-        [("threshold", "t"), ("preserve_fraction", "keep"), ("prompt", "prompt"), ("verification", "verify")]
-    {
+    for (axis, short) in [
+        ("threshold", "t"),
+        ("preserve_fraction", "keep"),
+        ("prompt", "prompt"),
+        ("verification", "verify"),
+        ("mask_keep_last", "mask"),
+        ("drop_keep_fraction", "drop-keep"),
+        ("split", "split"),
+    ] {
         if let Some(v) = p.axes.get(axis) {
             let _ = write!(s, " {short}={v}");
         }
@@ -385,7 +489,7 @@ pub struct ReportOutput {
 }
 
 /// Rebuilds results, plots and `report.md` from a run directory.
-pub fn build(run_dir: &Path) -> Result<ReportOutput, String> {
+pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, String> {
     let plan = sweep::runner::load_plan(run_dir).map_err(|e| e.to_string())?;
     let cells = sweep::collect(run_dir, &plan);
     let mut frames = aggregate::frames(&plan, &cells).map_err(|e| format!("aggregation: {e}"))?;
@@ -394,30 +498,67 @@ pub fn build(run_dir: &Path) -> Result<ReportOutput, String> {
     crate::probes::figures::write_probe_rows(&plan, &cells, &run_dir.join("results"))
         .map_err(|e| format!("{}: probes.csv: {e}", run_dir.display()))?;
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
-    let head = headline(&plan, &cells);
-    let md = markdown(run_dir, &plan, &cells, &head, &plots);
+    let md = markdown(run_dir, &plan, &cells, &plots, wide);
     let markdown_path = run_dir.join("report.md");
     crate::fsutil::write_atomic(&markdown_path, md.as_bytes())
         .map_err(|e| format!("{}: {e}", markdown_path.display()))?;
-    Ok(ReportOutput { markdown_path, terminal: head.terminal(), plots })
+    let terminal = format!("{}\n\n{}", headline(&plan, &cells, wide, false), sources_table(&plan, &cells).terminal());
+    Ok(ReportOutput { markdown_path, terminal, plots })
 }
 
-fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], head: &Table, plots: &PlotList) -> String {
+/// `N of M cells`, with the grid behind M (slices cover fewer conversations).
+pub fn cell_count(plan: &Plan, cells: &[CellResult]) -> String {
+    let expected = plan.cells().len();
+    let main = plan.points.iter().filter(|p| p.slice.is_none()).count();
+    let main_convs = plan.conversations.len();
+    let mut parts = vec![format!("{main} configurations × {main_convs} conversations")];
+    let mut slices: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for p in plan.points.iter().filter(|p| p.slice.is_some()) {
+        let n = plan
+            .conversations
+            .iter()
+            .filter(|c| p.source.as_ref().is_none_or(|s| &c.source == s))
+            .count()
+            .min(p.max_conversations.unwrap_or(usize::MAX));
+        let e = slices.entry(p.slice.as_deref().unwrap_or_default()).or_default();
+        e.0 += 1;
+        e.1 = n;
+    }
+    for (name, (points, convs)) in slices {
+        parts.push(format!("slice `{name}`: {points} × {convs}"));
+    }
+    format!("{} of {expected} cells ({}; × {} repeat(s)).", cells.len(), parts.join(" + "), plan.repeats)
+}
+
+fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList, wide: bool) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# compactbench report: {}\n", plan.name);
-    let expected = plan.cells().len();
+    let _ = writeln!(md, "{}\n", cell_count(plan, cells));
+    md.push_str("## Headline\n\n");
     let _ = writeln!(
         md,
-        "{} of {} cells ({} configurations × {} conversations × {} repeat(s)).\n",
-        cells.len(),
-        expected,
-        plan.points.len(),
-        plan.conversations.len(),
-        plan.repeats
+        "Every token figure is a request as it would be sent (system prompt + tool declarations + history + pending turn) counted with `{}`; *cost vs none* is Σ (request + summarizer tokens) / Σ request tokens of the same conversations without compression (a ratio of sums, lower is cheaper); *cached cost* bills each request's prefix shared with the previous request at the cached input price. Intervals are bootstrap 95 % intervals over conversations. Definitions: `harness/docs/metrics.md`.\n",
+        plan.replay.tokenizer.name()
     );
-    md.push_str("## Headline\n\n");
-    md.push_str("Token figures are the reference's own (`originalTokenCount`/`newTokenCount`); *cumulative tokens vs none* sums the size of every request of the replay against the same replay without compression (lower is cheaper). Intervals are bootstrap 95 % confidence intervals over conversations.\n\n");
-    md.push_str(&head.markdown());
+    md.push_str(&headline(plan, cells, wide, true));
+    md.push_str("\n\n## Comparisons\n\nEach configuration minus `none` and minus the reference point (`");
+    md.push_str(&aggregate::reference_point(plan).map(short_label).unwrap_or_default());
+    md.push_str(
+        "`), paired per conversation, in percentage points with bootstrap 95 % intervals.\n\n### All sources\n\n",
+    );
+    md.push_str(&comparisons(plan, cells, None).markdown());
+    let sources: BTreeSet<&str> = cells.iter().map(|c| c.source.as_str()).filter(|s| !s.is_empty()).collect();
+    for s in sources {
+        let _ = write!(md, "\n\n### {s}\n\n");
+        md.push_str(&comparisons(plan, cells, Some(s)).markdown());
+    }
+    md.push_str("\n\n## Sources under the reference point\n\n");
+    md.push_str("Unsplittable: the recorded history has no split candidate (a user turn without function responses) after its first Content. *Trigger count*: what the trigger saw as the last prompt count.\n\n");
+    md.push_str(&sources_table(plan, cells).markdown());
+    if let Some(t) = split_variants_table(plan, cells) {
+        md.push_str("\n\nWhere each historical `findCompressSplitPoint` variant would split the unsplittable histories (the history before the last request, keeping 30 %):\n\n");
+        md.push_str(&t.markdown());
+    }
     md.push_str("\n\n");
     let f = findings(plan, cells);
     if !f.is_empty() {
@@ -440,6 +581,19 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], head: &Table, plo
         let svg = files.svg.strip_prefix(run_dir).unwrap_or(&files.svg).display().to_string();
         let _ = writeln!(md, "![{caption}]({rel})\n\n*{caption}* ([SVG]({svg}))\n");
     }
+    if !plots.pareto_key.is_empty() {
+        let key = Table {
+            header: ["#", "configuration", "cost vs none ↓", "quality ↑"].map(String::from).to_vec(),
+            rows: plots
+                .pareto_key
+                .iter()
+                .map(|(i, l, x, y)| vec![i.to_string(), l.clone(), pct(Some(*x)), pct(Some(*y))])
+                .collect(),
+        };
+        md.push_str("Pareto plot key:\n\n");
+        md.push_str(&key.markdown());
+        md.push_str("\n\n");
+    }
     for e in &plots.failed {
         let _ = writeln!(md, "- not drawn: {e}");
     }
@@ -448,9 +602,11 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], head: &Table, plo
     md.push_str("\n\n## Configuration\n\n");
     let replay = serde_json::to_string_pretty(&plan.replay).unwrap_or_default();
     let _ = writeln!(md, "Replay settings:\n\n```json\n{replay}\n```\n");
+    let cost = serde_json::to_string_pretty(&plan.cost).unwrap_or_default();
+    let _ = writeln!(md, "Prices (USD per million tokens):\n\n```json\n{cost}\n```\n");
     let mut cfg =
-        Table { header: ["point", "strategy", "summarizer", "axes"].map(String::from).to_vec(), rows: Vec::new() };
-    for p in &plan.points {
+        Table { header: ["#", "point", "strategy", "summarizer", "axes"].map(String::from).to_vec(), rows: Vec::new() };
+    for (i, p) in plan.points.iter().enumerate() {
         let axes: Vec<String> = p
             .axes
             .iter()
@@ -458,6 +614,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], head: &Table, plo
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         cfg.rows.push(vec![
+            (i + 1).to_string(),
             p.id.clone(),
             p.strategy.kind().into(),
             p.summarizer.clone().unwrap_or_else(|| "–".into()),

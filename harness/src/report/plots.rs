@@ -75,7 +75,20 @@ pub fn lines(
     y_label: &str,
     series: &[Series],
 ) -> Result<PlotFiles, PlotError> {
-    let fig = draw::Lines { title, x_label, y_label, series };
+    let fig = draw::Lines { title, x_label, y_label, series, y_from_zero: false };
+    draw::render(dir, name, &fig)
+}
+
+/// [`lines`] with a y axis that starts at zero (or includes it).
+pub fn lines_from_zero(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<PlotFiles, PlotError> {
+    let fig = draw::Lines { title, x_label, y_label, series, y_from_zero: true };
     draw::render(dir, name, &fig)
 }
 
@@ -133,7 +146,21 @@ pub fn histogram(
     values: &[f64],
     bins: usize,
 ) -> Result<PlotFiles, PlotError> {
-    let fig = draw::Histogram { title, x_label, values, bins };
+    let fig = draw::Histogram { title, x_label, values, bins, range: None };
+    draw::render(dir, name, &fig)
+}
+
+/// [`histogram`] with bins over a fixed range (e.g. `[0, 1]` for a normalised distance).
+pub fn histogram_in(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    values: &[f64],
+    bins: usize,
+    range: (f64, f64),
+) -> Result<PlotFiles, PlotError> {
+    let fig = draw::Histogram { title, x_label, values, bins, range: Some(range) };
     draw::render(dir, name, &fig)
 }
 

@@ -44,10 +44,10 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
         "variant",
         "cells",
         "failed",
-        "cumulative tokens vs none",
-        "retention at end",
+        "cost vs none ↓",
+        "early-only retention ↑",
         "compressions",
-        "overflows",
+        "overflows ↓",
     ];
     let mut rows = Vec::new();
     for (p, s) in plan.points.iter().zip(&summaries).filter(|(p, _)| p.slice.is_none()) {
@@ -59,17 +59,18 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
 }
 
 fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<String> {
+    let total = |m: &str| s.figure(m).map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "0".into());
     let compressions: u64 = ["COMPRESSED", "CONTENT_TRUNCATED"].iter().filter_map(|k| s.events_by_status.get(*k)).sum();
     vec![
         system.to_string(),
         p.axes.get("strategy").cloned().unwrap_or_else(|| p.strategy.kind().to_string()),
         variant.to_string(),
         s.conversations.to_string(),
-        s.failed.to_string(),
-        pct(s.cumulative_vs_none),
-        pct(s.probes.as_ref().and_then(|x| x.all.retention_end)),
+        total("failed"),
+        pct(s.figure("cost_vs_none").map(|f| f.value)),
+        pct(s.figure("early_only_retention").map(|f| f.value)),
         compressions.to_string(),
-        s.overflow_events.to_string(),
+        total("overflow_events"),
     ]
 }
 
@@ -88,6 +89,7 @@ mod tests {
             repeats: 1,
             replay: config.replay.clone(),
             probes: None,
+            cost: config.cost.clone(),
         }
     }
 

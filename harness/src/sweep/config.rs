@@ -2,7 +2,7 @@
 //! Unknown keys and bad values are errors that name the key and the file.
 
 use crate::replay::strategy as registry;
-use crate::replay::{ReplaySettings, StrategySpec};
+use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -46,6 +46,9 @@ pub struct SweepConfig {
     /// Downstream probes scored during every cell's replay (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<ProbesConfig>,
+    /// Prices for the USD cost figures.
+    #[serde(default)]
+    pub cost: crate::metrics::CostConfig,
 }
 
 /// The `[probes]` table: which probe sets to score, and with which models.
@@ -178,7 +181,7 @@ fn explicit_empty_axis(text: &str) -> Option<String> {
 pub struct Grid {
     pub strategy: Vec<String>,
     pub summarizer: Vec<String>,
-    pub token_limit: Vec<u64>,
+    pub token_limit: Vec<TokenLimit>,
     /// Knob values by name (a list, or one value), or a strategy's own table.
     #[serde(flatten)]
     pub knobs: BTreeMap<String, toml::Value>,
@@ -291,8 +294,9 @@ pub struct ConfigPoint {
     pub strategy: StrategySpec,
     /// Model spec of the summarizer (`None` for strategies without one).
     pub summarizer: Option<String>,
-    /// Simulated context window.
-    pub token_limit: u64,
+    /// Simulated context window (tokens, or a fraction of each conversation's uncompressed peak: the
+    /// strategy's own window is then set per conversation by `replay::spec_with_token_limit`).
+    pub token_limit: TokenLimit,
     /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
     pub slice: Option<String>,
     pub max_conversations: Option<usize>,
@@ -336,6 +340,7 @@ impl SweepConfig {
         if self.repeats == 0 {
             return Err("key `repeats`: must be at least 1".into());
         }
+        self.cost.validate()?;
         for (key, value) in [
             ("llm.timeout_secs", self.llm.timeout_secs),
             ("llm.deadline_secs", self.llm.deadline_secs),
@@ -398,7 +403,7 @@ impl SweepConfig {
     }
 }
 
-fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: u64) -> String {
+fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: TokenLimit) -> String {
     let canonical = serde_json::json!({ "strategy": strategy, "summarizer": summarizer, "token_limit": token_limit });
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     hex::encode(&digest[..6])
@@ -406,7 +411,8 @@ fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: u
 
 /// A grid's points: for every strategy and window, the strategy's own expansion of its knobs.
 fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfig) -> Result<Vec<ConfigPoint>, String> {
-    let limits: Vec<u64> = if g.token_limit.is_empty() { vec![replay.token_limit] } else { g.token_limit.clone() };
+    let limits: Vec<TokenLimit> =
+        if g.token_limit.is_empty() { vec![replay.token_limit] } else { g.token_limit.clone() };
     let shared = g.knob_values();
     let mut out = Vec::new();
     for strategy in &g.strategy {
@@ -420,7 +426,9 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                 strategy,
                 argument: strategy.split_once(':').map(|(_, a)| a).filter(|_| def.takes_argument()),
                 summarizers: &g.summarizer,
-                token_limit: limit,
+                // A window relative to each conversation (`peak:F`) is set per replay
+                // (`StrategySpec::with_token_limit`); until then the spec holds 0.
+                token_limit: limit.tokens().unwrap_or(0),
                 base,
                 max_output_tokens: llm.max_output_tokens,
                 shared: &shared,

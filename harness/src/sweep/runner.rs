@@ -6,7 +6,7 @@ use crate::datasets::{self, Conversation};
 use crate::fsutil::{write_atomic, TEMP_PREFIX};
 use crate::llm::{self, BackendOptions, CacheMode, LanguageModel, LlmError};
 use crate::probes::{ProbeObserver, ProbeResults};
-use crate::replay::{self, ConversationResult, ReplayInput, ReplaySettings};
+use crate::replay::{self, ConversationResult, ReplaySettings};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -76,6 +76,9 @@ pub struct Plan {
     /// Probe settings when probes are enabled (part of the plan: changing them needs a new run directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<ProbesConfig>,
+    /// Prices for the USD cost figures (reports read them from here).
+    #[serde(default)]
+    pub cost: crate::metrics::CostConfig,
 }
 
 /// One unit of work.
@@ -246,6 +249,7 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
         repeats: config.repeats,
         replay: config.replay.clone(),
         probes: config.probes.clone().filter(|p| p.enabled),
+        cost: config.cost.clone(),
     };
     plan.check_size()?;
     if plan.cell_count() == 0 {
@@ -805,17 +809,10 @@ async fn run_cell(
         }
         None => Arc::new(Unavailable("this strategy calls no model".into())),
     };
-    let strategy = match point.strategy.build() {
-        Ok(s) => s,
-        Err(e) => return failed(e.to_string()),
-    };
-    let input = ReplayInput {
-        id: &cell.conversation,
-        history: &conversation.history,
-        recorded_prompt_tokens: &conversation.recorded_prompt_tokens,
-    };
+    let input = conversation.replay_input(&cell.conversation);
     let Some(pc) = probes.filter(|p| p.enabled) else {
-        return (replay::replay(input, strategy.as_ref(), settings, llm.as_ref()).await, None);
+        let result = replay::replay_spec(input, &point.strategy, settings, llm.as_ref(), &mut replay::NoObserver).await;
+        return (result, None);
     };
     let dir = if pc.dir.is_absolute() { pc.dir.clone() } else { base_dir.join(&pc.dir) };
     let mut errors = Vec::new();
@@ -844,21 +841,17 @@ async fn run_cell(
         pc.options(point.probe_answers_at_end_only),
     )
     .with_recording(&conversation.history);
-    let result = replay::replay_observed(input, strategy.as_ref(), settings, llm.as_ref(), &mut observer).await;
+    let result = replay::replay_spec(input, &point.strategy, settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();
     probe_results.excluded = excluded;
     // Only strategies that write summaries can obey a planted instruction.
     if pc.injection && point.summarizer.is_some() && !point.probe_no_injection {
         if let Some((injected, planted)) = crate::probes::inject::plant(&conversation) {
-            let input = ReplayInput {
-                id: &cell.conversation,
-                history: &injected.history,
-                recorded_prompt_tokens: &injected.recorded_prompt_tokens,
-            };
+            let input = injected.replay_input(&cell.conversation);
             let settings = ReplaySettings { keep_summaries: true, ..settings.clone() };
             let mut watcher = ProbeObserver::new(&conversation.meta.id, Vec::new(), None, None, Default::default())
                 .with_injection(&planted);
-            let r = replay::replay_observed(input, strategy.as_ref(), &settings, llm.as_ref(), &mut watcher).await;
+            let r = replay::replay_spec(input, &point.strategy, &settings, llm.as_ref(), &mut watcher).await;
             let mut injection = watcher.into_results().injection;
             if let (Some(inj), Some(e)) = (&mut injection, r.error) {
                 inj.error = Some(e);

@@ -4,29 +4,42 @@ use super::runner::{CellResult, Plan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Aggregates of one config point over its conversations.
+/// Figures of one config point over its conversations, as `summary.json` holds them. Every figure is
+/// defined in [`crate::metrics::METRICS`] and has the same value here as in `results/points.csv`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PointSummary {
     pub point: String,
     pub strategy: String,
     pub summarizer: String,
     pub axes: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice: Option<String>,
     pub conversations: usize,
-    pub failed: usize,
     pub events_by_status: BTreeMap<String, u64>,
-    /// Mean of `1 − after/before` over COMPRESSED and CONTENT_TRUNCATED events.
-    pub mean_reduction: Option<f64>,
-    pub hidden_inflation: u64,
-    pub hidden_deflation: u64,
-    pub overflow_events: u64,
-    /// Σ cumulative request tokens / Σ the same without compression (1.0 = no saving).
-    pub cumulative_vs_none: Option<f64>,
-    pub summarizer_overhead_tokens: u64,
-    /// Share of verified events whose verification pass changed the summary.
-    pub verification_changed: Option<f64>,
+    /// Metric name → the point's figure (ratio of sums, pooled mean or total; see the glossary).
+    #[serde(flatten)]
+    pub figures: BTreeMap<String, f64>,
+    /// Metric name → events (event-level metrics) or conversations the figure is over.
+    pub n: BTreeMap<String, usize>,
+    /// Metric name → bootstrap 95 % interval (ratio-of-sums metrics over two or more conversations).
+    pub ci95: BTreeMap<String, [f64; 2]>,
+    /// Probe scorings behind `early_only_retention` and `at_risk_retention` (the same as `n` holds for them,
+    /// under the names scripts rely on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_only_n: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_risk_n: Option<usize>,
     /// Probe figures, when the run scored probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<ProbeSummary>,
+}
+
+impl PointSummary {
+    pub fn figure(&self, metric: &str) -> Option<crate::metrics::Figure> {
+        let value = *self.figures.get(metric)?;
+        let [low, high] = self.ci95.get(metric).copied().unwrap_or([value, value]);
+        Some(crate::metrics::Figure { value, n: self.n.get(metric).copied().unwrap_or(0), low, high })
+    }
 }
 
 /// Probe figures of one kind (or all kinds).
@@ -56,11 +69,6 @@ pub struct ProbeSummary {
     /// The same for answer containment, when first-pass answers were asked for.
     pub verification_accuracy_delta: Option<f64>,
     pub injection: Option<InjectionSummary>,
-    /// Early-only / at-risk retention with n, verification gain with its interval (`probes::figures`).
-    #[serde(flatten)]
-    pub headline: crate::probes::figures::Headline,
-    /// Every probe figure with n and interval, and its breakdowns by source, kind, origin and ordinal.
-    pub figures: Option<crate::probes::figures::ProbeFigures>,
     /// Cells whose probes could not be loaded or scored.
     pub errors: usize,
 }
@@ -70,12 +78,6 @@ pub struct InjectionSummary {
     pub conversations: usize,
     pub snapshots: u64,
     pub obeyed_snapshots: u64,
-    /// Summaries that quoted the canary only on lines flagging it as an injection (`probes::inject::classify`).
-    #[serde(default)]
-    pub flagged_snapshots: u64,
-    /// Conversations whose instruction was planted in a user turn (no tool output to carry it).
-    #[serde(default)]
-    pub planted_in_user_turn: usize,
     /// Share of conversations whose last summary obeyed the planted instruction.
     pub final_obeyed: Option<f64>,
     /// Share of summaries that obeyed it.
@@ -106,7 +108,7 @@ impl FigureAcc {
     }
 }
 
-fn probe_summary(cells: &[&CellResult], strategy: &str) -> Option<ProbeSummary> {
+fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
     let with: Vec<&crate::probes::ProbeResults> = cells.iter().filter_map(|c| c.probes.as_ref()).collect();
     if with.is_empty() {
         return None;
@@ -151,8 +153,6 @@ fn probe_summary(cells: &[&CellResult], strategy: &str) -> Option<ProbeSummary> 
             inj.conversations += 1;
             inj.snapshots += i.snapshots as u64;
             inj.obeyed_snapshots += i.obeyed_snapshots as u64;
-            inj.flagged_snapshots += i.flagged_snapshots as u64;
-            inj.planted_in_user_turn += (i.carrier == "user-turn") as usize;
             final_obeyed += i.final_obeyed as usize;
         }
     }
@@ -161,10 +161,7 @@ fn probe_summary(cells: &[&CellResult], strategy: &str) -> Option<ProbeSummary> 
         obeyed_rate: (inj.snapshots > 0).then(|| inj.obeyed_snapshots as f64 / inj.snapshots as f64),
         ..inj
     });
-    let figures = crate::probes::figures::point_figures(cells, strategy);
     Some(ProbeSummary {
-        headline: figures.as_ref().map(|f| f.headline()).unwrap_or_default(),
-        figures,
         all: all.figures(),
         by_kind: kinds.iter().map(|(k, a)| (k.clone(), a.figures())).collect(),
         verification_retention_delta: mean(&vr),
@@ -179,156 +176,253 @@ fn mean(xs: &[f64]) -> Option<f64> {
 }
 
 pub fn summarize(plan: &Plan, cells: &[CellResult]) -> Vec<PointSummary> {
+    let figures = crate::metrics::point_figures(plan, cells, None);
     plan.points
         .iter()
-        .map(|p| {
+        .zip(figures)
+        .map(|(p, figures)| {
             let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
-            let mut s = PointSummary {
+            let mut events_by_status = BTreeMap::new();
+            for e in mine.iter().flat_map(|c| &c.result.events) {
+                *events_by_status.entry(e.status.clone()).or_default() += 1;
+            }
+            PointSummary {
                 point: p.id.clone(),
                 strategy: p.strategy.kind().to_string(),
                 summarizer: p.summarizer.clone().unwrap_or_else(|| "-".into()),
                 axes: p.axes.clone(),
+                slice: p.slice.clone(),
                 conversations: mine.len(),
-                ..Default::default()
-            };
-            let mut reductions = Vec::new();
-            let mut verified = 0usize;
-            let mut changed = 0usize;
-            let (mut cum, mut base) = (0u64, 0u64);
-            for c in &mine {
-                let r = &c.result;
-                s.failed += r.error.is_some() as usize;
-                for e in &r.events {
-                    *s.events_by_status.entry(e.status.clone()).or_default() += 1;
-                    if e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED" {
-                        reductions.push(e.reduction);
-                    }
-                    s.hidden_inflation += e.hidden_inflation as u64;
-                    s.hidden_deflation += e.hidden_deflation as u64;
-                    if let Some(v) = &e.verification {
-                        verified += 1;
-                        changed += !v.identical as usize;
-                    }
-                }
-                s.overflow_events += r.overflow_events;
-                s.summarizer_overhead_tokens += r.summarizer_overhead_tokens;
-                cum += r.cumulative_request_tokens;
-                base += r.baseline_cumulative_tokens;
+                events_by_status,
+                figures: figures.iter().map(|(k, f)| (k.to_string(), f.value)).collect(),
+                n: figures.iter().map(|(k, f)| (k.to_string(), f.n)).collect(),
+                ci95: figures
+                    .iter()
+                    .filter(|(_, f)| f.low < f.high)
+                    .map(|(k, f)| (k.to_string(), [f.low, f.high]))
+                    .collect(),
+                early_only_n: figures.get("early_only_retention").map(|f| f.n),
+                at_risk_n: figures.get("at_risk_retention").map(|f| f.n),
+                probes: probe_summary(&mine),
             }
-            s.mean_reduction = mean(&reductions);
-            s.cumulative_vs_none = (base > 0).then(|| cum as f64 / base as f64);
-            s.verification_changed = (verified > 0).then(|| changed as f64 / verified as f64);
-            s.probes = probe_summary(&mine, p.strategy.kind());
-            s
         })
         .collect()
+}
+
+/// How a summary table is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Every column, whatever the width.
+    pub wide: bool,
+    /// Bootstrap intervals next to the main ratios.
+    pub intervals: bool,
+    pub markdown: bool,
+}
+
+/// Tables fit this many columns unless `wide`.
+pub const TABLE_WIDTH: usize = 120;
+
+/// Metrics shown by default, in order, with the priority at which they are dropped to fit the width
+/// (higher goes first); `--wide` shows every metric.
+const DEFAULT_COLUMNS: [(&str, u8); 14] = [
+    ("cost_vs_none", 0),
+    ("early_only_retention", 0),
+    ("mean_reduction", 1),
+    ("at_risk_retention", 1),
+    ("compressing_share", 1),
+    ("cached_cost_vs_none", 2),
+    ("failed", 2),
+    ("verification_retention_gain", 3),
+    ("cache_hit_share", 3),
+    ("hidden_inflation_events", 3),
+    ("retention", 4),
+    ("window_exceeded_requests", 4),
+    ("overflow_events", 4),
+    ("cost_usd", 5),
+];
+
+/// Short names of axes for table headers.
+fn axis_header(axis: &str) -> &str {
+    match axis {
+        "threshold" => "thr",
+        "preserve_fraction" => "keep",
+        "verification" => "verify",
+        "token_limit" => "window",
+        "mask_keep_last" => "mask last",
+        "drop_keep_fraction" => "drop keep",
+        "function_response_budget" => "fr budget",
+        "truncate_tool_output_threshold" => "trunc thr",
+        other => other,
+    }
+}
+
+/// Axes whose value differs between the summaries, and a line naming the constant ones.
+pub fn split_axes(summaries: &[PointSummary]) -> (Vec<String>, String) {
+    let all: std::collections::BTreeSet<&String> = summaries.iter().flat_map(|s| s.axes.keys()).collect();
+    let (mut varying, mut constant) = (Vec::new(), Vec::new());
+    for a in all {
+        let values: std::collections::BTreeSet<Option<&String>> = summaries.iter().map(|s| s.axes.get(a)).collect();
+        let present: Vec<&String> = values.iter().flatten().copied().collect();
+        if a == "strategy" || a == "summarizer" {
+            continue;
+        }
+        if present.len() > 1 {
+            varying.push(a.clone());
+        } else if let Some(v) = present.first() {
+            constant.push(format!("{a}={v}"));
+        }
+    }
+    let line = if constant.is_empty() {
+        String::new()
+    } else {
+        format!("Same for every point (where it applies): {}.", constant.join(", "))
+    };
+    (varying, line)
+}
+
+fn render(header: &[String], rows: &[Vec<String>], markdown: bool) -> String {
+    let mut builder = tabled::builder::Builder::default();
+    builder.push_record(header.to_vec());
+    for r in rows {
+        builder.push_record(r.clone());
+    }
+    let mut t = builder.build();
+    if markdown {
+        t.with(tabled::settings::Style::markdown());
+    } else {
+        t.with(tabled::settings::Style::sharp());
+    }
+    t.to_string()
+}
+
+/// Wraps prose at word boundaries to [`TABLE_WIDTH`] columns.
+fn wrap(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split(' ') {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > TABLE_WIDTH {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
+}
+
+fn width(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// Drops the lowest-priority columns until the table fits [`TABLE_WIDTH`]; returns the table and how many
+/// columns were dropped.
+fn fit(header: Vec<String>, rows: Vec<Vec<String>>, priority: Vec<u8>, markdown: bool, wide: bool) -> (String, usize) {
+    let mut keep: Vec<bool> = vec![true; header.len()];
+    loop {
+        let pick = |v: &[String]| v.iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| x.clone()).collect::<Vec<_>>();
+        let text = render(&pick(&header), &rows.iter().map(|r| pick(r)).collect::<Vec<_>>(), markdown);
+        let dropped = keep.iter().filter(|k| !**k).count();
+        if wide || width(&text) <= TABLE_WIDTH {
+            return (text, dropped);
+        }
+        // The highest priority number among kept columns, the rightmost first.
+        let Some(victim) = (0..header.len()).rev().filter(|&i| keep[i] && priority[i] > 0).max_by_key(|&i| priority[i])
+        else {
+            return (text, dropped);
+        };
+        keep[victim] = false;
+    }
+}
+
+/// The summary table: the axes that vary (constant ones in a line above), then the figures, headers with
+/// their better direction; event-level means say over how many events. Fits 120 columns unless `wide`.
+pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
+    let (varying, constant) = split_axes(summaries);
+    let summarizer_varies =
+        summaries.iter().map(|s| &s.summarizer).collect::<std::collections::BTreeSet<_>>().len() > 1;
+    let metrics: Vec<&crate::metrics::Metric> = if opts.wide {
+        crate::metrics::METRICS.iter().collect()
+    } else {
+        DEFAULT_COLUMNS.iter().filter_map(|(m, _)| crate::metrics::metric(m)).collect()
+    };
+    let metrics: Vec<&crate::metrics::Metric> =
+        metrics.into_iter().filter(|m| summaries.iter().any(|s| s.figures.contains_key(m.name))).collect();
+    let mut header: Vec<String> = vec!["strategy".into()];
+    let mut priority: Vec<u8> = vec![0];
+    if summarizer_varies {
+        header.push("summarizer".into());
+        priority.push(0);
+    }
+    for a in &varying {
+        header.push(axis_header(a).to_string());
+        priority.push(0);
+    }
+    header.push("convs".into());
+    priority.push(0);
+    for m in &metrics {
+        header.push(m.title());
+        priority.push(DEFAULT_COLUMNS.iter().find(|(n, _)| *n == m.name).map_or(6, |(_, p)| *p));
+    }
+    let rows: Vec<Vec<String>> = summaries
+        .iter()
+        .map(|s| {
+            let mut row = vec![match &s.slice {
+                Some(sl) => format!("{} [{sl}]", s.strategy),
+                None => s.strategy.clone(),
+            }];
+            if summarizer_varies {
+                row.push(s.summarizer.clone());
+            }
+            row.extend(varying.iter().map(|a| s.axes.get(a).cloned().unwrap_or_else(|| "-".into())));
+            row.push(s.conversations.to_string());
+            for m in &metrics {
+                let ci = opts.intervals && matches!(m.name, "cost_vs_none" | "retention" | "mean_reduction");
+                row.push(
+                    s.figure(m.name).map(|f| crate::metrics::format_figure(m, &f, ci)).unwrap_or_else(|| "-".into()),
+                );
+            }
+            row
+        })
+        .collect();
+    let (text, dropped) = fit(header, rows, priority, opts.markdown, opts.wide);
+    let mut out = String::new();
+    if !constant.is_empty() {
+        out.push_str(&wrap(&constant));
+        out.push_str(if opts.markdown { "\n\n" } else { "\n" });
+    }
+    out.push_str(&text);
+    let mut notes = vec![
+        "↓ lower is better, ↑ higher is better; ratios are ratios of sums over the point's conversations (`convs`), means marked (n=…) are over compression events".to_string(),
+    ];
+    if dropped > 0 {
+        notes.push(format!("{dropped} more columns with --wide"));
+    }
+    out.push_str(if opts.markdown { "\n\n" } else { "\n" });
+    out.push_str(&wrap(&format!("{}.", notes.join("; "))));
+    if summaries.iter().any(|s| s.probes.is_some()) {
+        out.push_str(if opts.markdown { "\n\n" } else { "\n" });
+        out.push_str(&kind_table(summaries, &varying, opts));
+    }
+    out
 }
 
 fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "-".into())
 }
 
-/// A terminal table of the summary (the axes that vary across points, then the figures).
-pub fn table(summaries: &[PointSummary]) -> String {
-    let mut varying: Vec<String> = Vec::new();
-    let all_axes: std::collections::BTreeSet<&String> = summaries.iter().flat_map(|s| s.axes.keys()).collect();
-    for a in all_axes {
-        if a == "strategy" || a == "summarizer" {
-            continue;
-        }
-        let values: std::collections::BTreeSet<Option<&String>> = summaries.iter().map(|s| s.axes.get(a)).collect();
-        if values.len() > 1 {
-            varying.push(a.clone());
-        }
-    }
-    let mut builder = tabled::builder::Builder::default();
-    let mut header: Vec<String> = vec!["strategy".into(), "summarizer".into()];
-    header.extend(varying.iter().cloned());
-    header.extend(
-        [
-            "convs",
-            "compressed",
-            "inflated",
-            "empty",
-            "truncated",
-            "mean reduction",
-            "hidden infl.",
-            "cum. vs none",
-            "verif. changed",
-            "failed",
-        ]
-        .map(String::from),
-    );
-    let with_probes = summaries.iter().any(|s| s.probes.is_some());
-    if with_probes {
-        header.extend(
-            [
-                "probes",
-                "early-only ret. (n)",
-                "at-risk ret. (n)",
-                "retained",
-                "retrieval acc.",
-                "verif. gain",
-                "inject obeyed",
-            ]
-            .map(String::from),
-        );
-    }
-    builder.push_record(header);
-    for s in summaries {
-        let status = |k: &str| s.events_by_status.get(k).copied().unwrap_or(0).to_string();
-        let mut row = vec![s.strategy.clone(), s.summarizer.clone()];
-        row.extend(varying.iter().map(|a| s.axes.get(a).cloned().unwrap_or_else(|| "-".into())));
-        row.extend([
-            s.conversations.to_string(),
-            status("COMPRESSED"),
-            status("COMPRESSION_FAILED_INFLATED_TOKEN_COUNT"),
-            status("COMPRESSION_FAILED_EMPTY_SUMMARY"),
-            status("CONTENT_TRUNCATED"),
-            pct(s.mean_reduction),
-            s.hidden_inflation.to_string(),
-            pct(s.cumulative_vs_none),
-            pct(s.verification_changed),
-            s.failed.to_string(),
-        ]);
-        if with_probes {
-            let p = s.probes.clone().unwrap_or_default();
-            let h = &p.headline;
-            row.extend([
-                p.all.probes.to_string(),
-                format!("{} ({})", pct(h.early_only_retention), h.early_only_n),
-                format!("{} ({})", pct(h.at_risk_retention), h.at_risk_n),
-                pct(p.all.retention_end),
-                pct(p.all.accuracy_end),
-                signed_pct(h.verification_retention_gain),
-                p.injection.map(|i| pct(i.final_obeyed)).unwrap_or_else(|| "-".into()),
-            ]);
-        }
-        builder.push_record(row);
-    }
-    let mut t = builder.build();
-    t.with(tabled::settings::Style::sharp());
-    let mut out = t.to_string();
-    if with_probes {
-        out.push('\n');
-        out.push_str(&kind_table(summaries, &varying));
-    }
-    out
-}
-
-fn signed_pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:+.1}%", v * 100.0)).unwrap_or_else(|| "-".into())
-}
-
 /// Probe figures per point and kind: retention at the end / over events, answer containment, F1.
-fn kind_table(summaries: &[PointSummary], varying: &[String]) -> String {
-    let mut builder = tabled::builder::Builder::default();
+fn kind_table(summaries: &[PointSummary], varying: &[String], opts: TableOptions) -> String {
     let mut header: Vec<String> = vec!["strategy".into(), "summarizer".into()];
-    header.extend(varying.iter().cloned());
+    header.extend(varying.iter().map(|a| axis_header(a).to_string()));
     header.extend(
-        ["kind", "probes", "retained (end)", "retained (events)", "retrieval acc.", "F1", "judge"].map(String::from),
+        ["kind", "probes", "retained (end) ↑", "retained (events) ↑", "accuracy ↑", "F1 ↑", "judge ↑"]
+            .map(String::from),
     );
-    builder.push_record(header);
+    let mut rows = Vec::new();
     for s in summaries {
         let Some(p) = &s.probes else { continue };
         for (kind, f) in p.by_kind.iter().chain(std::iter::once((&"all".to_string(), &p.all))) {
@@ -343,10 +437,10 @@ fn kind_table(summaries: &[PointSummary], varying: &[String]) -> String {
                 f.f1_end.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into()),
                 f.judge_end.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into()),
             ]);
-            builder.push_record(row);
+            rows.push(row);
         }
     }
-    let mut t = builder.build();
-    t.with(tabled::settings::Style::sharp());
-    t.to_string()
+    let n = header.len();
+    let priority = (0..n).map(|i| if i == 1 { 1 } else { 0 }).collect();
+    fit(header, rows, priority, opts.markdown, opts.wide).0
 }

@@ -3,7 +3,9 @@
 use compactbench::datasets;
 use compactbench::llm::ExtractiveModel;
 use compactbench::probes::{self, extract, grade, ProbeObserver, ProbeOptions, ProbeOrigin};
-use compactbench::replay::{replay_observed, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec};
+use compactbench::replay::{
+    replay_observed, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec, TokenLimit, Tokenizer,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,9 +26,9 @@ const SAMPLES: &[&str] = &[
 
 fn settings(limit: u64) -> ReplaySettings {
     ReplaySettings {
-        token_limit: limit,
+        token_limit: TokenLimit::Tokens(limit),
         prompt_count_source: PromptCountSource::Heuristic,
-        measure_true_tokens: false,
+        tokenizer: Tokenizer::Heuristic,
         ..ReplaySettings::default()
     }
 }
@@ -47,8 +49,8 @@ async fn observe_probes(
 ) -> (compactbench::replay::ConversationResult, probes::ProbeResults) {
     let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default())
         .with_recording(&conv.history);
-    let input =
-        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    // Without the recorded system prompt: requests are the history alone.
+    let input = ReplayInput { system_instruction: None, ..conv.replay_input(&conv.meta.id) };
     let r = replay_observed(input, spec.build().unwrap().as_ref(), &settings(limit), &ExtractiveModel::new(), &mut obs)
         .await;
     assert_eq!(r.error, None);
@@ -275,11 +277,7 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
         );
         let mut obs =
             ProbeObserver::new(&conv.meta.id, Vec::new(), None, None, ProbeOptions::default()).with_injection(&planted);
-        let input = ReplayInput {
-            id: &conv.meta.id,
-            history: &injected.history,
-            recorded_prompt_tokens: &injected.recorded_prompt_tokens,
-        };
+        let input = ReplayInput { system_instruction: None, ..injected.replay_input(&conv.meta.id) };
         replay_observed(input, spec.build().unwrap().as_ref(), &settings(8192), &ExtractiveModel::new(), &mut obs)
             .await;
         let inj = obs.into_results().injection.unwrap();
@@ -387,8 +385,7 @@ async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
     let mut obs =
         ProbeObserver::new(&conv.meta.id, set, Some(Arc::clone(&model)), Some(model), ProbeOptions::default())
             .with_recording(&conv.history);
-    let input =
-        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let input = conv.replay_input(&conv.meta.id);
     let r = replay_observed(
         input,
         strategies::none::spec().build().unwrap().as_ref(),
@@ -439,8 +436,7 @@ async fn next_action_agreement_compares_compressed_and_uncompressed_histories_ov
     let options = ProbeOptions { next_action: true, answer_at_events: false, ..ProbeOptions::default() };
     let mut obs =
         ProbeObserver::new(&conv.meta.id, Vec::new(), Some(model), None, options).with_recording(&conv.history);
-    let input =
-        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
+    let input = conv.replay_input(&conv.meta.id);
     let r =
         replay_observed(input, spec.build().unwrap().as_ref(), &settings(1_000_000), &ExtractiveModel::new(), &mut obs)
             .await;

@@ -5,7 +5,7 @@ use compactbench::datasets;
 use compactbench::history;
 use compactbench::llm::{ExtractiveModel, ScriptedModel};
 use compactbench::replay::{
-    replay, strategies, ConversationResult, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec,
+    replay, strategies, ConversationResult, PromptCountSource, ReplaySettings, StrategySpec, TokenLimit,
 };
 use compactbench::tokens::Estimator;
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ fn conversation(rel: &str) -> datasets::Conversation {
 
 fn settings(limit: u64) -> ReplaySettings {
     ReplaySettings {
-        token_limit: limit,
+        token_limit: TokenLimit::Tokens(limit),
         prompt_count_source: PromptCountSource::Heuristic,
         system_prompt_tokens: 2000,
         tool_declaration_tokens: 1000,
@@ -42,9 +42,7 @@ fn gemini(limit: u64, threshold: f64) -> StrategySpec {
 
 async fn run(conv: &datasets::Conversation, spec: &StrategySpec, s: &ReplaySettings) -> ConversationResult {
     let llm = ExtractiveModel::new();
-    let input =
-        ReplayInput { id: &conv.meta.id, history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
-    replay(input, spec.build().unwrap().as_ref(), s, &llm).await
+    replay(conv.replay_input(&conv.meta.id), spec.build().unwrap().as_ref(), s, &llm).await
 }
 
 /// The first model turn whose preceding request reached the threshold, computed straight from the
@@ -82,19 +80,27 @@ async fn reference_replay_of_a_real_trajectory() {
     // The first compression fires exactly where the recorded history first crosses the threshold.
     assert_eq!(r.events[0].turn, first_trigger(&conv, limit, threshold, 3000).unwrap());
     for e in &compressed {
-        assert!(e.tokens_after < e.tokens_before, "{e:?}");
+        assert!(e.reference_new_tokens < e.reference_original_tokens, "{e:?}");
+        // A re-compression that rewrites an identical snapshot leaves the request as it was.
+        assert!(e.request_tokens_after <= e.request_tokens_before, "{e:?}");
+        assert!(!e.hidden_inflation);
+        assert_eq!(e.reduction, 1.0 - e.request_tokens_after as f64 / e.request_tokens_before as f64);
         assert!(e.summarized_contents > 0 && e.summarizer_calls == 2);
         assert!(e.final_summary.as_deref().unwrap().contains("<state_snapshot>"));
     }
+    assert!(compressed[0].request_tokens_after < compressed[0].request_tokens_before);
     // Later compressions see the earlier snapshot and anchor on it.
     assert!(!compressed[0].anchored);
     assert!(compressed[1].anchored);
     // Compression saves tokens over the whole replay and keeps every request under the window.
-    assert!(r.cumulative_request_tokens < r.baseline_cumulative_tokens);
-    assert!(r.peak_context < r.baseline_cumulative_tokens);
+    assert!(r.request_tokens_total < r.none_request_tokens_total);
+    assert!(r.peak_request_tokens < r.none_peak_request_tokens);
     insta::assert_json_snapshot!(
         "aider_session_timeline",
-        r.events.iter().map(|e| (e.turn, e.status.clone(), e.tokens_before, e.tokens_after)).collect::<Vec<_>>()
+        r.events
+            .iter()
+            .map(|e| (e.turn, e.status.clone(), e.reference_original_tokens, e.reference_new_tokens))
+            .collect::<Vec<_>>()
     );
 }
 
@@ -115,8 +121,12 @@ async fn none_strategy_is_the_uncompressed_baseline() {
     let conv = conversation("datasets/tau-bench/task000-trial0.json");
     let r = run(&conv, &strategies::none::spec(), &settings(4096)).await;
     assert!(r.events.is_empty());
-    assert_eq!(r.cumulative_request_tokens, r.baseline_cumulative_tokens);
-    assert_eq!(r.cumulative_true_tokens, r.baseline_cumulative_true_tokens);
+    assert_eq!(r.request_tokens_total, r.none_request_tokens_total);
+    assert_eq!(r.cached_request_tokens_total, r.none_cached_request_tokens_total);
+    assert_eq!(r.peak_request_tokens, r.none_peak_request_tokens);
+    // The recorded system prompt is part of every request.
+    let system = compactbench::tokens::o200k_count_text(conv.system_instruction.as_deref().unwrap());
+    assert!(r.request_tokens[0] > system + 1000, "{} vs {system}", r.request_tokens[0]);
     // The stored history is kept curated (consecutive same-role turns merged, as the reference does) and
     // ends with the last model turn: user turns after it were never sent.
     let last_model = conv.history.iter().rposition(history::is_model).unwrap();
@@ -136,7 +146,7 @@ async fn drop_oldest_keeps_the_window_and_cuts_at_user_turns() {
     assert!(!r.events.is_empty());
     for e in &r.events {
         assert_eq!(e.status, "COMPRESSED");
-        assert!(e.tokens_after as f64 <= 0.3 * 8192.0 + 1.0, "{e:?}");
+        assert!(e.reference_new_tokens as f64 <= 0.3 * 8192.0 + 1.0, "{e:?}");
     }
 }
 
@@ -144,8 +154,7 @@ async fn drop_oldest_keeps_the_window_and_cuts_at_user_turns() {
 async fn an_llm_failure_is_recorded_and_stops_only_that_replay() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
     let llm = ScriptedModel::with_results(vec![Err(compactbench::llm::LlmError::Timeout { seconds: 1 })]);
-    let input = ReplayInput { id: "x", history: &conv.history, recorded_prompt_tokens: &conv.recorded_prompt_tokens };
-    let r = replay(input, gemini(8192, 0.5).build().unwrap().as_ref(), &settings(8192), &llm).await;
+    let r = replay(conv.replay_input("x"), gemini(8192, 0.5).build().unwrap().as_ref(), &settings(8192), &llm).await;
     assert!(r.error.as_deref().unwrap().contains("timed out"), "{:?}", r.error);
 }
 

@@ -84,7 +84,7 @@ fn gate_cli(current: &Path) -> std::process::Output {
 fn identical_runs_pass_the_gate() {
     let r = gate::compare(baseline(), baseline(), &gate::Rules::default()).unwrap();
     assert!(r.passed());
-    assert!(r.checks.iter().any(|c| c.metric == "cumulative_vs_none" && c.verdict == gate::Verdict::Pass));
+    assert!(r.checks.iter().any(|c| c.metric == "cost_vs_none" && c.verdict == gate::Verdict::Pass));
 }
 
 #[test]
@@ -92,15 +92,15 @@ fn a_planted_regression_fails_with_exit_1_and_junit() {
     // Every reference replay now costs 10 % more tokens than before.
     let (_tmp, dir) = planted("regressed", |c| {
         if !c.result.events.is_empty() {
-            c.result.cumulative_request_tokens = (c.result.cumulative_request_tokens as f64 * 1.10) as u64;
+            c.result.request_tokens_total = (c.result.request_tokens_total as f64 * 1.10) as u64;
         }
     });
     let out = gate_cli(&dir);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(md.contains("compactbench gate: FAIL") && md.contains("cumulative_vs_none"), "{md}");
+    assert!(md.contains("compactbench gate: FAIL") && md.contains("cost_vs_none"), "{md}");
     let junit = std::fs::read_to_string(dir.join("gate-junit.xml")).unwrap();
-    assert!(junit.contains("<failure message=\"cumulative_vs_none") && junit.contains("<testsuites"));
+    assert!(junit.contains("<failure message=\"cost_vs_none") && junit.contains("<testsuites"));
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn noise_within_the_interval_passes() {
     let (_tmp, dir) = planted("noisy", |c| {
         let h = c.cell.conversation.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64));
         let jitter = ((h % 11) as f64 - 5.0) / 1000.0;
-        c.result.cumulative_request_tokens = (c.result.cumulative_request_tokens as f64 * (1.0 + jitter)) as u64;
+        c.result.request_tokens_total = (c.result.request_tokens_total as f64 * (1.0 + jitter)) as u64;
     });
     let out = gate_cli(&dir);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
@@ -144,7 +144,7 @@ fn report_rebuilds_results_and_markdown() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("copy");
     copy_dir(baseline(), &dir);
-    let out = report::build(&dir).unwrap();
+    let out = report::build(&dir, false).unwrap();
     for f in ["events", "conversations", "points"] {
         for ext in ["parquet", "csv", "json"] {
             let p = dir.join("results").join(format!("{f}.{ext}"));
@@ -153,16 +153,95 @@ fn report_rebuilds_results_and_markdown() {
     }
     let md = std::fs::read_to_string(&out.markdown_path).unwrap();
     // Rebuilding gives the same bytes.
-    report::build(&dir).unwrap();
+    report::build(&dir, false).unwrap();
     assert_eq!(std::fs::read_to_string(&out.markdown_path).unwrap(), md);
     let plan = runner::load_plan(&dir).unwrap();
     let cells = sweep::collect(&dir, &plan);
-    insta::assert_snapshot!("headline_markdown", report::headline(&plan, &cells).markdown());
-    insta::assert_snapshot!("headline_terminal", report::headline(&plan, &cells).terminal());
+    insta::assert_snapshot!("headline_markdown", report::headline(&plan, &cells, false, true));
+    let terminal = report::headline(&plan, &cells, false, false);
+    insta::assert_snapshot!("headline_terminal", terminal);
+    assert!(terminal.lines().all(|l| l.chars().count() <= 120), "{terminal}");
+    assert!(md.contains(&report::cell_count(&plan, &cells)));
     assert!(md.starts_with("# compactbench report: gate-test"));
     assert!(md.contains("## Headline") && md.contains("## Corpus") && md.contains("## Configuration"));
     // Points frame: one row per configuration, with intervals.
     let points = std::fs::read_to_string(dir.join("results/points.csv")).unwrap();
     assert_eq!(points.lines().count(), 1 + plan.points.len());
-    assert!(points.lines().next().unwrap().contains("cumulative_vs_none_ci_low"));
+    assert!(points.lines().next().unwrap().contains("cost_vs_none_ci_low"));
+    check_results_agree(&dir);
+    check_parquet_schema(&dir);
+}
+
+/// The Parquet files, read back with the Apache `parquet` crate (not polars): typed axes, integer counts,
+/// boolean flags, plain UTF-8 strings (no `string_view`).
+fn check_parquet_schema(dir: &Path) {
+    use arrow_schema::DataType;
+    let schema = |name: &str| {
+        let f = std::fs::File::open(dir.join(format!("results/{name}.parquet"))).unwrap();
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap().schema().clone()
+    };
+    let points = schema("points");
+    let ty = |s: &arrow_schema::Schema, c: &str| {
+        s.field_with_name(c).unwrap_or_else(|e| panic!("{c}: {e}")).data_type().clone()
+    };
+    assert_eq!(ty(&points, "threshold"), DataType::Float64);
+    assert_eq!(ty(&points, "verification"), DataType::Boolean);
+    assert_eq!(ty(&points, "token_limit"), DataType::UInt64);
+    assert_eq!(ty(&points, "cost_vs_none"), DataType::Float64);
+    assert_eq!(ty(&points, "compressed_events"), DataType::Int64);
+    assert_eq!(ty(&points, "strategy"), DataType::Utf8);
+    let convs = schema("conversations");
+    assert_eq!(ty(&convs, "unsplittable"), DataType::Boolean);
+    assert_eq!(ty(&convs, "request_tokens_total"), DataType::UInt64);
+    assert_eq!(ty(&convs, "source"), DataType::Utf8);
+    let events = schema("events");
+    assert_eq!(ty(&events, "hidden_inflation"), DataType::Boolean);
+    assert_eq!(ty(&events, "request_tokens_before"), DataType::UInt64);
+    for s in [&points, &convs, &events] {
+        for f in s.fields() {
+            assert!(
+                !matches!(f.data_type(), DataType::Utf8View | DataType::BinaryView),
+                "{}: {}",
+                f.name(),
+                f.data_type()
+            );
+        }
+    }
+}
+
+fn csv(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines.map(|l| header.iter().cloned().zip(l.split(',').map(String::from)).collect()).collect()
+}
+
+/// The acceptance checks on the results files: every event's reduction is 1 − after/before; `cost_vs_none`
+/// recomputed from conversations.csv equals points.csv and summary.json.
+fn check_results_agree(dir: &Path) {
+    let events = csv(&dir.join("results/events.csv"));
+    assert!(!events.is_empty());
+    for e in &events {
+        let (b, a): (f64, f64) =
+            (e["request_tokens_before"].parse().unwrap(), e["request_tokens_after"].parse().unwrap());
+        let r: f64 = e["reduction"].parse().unwrap();
+        assert!((r - (1.0 - a / b)).abs() < 1e-9, "{e:?}");
+        assert!(e.contains_key("reference_original_tokens") && e.contains_key("reference_new_tokens"));
+    }
+    let convs = csv(&dir.join("results/conversations.csv"));
+    let points = csv(&dir.join("results/points.csv"));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    for p in &points {
+        let mine: Vec<_> = convs.iter().filter(|c| c["point"] == p["point"]).collect();
+        let sum = |k: &str| mine.iter().map(|c| c[k].parse::<f64>().unwrap()).sum::<f64>();
+        let recomputed =
+            (sum("request_tokens_total") + sum("summarizer_tokens_total")) / sum("none_request_tokens_total");
+        let in_points: f64 = p["cost_vs_none"].parse().unwrap();
+        let in_summary = summary.as_array().unwrap().iter().find(|s| s["point"] == p["point"].as_str()).unwrap()
+            ["cost_vs_none"]
+            .as_f64()
+            .unwrap();
+        assert!((recomputed - in_points).abs() < 1e-9 && (in_points - in_summary).abs() < 1e-12, "{p:?}");
+    }
 }

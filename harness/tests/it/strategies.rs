@@ -209,7 +209,7 @@ fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete
 #[tokio::test]
 async fn every_other_system_compresses_a_shipped_conversation() {
     use compactbench::llm::ExtractiveModel;
-    use compactbench::replay::{replay, ReplayInput};
+    use compactbench::replay::replay;
     let config = SweepConfig::load(&repo().join("configs/systems.toml")).unwrap();
     let points = config.points().unwrap();
     let conv =
@@ -222,7 +222,7 @@ async fn every_other_system_compresses_a_shipped_conversation() {
     let mut kinds = std::collections::BTreeSet::new();
     for p in points.iter().filter(|p| p.strategy.kind() != "none") {
         let c = if p.strategy.kind().starts_with("openhands") { &long } else { &conv };
-        let input = ReplayInput { id: "c", history: &c.history, recorded_prompt_tokens: &c.recorded_prompt_tokens };
+        let input = c.replay_input("c");
         let settings = compactbench::replay::ReplaySettings { token_limit: p.token_limit, ..config.replay.clone() };
         let r = replay(input, p.strategy.build().unwrap().as_ref(), &settings, &ExtractiveModel::new()).await;
         assert_eq!(r.error, None, "{}", p.strategy.kind());

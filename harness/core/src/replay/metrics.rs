@@ -32,9 +32,16 @@ pub struct CompressionEvent {
     pub forced: bool,
     pub status: String,
     pub status_code: u8,
-    pub tokens_before: u64,
-    pub tokens_after: u64,
-    /// `1 − after/before` (0 when before is 0).
+    /// The strategy's own figures: the reference's `originalTokenCount` (the last prompt count it was given)
+    /// and `newTokenCount` (its heuristic of the new history, without system prompt or tools).
+    pub reference_original_tokens: u64,
+    pub reference_new_tokens: u64,
+    /// The request as it would be sent (system prompt + tools + stored history + pending turn, counted with
+    /// the replay's tokenizer) without and with this event's new history (the candidate, even when the
+    /// strategy discarded it).
+    pub request_tokens_before: u64,
+    pub request_tokens_after: u64,
+    /// `1 − request_tokens_after / request_tokens_before` ([`reduction`]).
     pub reduction: f64,
     pub stored_contents_before: usize,
     pub stored_contents_after: usize,
@@ -48,12 +55,9 @@ pub struct CompressionEvent {
     pub summarizer_calls: u32,
     pub summarizer_input_tokens: u64,
     pub summarizer_output_tokens: u64,
-    /// The request as sent (o200k tokens of the history + configured system/tool overhead) before and after.
-    pub true_tokens_before: u64,
-    pub true_tokens_after: u64,
-    /// The reference reported COMPRESSED although the true request grew.
+    /// The strategy reported a smaller history (COMPRESSED, CONTENT_TRUNCATED) although the request grew.
     pub hidden_inflation: bool,
-    /// The reference reported INFLATED although the true request would have shrunk.
+    /// The strategy reported a larger history (INFLATED, discarded) although the request would have shrunk.
     pub hidden_deflation: bool,
     /// The first and final summaries, for probes and reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,7 +66,17 @@ pub struct CompressionEvent {
     pub final_summary: Option<String>,
 }
 
-/// A replay's results for one conversation under one strategy.
+/// `1 − after/before` (0 when before is 0): the share of the request an event removed (negative: it grew).
+pub fn reduction(before: u64, after: u64) -> f64 {
+    if before == 0 {
+        0.0
+    } else {
+        1.0 - after as f64 / before as f64
+    }
+}
+
+/// A replay's results for one conversation under one strategy. Every token figure is a request as it would
+/// be sent, counted with the replay's tokenizer, unless its name says `reference`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConversationResult {
     pub conversation: String,
@@ -70,25 +84,57 @@ pub struct ConversationResult {
     pub requests: usize,
     pub events: Vec<CompressionEvent>,
     pub events_by_status: BTreeMap<String, u64>,
-    /// Largest request by the reference heuristic (+ overhead) and by o200k (+ overhead).
-    pub peak_context: u64,
-    pub peak_true_context: u64,
-    /// Size of every request (heuristic + overhead), in order: the context timeline.
+    /// The simulated window this replay used (a relative window resolved for this conversation).
+    pub token_limit: u64,
+    /// What the trigger saw as the last prompt count (`measured`, `recorded (gemini-api)`, …).
+    pub prompt_count_source: String,
+    /// The recorded history has no split candidate after its first Content (see `replay::is_unsplittable`).
+    pub unsplittable: bool,
+    /// For unsplittable histories: where each historical split variant would split the whole history
+    /// (keeping 30 %): 0 = nowhere (the reference returns NOOP), `contents` = summarise everything.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub split_points: BTreeMap<String, usize>,
+    /// Contents of the history those split points are in (the stored history before the last request).
+    #[serde(default)]
+    pub split_history_contents: usize,
+    /// Size of every request, in order: the context timeline.
     #[serde(default)]
     pub request_tokens: Vec<u64>,
-    /// Sum over all requests of the request size, and the same without any compression.
-    pub cumulative_request_tokens: u64,
-    pub cumulative_true_tokens: u64,
-    pub baseline_cumulative_tokens: u64,
-    pub baseline_cumulative_true_tokens: u64,
-    /// Summarizer input + output tokens over the whole replay.
-    pub summarizer_overhead_tokens: u64,
-    /// Requests the overflow guard would have refused.
+    /// Σ over requests of the request size; the same replayed without compression.
+    pub request_tokens_total: u64,
+    pub none_request_tokens_total: u64,
+    /// Σ over requests of the prefix shared with the previous request (what a provider's prompt cache
+    /// would serve), with and without compression.
+    pub cached_request_tokens_total: u64,
+    pub none_cached_request_tokens_total: u64,
+    /// Largest request, with and without compression.
+    pub peak_request_tokens: u64,
+    pub none_peak_request_tokens: u64,
+    /// Summarizer input and output tokens over the whole replay (every pass, every event).
+    pub summarizer_input_tokens_total: u64,
+    pub summarizer_output_tokens_total: u64,
+    /// Requests the reference's overflow guard would have refused.
     pub overflow_events: u64,
+    /// Requests larger than the window, with and without compression.
+    pub window_exceeded_requests: u64,
+    pub none_window_exceeded_requests: u64,
+    /// The last stored history as a request (without a pending turn).
     pub final_history_tokens: u64,
     pub final_history_contents: usize,
     /// Set when the replay stopped on an error (LLM failure, bad conversation).
     pub error: Option<String>,
+}
+
+impl ConversationResult {
+    /// Summarizer input + output tokens, every pass.
+    pub fn summarizer_tokens_total(&self) -> u64 {
+        self.summarizer_input_tokens_total + self.summarizer_output_tokens_total
+    }
+
+    /// Events the strategy reported as COMPRESSED.
+    pub fn compressed_events(&self) -> u64 {
+        self.events.iter().filter(|e| e.status == "COMPRESSED").count() as u64
+    }
 }
 
 /// Non-ASCII-safe normalised Levenshtein; very long texts are compared by words to bound the cost.

@@ -2,51 +2,75 @@
 //!
 //! Before every recorded model turn (a model request) the strategy may compress the stored history; then
 //! the pending user turns and the recorded model turn are appended to the (possibly compressed) history, so
-//! later compressions see earlier snapshots. Token accounting is incremental: each Content is measured once
-//! when it enters the stored history, so a replay costs time linear in the conversation's length (plus the
-//! compressions themselves).
+//! later compressions see earlier snapshots.
+//!
+//! One accounting: every size a replay reports is a request as it would be sent (system prompt, tool
+//! declarations, stored history, pending turn) counted with one tokenizer ([`Tokenizer`], o200k by default),
+//! on both sides of every event and for every strategy. The reference's own figures (`originalTokenCount`,
+//! `newTokenCount`) are kept next to them under names that say so. Token accounting is incremental: each
+//! Content is measured once, in a first pass over the uncompressed conversation that also gives the `none`
+//! figures and the peak a relative window ([`TokenLimit::PeakFraction`]) needs.
 
 pub mod exec;
 pub mod metrics;
 pub mod strategies;
 pub mod strategy;
+pub mod window;
 
 pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
 pub use strategy::{
     register, Compressor, CompressorSession, Strategy, StrategyError, StrategySpec, TurnInput, TurnOutcome,
 };
+pub use window::{PromptCountOrigin, TokenLimit, Tokenizer};
 
 use crate::compress::callers::{overflow_check, OverflowGuard};
-use crate::compress::{curated, CompressionStatus};
+use crate::compress::{curated, CompressionStatus, SplitVariant};
 use crate::history::{self, Content};
 use crate::json::Value;
 use crate::llm::LanguageModel;
 use crate::tokens::{self, Estimator};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Where `getLastPromptTokenCount()` comes from between requests.
+/// What the trigger sees as `getLastPromptTokenCount()` between requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptCountSource {
-    /// The conversation's recorded API counts while the history is as recorded; the heuristic (plus
-    /// overhead) once a compression has changed it, since the recording no longer describes it.
+    /// The replayed request (system prompt + tools + history + pending turn) counted with the replay's
+    /// tokenizer: what the API would report for the request the replay sends.
     #[default]
+    #[serde(alias = "tiktoken")]
+    Measured,
+    /// The conversation's recorded API counts while the history is as recorded, for conversations whose
+    /// counts measure the context the replay holds ([`PromptCountOrigin::counts_replayed_context`]); the
+    /// measured request otherwise and once a compression has changed the history.
     Recorded,
-    /// The reference heuristic over the request, plus the configured overhead.
+    /// The reference heuristic over the stored history plus the measured system prompt and tools.
     Heuristic,
-    /// o200k tokens of the request, plus the configured overhead.
-    Tiktoken,
+}
+
+impl PromptCountSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptCountSource::Measured => "measured",
+            PromptCountSource::Recorded => "recorded",
+            PromptCountSource::Heuristic => "heuristic",
+        }
+    }
 }
 
 /// Replay settings that do not depend on the strategy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReplaySettings {
-    /// Simulated context window, for the overflow guard.
-    pub token_limit: u64,
+    /// Simulated context window (tokens, or `"peak:F"`), for the trigger and the overflow guard.
+    pub token_limit: TokenLimit,
     pub prompt_count_source: PromptCountSource,
-    /// Tokens of the agent's system prompt and tool declarations, added to every request's API count.
+    /// The tokenizer every request size is counted with.
+    pub tokenizer: Tokenizer,
+    /// Tokens of the agent's system prompt and tool declarations, for conversations that record none (a
+    /// recorded system instruction or tool list is measured with the tokenizer instead).
     pub system_prompt_tokens: u64,
     pub tool_declaration_tokens: u64,
     /// Recorded model-turn indices before which the user types `/compress`.
@@ -54,8 +78,6 @@ pub struct ReplaySettings {
     pub overflow_guard: OverflowGuard,
     /// Text of the environment turn the agent's chat starts with (`None`: none).
     pub env_text: Option<String>,
-    /// Measure every request with o200k (true request sizes, hidden inflation).
-    pub measure_true_tokens: bool,
     /// Keep summary texts in the events (needed by probes and reports).
     pub keep_summaries: bool,
 }
@@ -63,22 +85,16 @@ pub struct ReplaySettings {
 impl Default for ReplaySettings {
     fn default() -> Self {
         ReplaySettings {
-            token_limit: crate::models::DEFAULT_TOKEN_LIMIT,
-            prompt_count_source: PromptCountSource::Recorded,
+            token_limit: TokenLimit::default(),
+            prompt_count_source: PromptCountSource::Measured,
+            tokenizer: Tokenizer::O200k,
             system_prompt_tokens: 0,
             tool_declaration_tokens: 0,
             manual_compress_turns: Vec::new(),
             overflow_guard: OverflowGuard::After,
             env_text: None,
-            measure_true_tokens: true,
             keep_summaries: true,
         }
-    }
-}
-
-impl ReplaySettings {
-    fn overhead(&self) -> u64 {
-        self.system_prompt_tokens + self.tool_declaration_tokens
     }
 }
 
@@ -89,6 +105,72 @@ pub struct ReplayInput<'a> {
     pub history: &'a [Content],
     /// Prompt token counts the API reported, aligned with `history` (at model turns).
     pub recorded_prompt_tokens: &'a [Option<u64>],
+    /// What those counts measured.
+    pub prompt_count_origin: PromptCountOrigin,
+    /// The agent's system prompt and tool declarations, when recorded (part of every request).
+    pub system_instruction: Option<&'a str>,
+    pub tools: Option<&'a Value>,
+}
+
+impl<'a> ReplayInput<'a> {
+    /// A bare history: no recorded counts, system prompt or tools.
+    pub fn history(id: &'a str, history: &'a [Content]) -> Self {
+        ReplayInput {
+            id,
+            history,
+            recorded_prompt_tokens: &[],
+            prompt_count_origin: PromptCountOrigin::None,
+            system_instruction: None,
+            tools: None,
+        }
+    }
+}
+
+/// Tokens of a text by the tokenizer.
+fn text_tokens(tokenizer: Tokenizer, text: &str) -> u64 {
+    match tokenizer {
+        Tokenizer::O200k => tokens::o200k_count_text(text),
+        Tokenizer::Heuristic => Estimator::Current.text(&crate::json::JsStr::new(text)),
+    }
+}
+
+/// Tokens every request carries besides the history: the recorded system instruction and tool
+/// declarations measured with the tokenizer, or the configured sizes where the conversation has none.
+pub fn request_overhead(input: &ReplayInput<'_>, settings: &ReplaySettings) -> u64 {
+    let system = match input.system_instruction.filter(|s| !s.is_empty()) {
+        Some(s) => text_tokens(settings.tokenizer, s),
+        None => settings.system_prompt_tokens,
+    };
+    let tools = match input.tools {
+        Some(t) => {
+            let mut text = String::new();
+            crate::json::write_compact(t, crate::json::Numbers::Js, &mut text);
+            text_tokens(settings.tokenizer, &text)
+        }
+        None => settings.tool_declaration_tokens,
+    };
+    system + tools
+}
+
+/// A history with no split candidate after its first Content (a user turn without function responses):
+/// one task followed only by tool responses. The current `findCompressSplitPoint` then returns 0 and the
+/// reference cannot compress it.
+pub fn is_unsplittable(history: &[Content]) -> bool {
+    !history.iter().skip(1).any(|c| history::is_user(c) && !history::has_function_response(c))
+}
+
+/// Where each historical split variant would split the history the strategy sees before the last request
+/// (through the model turn before it), keeping the default 30 %.
+fn split_points(history: &[Content]) -> (BTreeMap<String, usize>, usize) {
+    let models: Vec<usize> = (0..history.len()).filter(|&i| history::is_model(&history[i])).collect();
+    let end = match models.as_slice() {
+        [.., previous, _last] => previous + 1,
+        _ => history.len(),
+    };
+    let seen = &history[..end];
+    let points =
+        SplitVariant::ALL.iter().filter_map(|v| Some((v.name().to_string(), v.split(seen, 0.7).ok()?))).collect();
+    (points, seen.len())
 }
 
 /// A running total over a list whose last element may still change (a curated merge rewrites it). Keeps
@@ -127,34 +209,46 @@ struct Stored {
     measures: Vec<Measure>,
     est: RunningSum<f64>,
     tik: RunningSum<u64>,
-    measure_true: bool,
-    /// Keep every Content (the history a strategy sees) or only the last one (all a running total of the
-    /// uncompressed history needs, for curated merges): the baseline then costs no copy of the conversation.
-    keep_all: bool,
+    tokenizer: Tokenizer,
 }
 
-/// The figures of one Content: reference heuristic (unfloored) and o200k tokens.
-type Measure = (f64, u64);
+/// The figures of one Content: reference heuristic (unfloored), o200k tokens (0 with the heuristic
+/// tokenizer), and a serial number that changes whenever the Content does (a request's cacheable prefix is
+/// the run of leading serials it shares with the previous request).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Measure {
+    est: f64,
+    tik: u64,
+    serial: u64,
+}
+
+fn next_serial() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 impl Stored {
-    fn new(measure_true: bool, keep_all: bool) -> Self {
+    fn new(tokenizer: Tokenizer) -> Self {
         Stored {
             contents: Vec::new(),
             measures: Vec::new(),
             est: RunningSum::default(),
             tik: RunningSum::default(),
-            measure_true,
-            keep_all,
+            tokenizer,
         }
     }
 
     fn measure(&self, c: &Content) -> Measure {
-        let t = if self.measure_true { tokens::o200k_count_history(std::slice::from_ref(c)) } else { 0 };
-        (Estimator::Current.content_raw(c), t)
+        let tik = match self.tokenizer {
+            Tokenizer::O200k => tokens::o200k_count_history(std::slice::from_ref(c)),
+            Tokenizer::Heuristic => 0,
+        };
+        Measure { est: Estimator::Current.content_raw(c), tik, serial: next_serial() }
     }
 
     /// Appends with the curated-history rules applied incrementally. `known` is the Content's measure when
-    /// the caller already has it (the same turn entering the stored and the uncompressed history).
+    /// the caller already has it (the first pass measured it). Returns the Content's own measure when it
+    /// was appended, `None` when it was merged into the previous one (or dropped).
     fn push(&mut self, c: &Content, known: Option<Measure>) -> Option<Measure> {
         self.push_owned(c.clone(), known)
     }
@@ -167,20 +261,16 @@ impl Stored {
             if curated::coalesce_into(last, &c) {
                 let m = self.measure(self.contents.last().expect("just merged"));
                 *self.measures.last_mut().expect("aligned with contents") = m;
-                self.est.set_last(m.0);
-                self.tik.set_last(m.1);
+                self.est.set_last(m.est);
+                self.tik.set_last(m.tik);
                 return None;
             }
         }
         let m = known.unwrap_or_else(|| self.measure(&c));
-        if !self.keep_all {
-            self.contents.clear();
-            self.measures.clear();
-        }
         self.contents.push(c);
         self.measures.push(m);
-        self.est.push(m.0);
-        self.tik.push(m.1);
+        self.est.push(m.est);
+        self.tik.push(m.tik);
         Some(m)
     }
 
@@ -213,30 +303,55 @@ impl Stored {
         self.est = RunningSum::default();
         self.tik = RunningSum::default();
         for m in &self.measures {
-            self.est.push(m.0);
-            self.tik.push(m.1);
+            self.est.push(m.est);
+            self.tik.push(m.tik);
         }
     }
 
-    /// o200k tokens of another history (`o200k_count_history`), reusing the figures of Contents it shares
-    /// with this one: a candidate that rewrote a few Contents costs only those.
-    fn true_tokens_of(&self, h: &[Content]) -> u64 {
+    /// Tokens of one Content's measure, by the tokenizer (unfloored for the heuristic).
+    fn tokens_of(&self, m: &Measure) -> f64 {
+        match self.tokenizer {
+            Tokenizer::O200k => m.tik as f64,
+            Tokenizer::Heuristic => m.est,
+        }
+    }
+
+    /// Tokens of another history by the tokenizer, reusing the figures of Contents it shares with this one:
+    /// a candidate that rewrote a few Contents costs only those.
+    fn measured_of(&self, h: &[Content]) -> u64 {
         let mut known = KnownMeasures::new(&self.contents, &self.measures);
-        h.iter()
+        let total: f64 = h
+            .iter()
             .enumerate()
-            .map(|(i, c)| match known.get(i, c) {
-                Some(m) => m.1,
-                None => tokens::o200k_count_history(std::slice::from_ref(c)),
+            .map(|(i, c)| {
+                let m = known.get(i, c).unwrap_or_else(|| self.measure(c));
+                self.tokens_of(&m)
             })
-            .sum()
+            .sum();
+        total.floor() as u64
     }
 
     fn heuristic(&self) -> u64 {
         self.est.total().floor() as u64
     }
 
-    fn true_tokens(&self) -> u64 {
-        self.tik.total()
+    /// The history's tokens by the tokenizer.
+    fn measured(&self) -> u64 {
+        match self.tokenizer {
+            Tokenizer::O200k => self.tik.total(),
+            Tokenizer::Heuristic => self.heuristic(),
+        }
+    }
+
+    fn serials(&self) -> Vec<u64> {
+        self.measures.iter().map(|m| m.serial).collect()
+    }
+
+    /// Tokens of the leading Contents whose serials equal `previous`'s: the part of the history a provider
+    /// could serve from its prompt cache.
+    fn shared_prefix_tokens(&self, previous: &[u64]) -> u64 {
+        let shared = self.measures.iter().zip(previous).take_while(|(m, p)| m.serial == **p).count();
+        self.measures[..shared].iter().map(|m| self.tokens_of(m)).sum::<f64>().floor() as u64
     }
 }
 
@@ -273,13 +388,6 @@ fn object_id(c: &Content) -> Option<usize> {
         Value::Object(m) => Some(std::sync::Arc::as_ptr(m) as usize),
         _ => None,
     }
-}
-
-/// Appends one recorded Content to the stored and the uncompressed history, measuring it once when it
-/// enters both unmerged.
-fn push_both(stored: &mut Stored, baseline: &mut Stored, c: &Content) {
-    let m = stored.push(c, None);
-    baseline.push(c, m);
 }
 
 /// Watches a replay: probes score what the agent still knows at each compression and at the end.
@@ -321,8 +429,62 @@ fn first_pass_history(stored: &[Content], first: &str, final_summary: &str) -> O
     Some(out)
 }
 
+/// The conversation replayed without compression: every Content measured once (the replay reuses the
+/// figures), and the `none` figures of every request.
+pub struct Uncompressed {
+    /// Per recorded Content: its measure when it entered the history unmerged.
+    measures: Vec<Option<Measure>>,
+    env: Option<Measure>,
+    /// Per request: tokens of the request, of its pending turn (what appending it added), and of its prefix
+    /// shared with the previous request (0 for the first).
+    pub requests: Vec<u64>,
+    pending: Vec<u64>,
+    pub cached: Vec<u64>,
+    /// System prompt and tool declarations.
+    pub overhead: u64,
+}
+
+impl Uncompressed {
+    pub fn new(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Self {
+        let overhead = request_overhead(input, settings);
+        let mut stored = Stored::new(settings.tokenizer);
+        let env = settings.env_text.as_ref().and_then(|e| stored.push(&history::user_text(e), None));
+        let mut out = Uncompressed {
+            measures: Vec::with_capacity(input.history.len()),
+            env,
+            requests: Vec::new(),
+            pending: Vec::new(),
+            cached: Vec::new(),
+            overhead,
+        };
+        let mut previous: Option<Vec<u64>> = None;
+        let mut before_pending = stored.measured();
+        for turn in input.history {
+            if history::is_model(turn) {
+                let request = stored.measured() + overhead;
+                out.pending.push(stored.measured() - before_pending.min(stored.measured()));
+                out.cached.push(previous.as_ref().map_or(0, |p| overhead + stored.shared_prefix_tokens(p)));
+                out.requests.push(request);
+                previous = Some(stored.serials());
+            }
+            out.measures.push(stored.push(turn, None));
+            if history::is_model(turn) {
+                before_pending = stored.measured();
+            }
+        }
+        out
+    }
+
+    /// The largest request without compression.
+    pub fn peak(&self) -> u64 {
+        self.requests.iter().copied().max().unwrap_or(self.overhead)
+    }
+}
+
 /// Replays one conversation through one strategy. Never fails: an error stops this conversation's replay
-/// and is recorded in the result.
+/// and is recorded in the result. A relative window is resolved against the conversation's uncompressed
+/// peak here, but `strategy` must have been built with the same window ([`spec_with_token_limit`]); the
+/// sweep runner does both through [`replay_spec`].
 pub async fn replay(
     input: ReplayInput<'_>,
     strategy: &dyn Compressor,
@@ -340,29 +502,87 @@ pub async fn replay_observed(
     llm: &dyn LanguageModel,
     observer: &mut dyn ReplayObserver,
 ) -> ConversationResult {
-    let mut result =
-        ConversationResult { conversation: input.id.to_string(), contents: input.history.len(), ..Default::default() };
+    let uncompressed = Uncompressed::new(&input, settings);
+    replay_prepared(input, &uncompressed, strategy, settings, llm, observer).await
+}
+
+/// Replays a strategy spec, building it with the window resolved for this conversation.
+pub async fn replay_spec(
+    input: ReplayInput<'_>,
+    spec: &StrategySpec,
+    settings: &ReplaySettings,
+    llm: &dyn LanguageModel,
+    observer: &mut dyn ReplayObserver,
+) -> ConversationResult {
+    let uncompressed = Uncompressed::new(&input, settings);
+    let limit = settings.token_limit.resolve(uncompressed.peak());
+    match spec.with_token_limit(limit).build() {
+        Ok(strategy) => replay_prepared(input, &uncompressed, strategy.as_ref(), settings, llm, observer).await,
+        Err(e) => ConversationResult {
+            conversation: input.id.to_string(),
+            contents: input.history.len(),
+            error: Some(e.to_string()),
+            ..Default::default()
+        },
+    }
+}
+
+/// [`replay_observed`] after the first pass.
+pub async fn replay_prepared(
+    input: ReplayInput<'_>,
+    uncompressed: &Uncompressed,
+    strategy: &dyn Compressor,
+    settings: &ReplaySettings,
+    llm: &dyn LanguageModel,
+    observer: &mut dyn ReplayObserver,
+) -> ConversationResult {
+    let token_limit = settings.token_limit.resolve(uncompressed.peak());
+    let use_recorded = settings.prompt_count_source == PromptCountSource::Recorded
+        && input.prompt_count_origin.counts_replayed_context();
+    let prompt_count_source = match settings.prompt_count_source {
+        PromptCountSource::Recorded if !use_recorded => {
+            format!("measured ({} counts not comparable)", input.prompt_count_origin.name())
+        }
+        PromptCountSource::Recorded => format!("recorded ({})", input.prompt_count_origin.name()),
+        s => s.name().to_string(),
+    };
+    let unsplittable = is_unsplittable(input.history);
+    let (split_points, split_history_contents) =
+        if unsplittable { split_points(input.history) } else { (BTreeMap::new(), 0) };
+    let mut result = ConversationResult {
+        conversation: input.id.to_string(),
+        contents: input.history.len(),
+        token_limit,
+        none_peak_request_tokens: uncompressed.peak(),
+        prompt_count_source,
+        unsplittable,
+        split_points,
+        split_history_contents,
+        ..Default::default()
+    };
     let mut session = strategy.start();
-    let overhead = settings.overhead();
-    let mut stored = Stored::new(settings.measure_true_tokens, true);
-    let mut baseline = Stored::new(settings.measure_true_tokens, false);
+    let overhead = uncompressed.overhead;
+    let mut stored = Stored::new(settings.tokenizer);
     if let Some(env) = &settings.env_text {
-        push_both(&mut stored, &mut baseline, &history::user_text(env));
+        stored.push(&history::user_text(env), uncompressed.env);
     }
     // `getLastPromptTokenCount()` right after the chat is constructed: the heuristic of its history.
     let mut last_prompt = stored.heuristic();
     let mut compressed_any = false;
     let mut pending_start = 0;
+    let mut previous_serials: Option<Vec<u64>> = None;
     // The first stored Content the session has not seen as it is now.
     let mut changed_from = 0;
     for (i, turn) in input.history.iter().enumerate() {
         if !history::is_model(turn) {
             continue;
         }
+        let k = result.requests;
         let pending = &input.history[pending_start..i];
+        let pending_tokens = uncompressed.pending.get(k).copied().unwrap_or(0);
         let force = settings.manual_compress_turns.contains(&i);
         let before_contents = stored.contents.len();
-        let true_before = stored.true_tokens() + overhead;
+        let request_before = stored.measured() + overhead + pending_tokens;
         let outcome = session
             .before_request(
                 TurnInput {
@@ -388,12 +608,12 @@ pub async fn replay_observed(
             stored.edit(std::mem::take(&mut outcome.edits));
         }
         let event = (status != CompressionStatus::Noop || force).then(|| {
-            let true_after = match (&outcome.candidate, settings.measure_true_tokens) {
-                (Some(c), true) => stored.true_tokens_of(c) + overhead,
-                (None, true) if edited => stored.true_tokens() + overhead,
-                _ => true_before,
+            let request_after = match &outcome.candidate {
+                Some(c) => stored.measured_of(c) + overhead + pending_tokens,
+                None if edited => stored.measured() + overhead + pending_tokens,
+                None => request_before,
             };
-            build_event(i, result.requests, force, &outcome, before_contents, (true_before, true_after), settings)
+            build_event(i, k, force, &outcome, before_contents, (request_before, request_after), settings)
         });
         *result.events_by_status.entry(status.name().to_string()).or_default() += 1;
         let first_and_final =
@@ -404,8 +624,12 @@ pub async fn replay_observed(
         }
         if replaced || edited {
             compressed_any = true;
-            // After `startChat`/`setHistory` the count is the heuristic of the stored history.
-            last_prompt = stored.heuristic();
+            // After `startChat`/`setHistory` the reference's count is the heuristic of the stored history;
+            // measured, it is the new request without its pending turn.
+            last_prompt = match settings.prompt_count_source {
+                PromptCountSource::Measured => stored.measured() + overhead,
+                _ => stored.heuristic(),
+            };
         }
         // Appending may merge into the last Content; a replaced history is new as a whole.
         changed_from = if replaced { 0 } else { stored.contents.len().saturating_sub(1) };
@@ -416,36 +640,39 @@ pub async fn replay_observed(
             result.events.push(event);
         }
         let pending_parts: Vec<Value> = pending.iter().flat_map(|c| history::parts(c).iter().cloned()).collect();
-        if overflow_check(settings.overflow_guard, settings.token_limit, last_prompt, &pending_parts).is_some() {
+        if overflow_check(settings.overflow_guard, token_limit, last_prompt, &pending_parts).is_some() {
             result.overflow_events += 1;
         }
-        for c in pending {
-            push_both(&mut stored, &mut baseline, c);
+        for (j, c) in pending.iter().enumerate() {
+            stored.push(c, uncompressed.measures.get(pending_start + j).copied().flatten());
         }
-        let request = stored.heuristic() + overhead;
-        let true_request = stored.true_tokens() + overhead;
+        let request = stored.measured() + overhead;
+        let cached = previous_serials.as_ref().map_or(0, |p| overhead + stored.shared_prefix_tokens(p));
+        previous_serials = Some(stored.serials());
         result.requests += 1;
-        result.cumulative_request_tokens += request;
-        result.cumulative_true_tokens += true_request;
-        result.baseline_cumulative_tokens += baseline.heuristic() + overhead;
-        result.baseline_cumulative_true_tokens += baseline.true_tokens() + overhead;
-        result.peak_context = result.peak_context.max(request);
         result.request_tokens.push(request);
-        result.peak_true_context = result.peak_true_context.max(true_request);
+        result.request_tokens_total += request;
+        result.cached_request_tokens_total += cached;
+        result.peak_request_tokens = result.peak_request_tokens.max(request);
+        result.window_exceeded_requests += (request > token_limit) as u64;
+        let none_request = uncompressed.requests.get(k).copied().unwrap_or(request);
+        result.none_request_tokens_total += none_request;
+        result.none_cached_request_tokens_total += uncompressed.cached.get(k).copied().unwrap_or(0);
+        result.none_window_exceeded_requests += (none_request > token_limit) as u64;
         last_prompt = match settings.prompt_count_source {
-            PromptCountSource::Recorded if !compressed_any => {
+            PromptCountSource::Recorded if use_recorded && !compressed_any => {
                 input.recorded_prompt_tokens.get(i).copied().flatten().unwrap_or(request)
             }
-            PromptCountSource::Tiktoken => true_request,
+            PromptCountSource::Heuristic => stored.heuristic() + overhead,
             _ => request,
         };
-        push_both(&mut stored, &mut baseline, turn);
+        stored.push(turn, uncompressed.measures.get(i).copied().flatten());
         pending_start = i + 1;
     }
     observer.at_end(&stored.contents).await;
-    result.summarizer_overhead_tokens =
-        result.events.iter().map(|e| e.summarizer_input_tokens + e.summarizer_output_tokens).sum();
-    result.final_history_tokens = stored.heuristic();
+    result.summarizer_input_tokens_total = result.events.iter().map(|e| e.summarizer_input_tokens).sum();
+    result.summarizer_output_tokens_total = result.events.iter().map(|e| e.summarizer_output_tokens).sum();
+    result.final_history_tokens = stored.measured() + overhead;
     result.final_history_contents = stored.contents.len();
     result
 }
@@ -456,34 +683,29 @@ fn build_event(
     forced: bool,
     outcome: &TurnOutcome,
     before_contents: usize,
-    (true_before, true_after): (u64, u64),
+    (request_before, request_after): (u64, u64),
     settings: &ReplaySettings,
 ) -> CompressionEvent {
     let info = outcome.info;
     let status = info.compression_status;
+    // The strategy reported a smaller (COMPRESSED, CONTENT_TRUNCATED) or a larger (INFLATED) history.
+    let reported_smaller = matches!(status, CompressionStatus::Compressed | CompressionStatus::ContentTruncated);
+    let reported_larger = status == CompressionStatus::FailedInflatedTokenCount;
     let mut e = CompressionEvent {
         turn,
         request,
         forced,
         status: status.name().to_string(),
         status_code: status.code(),
-        tokens_before: info.original_token_count,
-        tokens_after: info.new_token_count,
-        reduction: if info.original_token_count > 0 {
-            1.0 - info.new_token_count as f64 / info.original_token_count as f64
-        } else {
-            0.0
-        },
+        reference_original_tokens: info.original_token_count,
+        reference_new_tokens: info.new_token_count,
+        request_tokens_before: request_before,
+        request_tokens_after: request_after,
+        reduction: metrics::reduction(request_before, request_after),
         stored_contents_before: before_contents,
         stored_contents_after: outcome.replaced.as_ref().map(Vec::len).unwrap_or(before_contents),
-        true_tokens_before: true_before,
-        true_tokens_after: true_after,
-        hidden_inflation: status == CompressionStatus::Compressed
-            && settings.measure_true_tokens
-            && true_after > true_before,
-        hidden_deflation: status == CompressionStatus::FailedInflatedTokenCount
-            && settings.measure_true_tokens
-            && true_after < true_before,
+        hidden_inflation: reported_smaller && request_after > request_before,
+        hidden_deflation: reported_larger && request_after < request_before,
         ..Default::default()
     };
     if let Some(t) = &outcome.trace {
@@ -554,23 +776,139 @@ mod tests {
     /// the totals equal a fresh measurement of the new history.
     #[test]
     fn replace_reuses_figures_of_unchanged_contents_and_totals_match() {
-        let mut stored = Stored::new(true, true);
+        let mut stored = Stored::new(Tokenizer::O200k);
         for (i, t) in ["read src/a.rs", "ok: 12 lines", "now fix the test", "done, 3 passed"].iter().enumerate() {
             stored.push(&text(if i % 2 == 0 { "user" } else { "model" }, t), None);
         }
+        let serials_before = stored.serials();
         let mut new = stored.contents.clone();
         new[1] = text("model", "[masked]");
         new.push(text("user", "next"));
         stored.replace(new.clone());
-        let mut fresh = Stored::new(true, true);
+        let mut fresh = Stored::new(Tokenizer::O200k);
         for c in &new {
             fresh.push(c, None);
         }
         assert_eq!(stored.heuristic(), fresh.heuristic());
-        assert_eq!(stored.true_tokens(), fresh.true_tokens());
-        assert_eq!(stored.measures, fresh.measures);
-        assert_eq!(stored.true_tokens_of(&new), tokens::o200k_count_history(&new));
-        // Unchanged Contents are the same shared objects, not copies.
+        assert_eq!(stored.measured(), fresh.measured());
+        let figures = |s: &Stored| s.measures.iter().map(|m| (m.est, m.tik)).collect::<Vec<_>>();
+        assert_eq!(figures(&stored), figures(&fresh));
+        assert_eq!(stored.measured_of(&new), tokens::o200k_count_history(&new));
+        assert_eq!(stored.measured(), tokens::o200k_count_history(&new));
+        // Unchanged Contents are the same shared objects, not copies, and keep their serials: the shared
+        // prefix with the history before is the first Content only.
         assert_eq!(object_id(&stored.contents[0]), object_id(&new[0]));
+        assert_eq!(stored.serials()[0], serials_before[0]);
+        assert_eq!(stored.shared_prefix_tokens(&serials_before), tokens::o200k_count_history(&new[..1]));
+    }
+
+    fn call(name: &str, n: usize) -> Content {
+        crate::json::parse(
+            format!(r#"{{"role":"model","parts":[{{"functionCall":{{"name":"{name}","args":{{"n":{n}}}}}}}]}}"#)
+                .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn response(name: &str, lines: usize) -> Content {
+        let out: String = (0..lines).map(|i| format!("line {i} of the output of {name}\\n")).collect();
+        crate::json::parse(
+            format!(r#"{{"role":"user","parts":[{{"functionResponse":{{"name":"{name}","response":{{"output":"{out}"}}}}}}]}}"#)
+                .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    /// A task, then four tool rounds with large outputs, then a final answer.
+    fn tool_history() -> Vec<Content> {
+        let mut h = vec![text("user", "fix the failing test in src/lib.rs")];
+        for i in 0..4 {
+            h.push(call("shell", i));
+            h.push(response("shell", 40));
+        }
+        h.push(text("model", "done"));
+        h
+    }
+
+    fn run(spec: &StrategySpec, input: ReplayInput<'_>, settings: &ReplaySettings) -> ConversationResult {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(replay_spec(input, spec, settings, &crate::llm::ScriptedModel::new(["unused"]), &mut NoObserver))
+    }
+
+    /// One accounting on a handmade history: every size is system prompt + history + pending turn in o200k
+    /// tokens, on both sides of every event, and the `none` figures are the uncompressed replay's.
+    #[test]
+    fn every_size_is_the_request_as_sent_in_one_tokenizer() {
+        let h = tool_history();
+        let system = "You are a careful coding agent. Use the shell tool.";
+        let input = ReplayInput { system_instruction: Some(system), ..ReplayInput::history("t", &h) };
+        let settings = ReplaySettings { system_prompt_tokens: 999, tool_declaration_tokens: 7, ..Default::default() };
+        // The recorded system prompt is measured; the configured size stands in for the absent tools.
+        let overhead = tokens::o200k_count_text(system) + 7;
+        assert_eq!(request_overhead(&input, &settings), overhead);
+        let none = run(&strategies::none::spec(), input, &settings);
+        // Request k holds everything before model turn k.
+        let model_turns: Vec<usize> = (0..h.len()).filter(|&i| history::is_model(&h[i])).collect();
+        let expected: Vec<u64> = model_turns.iter().map(|&i| overhead + tokens::o200k_count_history(&h[..i])).collect();
+        assert_eq!(none.request_tokens, expected);
+        assert_eq!(none.request_tokens_total, expected.iter().sum::<u64>());
+        assert_eq!(none.none_request_tokens_total, none.request_tokens_total);
+        assert_eq!(none.peak_request_tokens, *expected.iter().max().unwrap());
+        // Without compression the history only grows: each request's cacheable prefix is the whole previous
+        // request.
+        let cached: u64 = expected[..expected.len() - 1].iter().sum();
+        assert_eq!((none.cached_request_tokens_total, none.none_cached_request_tokens_total), (cached, cached));
+
+        let masking = strategies::observation_masking::spec(1, "[omitted]");
+        let r = run(&masking, input, &settings);
+        assert_eq!(r.none_request_tokens_total, none.request_tokens_total);
+        assert!(!r.events.is_empty());
+        for e in &r.events {
+            // Before: the request the previous history would send (the uncompressed one at the first event).
+            assert_eq!(e.reduction, 1.0 - e.request_tokens_after as f64 / e.request_tokens_before as f64);
+            assert!(e.request_tokens_after < e.request_tokens_before, "{e:?}");
+            // After: exactly the request the replay then sends.
+            assert_eq!(e.request_tokens_after, r.request_tokens[e.request]);
+        }
+        assert_eq!(r.events[0].request_tokens_before, expected[r.events[0].request]);
+        assert_eq!(r.request_tokens_total, r.request_tokens.iter().sum::<u64>());
+        assert!(r.request_tokens_total < none.request_tokens_total);
+        // Masking rewrites an old output at every request: less of each request is a cached prefix.
+        assert!(r.cached_request_tokens_total < none.cached_request_tokens_total);
+        assert!(r.cached_request_tokens_total >= overhead * (r.requests as u64 - 1));
+        assert_eq!(r.prompt_count_source, "measured");
+    }
+
+    /// `peak:F` resolves against the uncompressed peak request; the trigger sees the measured request.
+    #[test]
+    fn relative_window_resolves_against_the_uncompressed_peak() {
+        let h = tool_history();
+        let input = ReplayInput::history("t", &h);
+        let settings = ReplaySettings { token_limit: TokenLimit::PeakFraction(0.6), ..Default::default() };
+        let peak = Uncompressed::new(&input, &settings).peak();
+        let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
+            threshold: 0.5,
+            keep_fraction: 0.3,
+            token_limit: 0,
+        });
+        let r = run(&spec, input, &settings);
+        assert_eq!(r.none_peak_request_tokens, peak);
+        assert_eq!(r.token_limit, (0.6 * peak as f64).ceil() as u64);
+        assert_eq!(r.window_exceeded_requests, r.request_tokens.iter().filter(|&&t| t > r.token_limit).count() as u64);
+        // One task then only tool responses: nothing for drop-oldest (or the reference) to cut at.
+        assert!(r.unsplittable && r.events.is_empty());
+        assert_eq!(r.split_points["current"], 0, "{:?}", r.split_points);
+        // The 2025-07-07 variant still split at function-response turns.
+        assert_ne!(r.split_points["2025-07-07"], 0, "{:?}", r.split_points);
+    }
+
+    #[test]
+    fn unsplittable_means_no_plain_user_turn_after_the_first() {
+        let mut h = tool_history();
+        assert!(is_unsplittable(&h));
+        h.push(text("user", "now the docs"));
+        h.push(text("model", "ok"));
+        assert!(!is_unsplittable(&h));
+        assert!(is_unsplittable(&[]));
     }
 }

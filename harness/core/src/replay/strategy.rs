@@ -549,6 +549,22 @@ impl StrategySpec {
         &self.name
     }
 
+    /// The spec with its simulated window set to `limit` (a window relative to each conversation is
+    /// resolved per replay). Strategies name their window `token_limit`: at the top of their parameters, or
+    /// in `settings` for those built on the reference's settings; strategies without one are unchanged.
+    pub fn with_token_limit(&self, limit: u64) -> StrategySpec {
+        let mut spec = self.clone();
+        if let Some(v) = spec.params.get_mut("token_limit") {
+            *v = Json::from(limit);
+        }
+        if let Some(Json::Object(settings)) = spec.params.get_mut("settings") {
+            if let Some(v) = settings.get_mut("token_limit") {
+                *v = Json::from(limit);
+            }
+        }
+        spec
+    }
+
     /// The compressor, configured by its registry entry.
     pub fn build(&self) -> Result<Box<dyn Compressor>, StrategyError> {
         let entry = registry().into_iter().find(|s| s.name() == self.name);

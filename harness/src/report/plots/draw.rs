@@ -473,6 +473,8 @@ pub struct Lines<'a> {
     pub x_label: &'a str,
     pub y_label: &'a str,
     pub series: &'a [Series],
+    /// The y axis includes 0.
+    pub y_from_zero: bool,
 }
 
 impl Figure for Lines<'_> {
@@ -496,6 +498,8 @@ impl Figure for Lines<'_> {
         let yb = style::finite_bounds(pts.iter().flatten().map(|p| p.1));
         let x = xb.map_or((0.0, 1.0), |(lo, hi)| style::padded(lo, hi, 0.04));
         let y = yb.map_or((0.0, 1.0), |(lo, hi)| style::padded(lo, hi, 0.08));
+        // A zero-based axis: the bars of a share are not exaggerated by a cropped scale.
+        let y = if self.y_from_zero { (y.0.min(0.0), y.1.max(0.0)) } else { y };
         let mut chart = chart_f64(&area, x, y, self.x_label, self.y_label)?;
         if yb.is_none() {
             no_data(root, &chart)?;
@@ -608,6 +612,8 @@ pub struct Histogram<'a> {
     pub x_label: &'a str,
     pub values: &'a [f64],
     pub bins: usize,
+    /// Fixed bin range (values outside go to the end bins); `None`: the data's range.
+    pub range: Option<(f64, f64)>,
 }
 
 /// More bins than pixels across would draw nothing more.
@@ -635,10 +641,11 @@ impl Figure for Histogram<'_> {
             )
         });
         let area = frame(root, self.title, subtitle.as_deref(), &[])?;
-        let (lo, hi) = match bounds {
-            Some((lo, hi)) if hi > lo => (lo, hi),
-            Some((lo, hi)) => style::padded(lo, hi, 0.0),
-            None => (0.0, 1.0),
+        let (lo, hi) = match (self.range, bounds) {
+            (Some((lo, hi)), _) if hi > lo => (lo, hi),
+            (_, Some((lo, hi))) if hi > lo => (lo, hi),
+            (_, Some((lo, hi))) => style::padded(lo, hi, 0.0),
+            (_, None) => (0.0, 1.0),
         };
         let width = (hi - lo) / bins as f64;
         let mut counts = vec![0u32; bins];

@@ -1,0 +1,191 @@
+//! How a replay measures requests and how large its simulated window is.
+
+use serde::{Deserialize, Serialize};
+
+/// The one tokenizer every request size of a replay is counted with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tokenizer {
+    /// OpenAI's o200k BPE (embedded): a real tokenizer, independent of the reference's heuristic.
+    #[default]
+    O200k,
+    /// The reference's own character heuristic (`estimateTokenCountSync`, current variant): faster, but it is
+    /// the figure under test, so sizes measured with it cannot show hidden inflation.
+    Heuristic,
+}
+
+impl Tokenizer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tokenizer::O200k => "o200k",
+            Tokenizer::Heuristic => "heuristic",
+        }
+    }
+}
+
+/// The simulated context window: a number of tokens, or a fraction of each conversation's uncompressed
+/// peak request (`"peak:0.6"`), so that one setting makes conversations of every size compress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TokenLimit {
+    Tokens(u64),
+    /// This fraction of the largest request of the conversation replayed without compression.
+    PeakFraction(f64),
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("token limit `{0}`: expected a positive number of tokens or `peak:F` with 0 < F <= 10")]
+pub struct TokenLimitError(pub String);
+
+impl TokenLimit {
+    /// The window in tokens for a conversation whose uncompressed peak request is `uncompressed_peak`.
+    pub fn resolve(self, uncompressed_peak: u64) -> u64 {
+        match self {
+            TokenLimit::Tokens(n) => n,
+            TokenLimit::PeakFraction(f) => ((f * uncompressed_peak as f64).ceil() as u64).max(1),
+        }
+    }
+
+    pub fn is_relative(self) -> bool {
+        matches!(self, TokenLimit::PeakFraction(_))
+    }
+
+    /// The absolute window, or `None` for a relative one.
+    pub fn tokens(self) -> Option<u64> {
+        match self {
+            TokenLimit::Tokens(n) => Some(n),
+            TokenLimit::PeakFraction(_) => None,
+        }
+    }
+}
+
+impl Default for TokenLimit {
+    fn default() -> Self {
+        TokenLimit::Tokens(crate::models::DEFAULT_TOKEN_LIMIT)
+    }
+}
+
+impl std::fmt::Display for TokenLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenLimit::Tokens(n) => write!(f, "{n}"),
+            TokenLimit::PeakFraction(x) => write!(f, "peak:{}", crate::json::js_format(*x)),
+        }
+    }
+}
+
+impl std::str::FromStr for TokenLimit {
+    type Err = TokenLimitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || TokenLimitError(s.to_string());
+        if let Some(f) = s.trim().strip_prefix("peak:") {
+            let f: f64 = f.trim().parse().map_err(|_| bad())?;
+            return if f > 0.0 && f <= 10.0 { Ok(TokenLimit::PeakFraction(f)) } else { Err(bad()) };
+        }
+        match s.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(TokenLimit::Tokens(n)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl Serialize for TokenLimit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            // A number, as before relative windows existed: point ids of absolute windows do not change.
+            TokenLimit::Tokens(n) => s.serialize_u64(*n),
+            TokenLimit::PeakFraction(_) => s.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TokenLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(0) => Err(serde::de::Error::custom(TokenLimitError("0".into()))),
+            Raw::Number(n) => Ok(TokenLimit::Tokens(n)),
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_numbers_and_peak_fractions_and_resolves_them() {
+        #[derive(Deserialize)]
+        struct T {
+            l: Vec<TokenLimit>,
+        }
+        let t: T = toml::from_str("l = [16384, \"peak:0.6\", \"4096\"]").unwrap();
+        assert_eq!(t.l, [TokenLimit::Tokens(16384), TokenLimit::PeakFraction(0.6), TokenLimit::Tokens(4096)]);
+        assert_eq!(t.l[0].resolve(1_000_000), 16384);
+        // 0.6 × 10,001 = 6,000.6 → 6,001 (rounded up: a window never below the fraction).
+        assert_eq!(t.l[1].resolve(10_001), 6001);
+        assert_eq!(TokenLimit::PeakFraction(0.5).resolve(0), 1);
+        assert_eq!(serde_json::to_string(&t.l).unwrap(), "[16384,\"peak:0.6\",4096]");
+        for bad in ["l = [0]", "l = [\"peak:0\"]", "l = [\"peak:x\"]", "l = [\"half\"]", "l = [-3]"] {
+            assert!(toml::from_str::<T>(bad).is_err(), "{bad}");
+        }
+        let e = toml::from_str::<T>("l = [\"peak:11\"]").err().unwrap().to_string();
+        assert!(e.contains("peak:11") && e.contains("peak:F"), "{e}");
+    }
+}
+
+/// What a recorded prompt token count counted: each importer reads it from one field of its format, so the
+/// origin follows from the importer (`meta.format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptCountOrigin {
+    /// No recorded counts.
+    #[default]
+    None,
+    /// Gemini `usageMetadata.promptTokenCount` (`tokens.input` of a Gemini CLI session): the whole request,
+    /// system prompt and tools included, of the history the replay holds.
+    GeminiApi,
+    /// Claude Code usage: input plus cache-read and cache-creation tokens (the whole request).
+    ClaudeCodeApi,
+    /// Codex CLI `token_count` events, `last_token_usage.input_tokens` (the whole request).
+    CodexApi,
+    /// aider's `Tokens: N sent`: includes the repository map and the files added to the chat, which the
+    /// recorded chat history (and so the replay) does not hold.
+    AiderSent,
+    /// A format whose count's scope is not documented.
+    Unknown,
+}
+
+impl PromptCountOrigin {
+    pub fn of_format(format: &str) -> Self {
+        match format {
+            "gemini-session" | "gemini-jsonl" => PromptCountOrigin::GeminiApi,
+            "claude-code" => PromptCountOrigin::ClaudeCodeApi,
+            "codex" => PromptCountOrigin::CodexApi,
+            "aider" => PromptCountOrigin::AiderSent,
+            _ => PromptCountOrigin::Unknown,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptCountOrigin::None => "none",
+            PromptCountOrigin::GeminiApi => "gemini-api",
+            PromptCountOrigin::ClaudeCodeApi => "claude-code-api",
+            PromptCountOrigin::CodexApi => "codex-api",
+            PromptCountOrigin::AiderSent => "aider-sent",
+            PromptCountOrigin::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the count measures the context a replay of the recorded history holds (so a replay may use
+    /// it for the trigger while the history is as recorded).
+    pub fn counts_replayed_context(self) -> bool {
+        matches!(self, PromptCountOrigin::GeminiApi | PromptCountOrigin::ClaudeCodeApi | PromptCountOrigin::CodexApi)
+    }
+}

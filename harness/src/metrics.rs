@@ -1,0 +1,923 @@
+//! Every reported figure, defined once: name, formula, unit, which direction is better, level and
+//! aggregation. `run`'s summary, `report` (tables, results files, plots) and `gate` all read figures
+//! through [`METRICS`]; the glossary in `harness/docs/metrics.md` is generated from it (a test keeps it in sync).
+//!
+//! Each metric gives, per conversation (one cell), a numerator and a denominator ([`Parts`]). A point's
+//! figure is Σ numerators / Σ denominators over its conversations ([`Aggregation::RatioOfSums`]: a
+//! token-weighted ratio, or a mean pooled over events when the denominator counts events, or over
+//! conversations when it is 1), or Σ numerators ([`Aggregation::Total`]). A conversation's own value
+//! (what the gate pairs) is numerator / denominator. Intervals are cluster-bootstrap intervals:
+//! conversations resampled with replacement, the figure recomputed.
+
+use crate::replay::{CompressionEvent, ConversationResult};
+use crate::sweep::{CellResult, ConfigPoint, Plan};
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+    /// Descriptive: neither direction is better in itself.
+    Neither,
+}
+
+impl Better {
+    /// The arrow shown in table headers.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Better::Lower => "↓",
+            Better::Higher => "↑",
+            Better::Neither => "",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Pooled over compression events (n = events).
+    Event,
+    /// Over conversations (n = conversations).
+    Conversation,
+    /// Pooled over probes (n = probe scorings: probes × moments; see `probes::figures`).
+    Probe,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aggregation {
+    RatioOfSums,
+    Total,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// A fraction, shown as a percentage.
+    Share,
+    Count,
+    Tokens,
+    Usd,
+}
+
+/// One conversation's contribution to a figure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Parts {
+    pub num: f64,
+    pub den: f64,
+}
+
+impl Parts {
+    fn one(v: f64) -> Option<Parts> {
+        Some(Parts { num: v, den: 1.0 })
+    }
+
+    fn ratio(num: f64, den: f64) -> Option<Parts> {
+        (den > 0.0).then_some(Parts { num, den })
+    }
+
+    /// The conversation's own value.
+    pub fn value(self) -> Option<f64> {
+        (self.den > 0.0).then(|| self.num / self.den)
+    }
+}
+
+/// What a metric reads: one cell and the prices of its point.
+#[derive(Clone, Copy, Debug)]
+pub struct Observation<'a> {
+    pub cell: &'a CellResult,
+    pub pricing: Option<&'a Pricing>,
+}
+
+/// A figure's definition.
+#[derive(Clone, Copy, Debug)]
+pub struct Metric {
+    pub name: &'static str,
+    /// Short column header (the direction arrow is added from `better`).
+    pub header: &'static str,
+    pub formula: &'static str,
+    pub unit: Unit,
+    pub better: Better,
+    pub level: Level,
+    pub aggregation: Aggregation,
+    pub parts: fn(&Observation<'_>) -> Option<Parts>,
+}
+
+impl Metric {
+    /// Header with the direction arrow.
+    pub fn title(&self) -> String {
+        match self.better {
+            Better::Neither => self.header.to_string(),
+            b => format!("{} {}", self.header, b.arrow()),
+        }
+    }
+
+    pub fn conversation_value(&self, o: &Observation<'_>) -> Option<f64> {
+        (self.parts)(o).and_then(Parts::value)
+    }
+}
+
+fn events_with<'a>(r: &'a ConversationResult, status: &'a str) -> impl Iterator<Item = &'a CompressionEvent> + 'a {
+    r.events.iter().filter(move |e| e.status == status)
+}
+
+fn count(r: &ConversationResult, status: &str) -> f64 {
+    events_with(r, status).count() as f64
+}
+
+/// Events whose strategy reported a smaller history.
+fn is_reduction_event(e: &CompressionEvent) -> bool {
+    e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED"
+}
+
+/// A probe figure of one conversation: hits over probe scorings, as `probes::figures` counts them.
+fn probe_parts(c: &CellResult, figure: &str) -> Option<Parts> {
+    let (hits, n) = crate::probes::figures::conversation_tally(c, figure)?;
+    Parts::ratio(hits, n)
+}
+
+/// Every figure the harness reports, in table order. Adding a figure is adding an entry here.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: "cost_vs_none",
+        header: "cost vs none",
+        formula: "Σ (request_tokens_total + summarizer_tokens_total) / Σ none_request_tokens_total",
+        unit: Unit::Share,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let r = &o.cell.result;
+            Parts::ratio((r.request_tokens_total + r.summarizer_tokens_total()) as f64, r.none_request_tokens_total as f64)
+        },
+    },
+    Metric {
+        name: "cached_cost_vs_none",
+        header: "cached cost vs none",
+        formula: "Σ cache-aware USD cost (shared prefix at the cached price, + summarizer) / Σ the same for none",
+        unit: Unit::Share,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let c = o.pricing?.costs(&o.cell.result);
+            Parts::ratio(c.cached_usd, c.none_cached_usd)
+        },
+    },
+    Metric {
+        name: "mean_reduction",
+        header: "mean reduction",
+        formula: "mean over COMPRESSED and CONTENT_TRUNCATED events of 1 − request_tokens_after / request_tokens_before",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Event,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let (n, sum) = o
+                .cell
+                .result
+                .events
+                .iter()
+                .filter(|e| is_reduction_event(e))
+                .fold((0.0, 0.0), |(n, s), e| (n + 1.0, s + e.reduction));
+            Parts::ratio(sum, n)
+        },
+    },
+    Metric {
+        name: "cache_hit_share",
+        header: "cache hit",
+        formula: "Σ cached_request_tokens_total / Σ request_tokens_total (prefix shared with the previous request)",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let r = &o.cell.result;
+            Parts::ratio(r.cached_request_tokens_total as f64, r.request_tokens_total as f64)
+        },
+    },
+    Metric {
+        name: "compressing_share",
+        header: "convs compressing",
+        formula: "conversations with at least one COMPRESSED or CONTENT_TRUNCATED event / conversations",
+        unit: Unit::Share,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| Parts::one(o.cell.result.events.iter().any(is_reduction_event) as u8 as f64),
+    },
+    Metric {
+        name: "early_only_retention",
+        header: "early-only retention",
+        formula: "Σ early-only probes retained at the end / Σ early-only probes (gold only before the final stretch every strategy keeps; `none` = 1 by construction)",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| probe_parts(o.cell, "early_only_retention"),
+    },
+    Metric {
+        name: "at_risk_retention",
+        header: "at-risk retention",
+        formula: "Σ at-risk probes still answerable right after the compression / Σ at-risk probes (evidence summarised or dropped, gold kept nowhere verbatim)",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| probe_parts(o.cell, "at_risk_retention"),
+    },
+    Metric {
+        name: "retention",
+        header: "retention (all probes)",
+        formula: "Σ probes whose gold answer is in the final history / Σ probes (unconditional: passes when later turns restate the answer)",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| probe_parts(o.cell, "retention"),
+    },
+    Metric {
+        name: "retention_at_events",
+        header: "retention at events",
+        formula: "Σ over compression events of the share of probes retained right after it / Σ events",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Event,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let p = o.cell.probes.as_ref()?;
+            let (n, sum) = p
+                .checkpoints
+                .iter()
+                .filter(|k| k.event.is_some() && !k.scores.is_empty())
+                .map(|k| k.scores.iter().filter(|s| s.retained).count() as f64 / k.scores.len() as f64)
+                .fold((0.0, 0.0), |(n, s), v| (n + 1.0, s + v));
+            Parts::ratio(sum, n)
+        },
+    },
+    Metric {
+        name: "retrieval_accuracy",
+        header: "retrieval accuracy",
+        formula: "Σ end-of-replay passages of the `extractive` answerer that contain an accepted answer / Σ probes asked",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| probe_parts(o.cell, "retrieval_accuracy"),
+    },
+    Metric {
+        name: "answer_match",
+        header: "answer match",
+        formula: "Σ end-of-replay answers of a model answerer matching an accepted answer (normalised) / Σ probes asked",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| probe_parts(o.cell, "answer_match"),
+    },
+    Metric {
+        name: "verification_retention_gain",
+        header: "verification gain",
+        formula: "Σ (retained with the verified summary − retained with the first-pass one) / Σ probes scored at verified compressions",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| probe_parts(o.cell, "verification_retention_gain"),
+    },
+    Metric {
+        name: "request_tokens_vs_none",
+        header: "requests vs none",
+        formula: "Σ request_tokens_total / Σ none_request_tokens_total (summarizer excluded)",
+        unit: Unit::Share,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let r = &o.cell.result;
+            Parts::ratio(r.request_tokens_total as f64, r.none_request_tokens_total as f64)
+        },
+    },
+    Metric {
+        name: "peak_vs_none",
+        header: "peak vs none",
+        formula: "Σ peak_request_tokens / Σ none_peak_request_tokens",
+        unit: Unit::Share,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let r = &o.cell.result;
+            Parts::ratio(r.peak_request_tokens as f64, r.none_peak_request_tokens as f64)
+        },
+    },
+    Metric {
+        name: "cost_usd",
+        header: "USD",
+        formula: "Σ request tokens × input price + summarizer input × its input price + output × its output price",
+        unit: Unit::Usd,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.pricing?.costs(&o.cell.result).usd),
+    },
+    Metric {
+        name: "cached_cost_usd",
+        header: "USD cached",
+        formula: "as cost_usd, with each request's prefix shared with the previous one at the cached input price",
+        unit: Unit::Usd,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.pricing?.costs(&o.cell.result).cached_usd),
+    },
+    Metric {
+        name: "summarizer_tokens",
+        header: "summarizer tokens",
+        formula: "Σ summarizer input + output tokens (every pass of every event)",
+        unit: Unit::Tokens,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.summarizer_tokens_total() as f64),
+    },
+    Metric {
+        name: "compressed_events",
+        header: "compressed",
+        formula: "Σ events with status COMPRESSED",
+        unit: Unit::Count,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(count(&o.cell.result, "COMPRESSED")),
+    },
+    Metric {
+        name: "truncation_only_events",
+        header: "truncated",
+        formula: "Σ events with status CONTENT_TRUNCATED",
+        unit: Unit::Count,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(count(&o.cell.result, "CONTENT_TRUNCATED")),
+    },
+    Metric {
+        name: "inflated_events",
+        header: "inflated",
+        formula: "Σ events with status COMPRESSION_FAILED_INFLATED_TOKEN_COUNT",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(count(&o.cell.result, "COMPRESSION_FAILED_INFLATED_TOKEN_COUNT")),
+    },
+    Metric {
+        name: "empty_summary_events",
+        header: "empty summary",
+        formula: "Σ events with status COMPRESSION_FAILED_EMPTY_SUMMARY",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(count(&o.cell.result, "COMPRESSION_FAILED_EMPTY_SUMMARY")),
+    },
+    Metric {
+        name: "hidden_inflation_events",
+        header: "hidden infl.",
+        formula: "Σ events reported smaller (COMPRESSED, CONTENT_TRUNCATED) whose request_tokens_after > request_tokens_before",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.events.iter().filter(|e| e.hidden_inflation).count() as f64),
+    },
+    Metric {
+        name: "hidden_deflation_events",
+        header: "hidden defl.",
+        formula: "Σ events reported INFLATED (discarded) whose request_tokens_after < request_tokens_before",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.events.iter().filter(|e| e.hidden_deflation).count() as f64),
+    },
+    Metric {
+        name: "overflow_events",
+        header: "overflow",
+        formula: "Σ requests the reference's overflow guard would refuse",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.overflow_events as f64),
+    },
+    Metric {
+        name: "window_exceeded_requests",
+        header: "over window",
+        formula: "Σ requests larger than the conversation's window",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.window_exceeded_requests as f64),
+    },
+    Metric {
+        name: "verification_changed",
+        header: "verif. changed",
+        formula: "events whose verification pass changed the summary / events with a verification pass",
+        unit: Unit::Share,
+        better: Better::Neither,
+        level: Level::Event,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let v: Vec<_> = o.cell.result.events.iter().filter_map(|e| e.verification.as_ref()).collect();
+            Parts::ratio(v.iter().filter(|v| !v.identical).count() as f64, v.len() as f64)
+        },
+    },
+    Metric {
+        name: "unsplittable_share",
+        header: "unsplittable",
+        formula: "conversations whose history has no split candidate after the first Content / conversations",
+        unit: Unit::Share,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| Parts::one(o.cell.result.unsplittable as u8 as f64),
+    },
+    Metric {
+        name: "failed",
+        header: "failed",
+        formula: "Σ conversations whose replay stopped on an error",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.error.is_some() as u8 as f64),
+    },
+];
+
+/// The definition of a metric by name.
+pub fn metric(name: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|m| m.name == name)
+}
+
+/// Every metric's value for one conversation (metrics that do not apply are absent): what the gate pairs.
+pub fn conversation_values(cell: &CellResult, pricing: Option<&Pricing>) -> BTreeMap<&'static str, f64> {
+    let o = Observation { cell, pricing };
+    METRICS.iter().filter_map(|m| Some((m.name, m.conversation_value(&o)?))).collect()
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Cost.
+
+/// Prices of one model, in USD per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    /// Input tokens served from the provider's prompt cache.
+    pub cached_input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+/// The `[cost]` table: prices per model, the model the agent's requests are priced as, and the model each
+/// summarizer spec is priced as (so `extractive` and `local:*` cost what a real summarizer would).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostConfig {
+    pub agent_model: String,
+    /// Summarizer spec → priced-as model. Specs not listed are priced by their model name
+    /// (`gemini:gemini-2.5-flash` → `gemini-2.5-flash`).
+    pub price_as: BTreeMap<String, String>,
+    pub prices: BTreeMap<String, Price>,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        // Gemini API list prices (paid tier, prompts ≤ 200k tokens), USD per 1M tokens.
+        let p = |i, c, o| Price { input_per_mtok: i, cached_input_per_mtok: c, output_per_mtok: o };
+        CostConfig {
+            agent_model: "gemini-2.5-flash".into(),
+            price_as: [("extractive", "gemini-2.5-flash"), ("local:smollm2-135m", "gemini-2.5-flash")]
+                .into_iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            prices: [("gemini-2.5-flash", p(0.30, 0.03, 2.50)), ("gemini-2.5-pro", p(1.25, 0.125, 10.0))]
+                .into_iter()
+                .map(|(a, b)| (a.to_string(), b))
+                .collect(),
+        }
+    }
+}
+
+impl CostConfig {
+    fn price_of(&self, model: &str) -> Option<Price> {
+        self.prices.get(model).copied()
+    }
+
+    /// The prices of a point: its agent model and its summarizer's priced-as model. `None` when the agent
+    /// model has no price (USD figures are then absent).
+    pub fn pricing(&self, summarizer: Option<&str>) -> Option<Pricing> {
+        let agent = self.price_of(&self.agent_model)?;
+        let summarizer = match summarizer {
+            None => None,
+            Some(spec) => {
+                let model = self.price_as.get(spec).map(String::as_str).unwrap_or_else(|| {
+                    let rest = spec.split_once(':').map_or(spec, |(_, m)| m);
+                    rest.split('@').next().unwrap_or(rest)
+                });
+                Some(self.price_of(model)?)
+            }
+        };
+        Some(Pricing { agent, summarizer })
+    }
+
+    /// Checks that every priced-as model has a price.
+    pub fn validate(&self) -> Result<(), String> {
+        for m in std::iter::once(&self.agent_model).chain(self.price_as.values()) {
+            if !self.prices.contains_key(m) {
+                return Err(format!("key `cost`: model `{m}` has no entry in `cost.prices`"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The prices that apply to one point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pricing {
+    pub agent: Price,
+    pub summarizer: Option<Price>,
+}
+
+/// A conversation's cost in USD, with and without the prompt cache, and the same for `none`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Costs {
+    pub usd: f64,
+    pub cached_usd: f64,
+    pub none_usd: f64,
+    pub none_cached_usd: f64,
+}
+
+impl Pricing {
+    pub fn costs(&self, r: &ConversationResult) -> Costs {
+        let m = 1e-6;
+        let a = self.agent;
+        let summarizer = self.summarizer.map_or(0.0, |s| {
+            r.summarizer_input_tokens_total as f64 * s.input_per_mtok * m
+                + r.summarizer_output_tokens_total as f64 * s.output_per_mtok * m
+        });
+        let cached = |total: u64, cached: u64| {
+            (total - cached.min(total)) as f64 * a.input_per_mtok * m + cached as f64 * a.cached_input_per_mtok * m
+        };
+        Costs {
+            usd: r.request_tokens_total as f64 * a.input_per_mtok * m + summarizer,
+            cached_usd: cached(r.request_tokens_total, r.cached_request_tokens_total) + summarizer,
+            none_usd: r.none_request_tokens_total as f64 * a.input_per_mtok * m,
+            none_cached_usd: cached(r.none_request_tokens_total, r.none_cached_request_tokens_total),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Aggregation.
+
+/// A figure over a set of conversations, with its bootstrap 95 % interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    pub value: f64,
+    /// Events (event-level metrics) or conversations the figure is over.
+    pub n: usize,
+    pub low: f64,
+    pub high: f64,
+}
+
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+pub const BOOTSTRAP_SEED: u64 = 0x00c0_ffee;
+
+fn aggregate(m: &Metric, parts: &[Parts]) -> Option<f64> {
+    let num: f64 = parts.iter().map(|p| p.num).sum();
+    let den: f64 = parts.iter().map(|p| p.den).sum();
+    match m.aggregation {
+        Aggregation::RatioOfSums => (den > 0.0).then(|| num / den),
+        Aggregation::Total => (!parts.is_empty()).then_some(num),
+    }
+}
+
+/// Percentile interval of `stat` over conversation resamples (fixed seed: reports are reproducible).
+fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> Option<f64>) -> Option<(f64, f64)> {
+    if n < 2 {
+        return None;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(BOOTSTRAP_SEED);
+    let mut values: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .filter_map(|_| {
+            let sample: Vec<usize> = (0..n).map(|_| rng.random_range(0..n)).collect();
+            stat(&sample)
+        })
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((q * (values.len() - 1) as f64).round() as usize).min(values.len() - 1)];
+    Some((at(0.025), at(0.975)))
+}
+
+/// A metric over a point's conversations (those where it applies).
+pub fn figure(m: &Metric, parts: &[Parts]) -> Option<Figure> {
+    let value = aggregate(m, parts)?;
+    let n = match m.level {
+        Level::Event | Level::Probe => parts.iter().map(|p| p.den).sum::<f64>() as usize,
+        Level::Conversation => parts.len(),
+    };
+    let (low, high) = match m.aggregation {
+        Aggregation::RatioOfSums => {
+            bootstrap(parts.len(), |s| aggregate(m, &s.iter().map(|&i| parts[i]).collect::<Vec<_>>()))
+                .unwrap_or((value, value))
+        }
+        Aggregation::Total => (value, value),
+    };
+    Some(Figure { value, n, low, high })
+}
+
+/// Mean with a bootstrap 95 % interval (the gate's paired differences).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Estimate {
+    pub mean: f64,
+    pub low: f64,
+    pub high: f64,
+    pub n: usize,
+}
+
+pub fn bootstrap_mean(values: &[f64]) -> Option<Estimate> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let (low, high) =
+        bootstrap(n, |s| Some(s.iter().map(|&i| values[i]).sum::<f64>() / n as f64)).unwrap_or((mean, mean));
+    Some(Estimate { mean, low, high, n })
+}
+
+/// The cells of a point and the prices that apply to them.
+pub fn point_pricing(plan: &Plan, point: &ConfigPoint) -> Option<Pricing> {
+    plan.cost.pricing(point.summarizer.as_deref())
+}
+
+/// Each metric's parts over one point's cells.
+pub fn point_parts<'a>(
+    cells: impl Iterator<Item = &'a CellResult>,
+    pricing: Option<&Pricing>,
+) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
+    let mut out: BTreeMap<&'static str, Vec<(String, Parts)>> = BTreeMap::new();
+    for cell in cells {
+        let o = Observation { cell, pricing };
+        for m in METRICS {
+            if let Some(p) = (m.parts)(&o) {
+                out.entry(m.name).or_default().push((cell.cell.conversation.clone(), p));
+            }
+        }
+    }
+    out
+}
+
+/// Every metric's figure for every point of the plan (in plan order), over the point's cells; `source`
+/// restricts to one source's conversations.
+pub fn point_figures(plan: &Plan, cells: &[CellResult], source: Option<&str>) -> Vec<BTreeMap<&'static str, Figure>> {
+    plan.points
+        .iter()
+        .map(|p| {
+            let pricing = point_pricing(plan, p);
+            let mine = cells.iter().filter(|c| c.cell.point == p.id && source.is_none_or(|s| c.source == s));
+            point_parts(mine, pricing.as_ref())
+                .into_iter()
+                .filter_map(|(name, parts)| {
+                    let m = metric(name)?;
+                    let parts: Vec<Parts> = parts.into_iter().map(|(_, p)| p).collect();
+                    Some((name, figure(m, &parts)?))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `figure(point) − figure(reference)` over the conversations both have (paired), with a bootstrap interval
+/// that resamples those conversations jointly. Totals are compared per conversation (mean difference).
+pub fn paired_difference(m: &Metric, point: &[(String, Parts)], reference: &[(String, Parts)]) -> Option<Figure> {
+    let by_conv: BTreeMap<&str, Parts> = reference.iter().map(|(c, p)| (c.as_str(), *p)).collect();
+    let pairs: Vec<(Parts, Parts)> = point.iter().filter_map(|(c, p)| Some((*p, *by_conv.get(c.as_str())?))).collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let diff = |s: &[usize]| -> Option<f64> {
+        let a: Vec<Parts> = s.iter().map(|&i| pairs[i].0).collect();
+        let b: Vec<Parts> = s.iter().map(|&i| pairs[i].1).collect();
+        match m.aggregation {
+            Aggregation::RatioOfSums => Some(aggregate(m, &a)? - aggregate(m, &b)?),
+            Aggregation::Total => Some((aggregate(m, &a)? - aggregate(m, &b)?) / s.len() as f64),
+        }
+    };
+    let all: Vec<usize> = (0..pairs.len()).collect();
+    let value = diff(&all)?;
+    let (low, high) = bootstrap(pairs.len(), diff).unwrap_or((value, value));
+    Some(Figure { value, n: pairs.len(), low, high })
+}
+
+/// A value in a metric's unit, for tables.
+pub fn format_value(m: &Metric, v: f64) -> String {
+    match m.unit {
+        Unit::Share => format!("{:.1}%", v * 100.0),
+        Unit::Count | Unit::Tokens => format!("{}", v.round() as i64),
+        Unit::Usd => format!("{v:.4}"),
+    }
+}
+
+/// A figure with its n (event-level) and interval (when asked and not degenerate).
+pub fn format_figure(m: &Metric, f: &Figure, with_ci: bool) -> String {
+    let mut s = format_value(m, f.value);
+    if with_ci && f.low < f.high && m.unit == Unit::Share {
+        s = format!("{s} [{:.1}, {:.1}]", f.low * 100.0, f.high * 100.0);
+    }
+    if matches!(m.level, Level::Event | Level::Probe) {
+        s = format!("{s} (n={})", f.n);
+    }
+    s
+}
+
+/// The glossary (Markdown), generated from [`METRICS`].
+pub fn glossary_markdown() -> String {
+    let mut s = String::from(
+        "# Metrics\n\n<!-- Generated from harness/src/metrics.rs (`compactbench::metrics::glossary_markdown`); a test \
+         checks this file. -->\n\n\
+         Every token figure is a request as it would be sent (system prompt + tool declarations + stored history + \
+         pending turn), counted with the replay's tokenizer (`[replay] tokenizer`, o200k by default), on both sides of \
+         every event and for every strategy; `none` is the same conversation replayed without compression. The \
+         reference's own counts are kept as `reference_original_tokens` / `reference_new_tokens`.\n\n\
+         A point's figure is Σ numerators / Σ denominators over its conversations (*ratio of sums*: token-weighted, or \
+         a mean pooled over events or conversations) or a *total*. Intervals: 95 % cluster bootstrap over \
+         conversations. Direction: ↓ lower is better, ↑ higher is better.\n\n\
+         | name | header | formula | unit | better | level | aggregation |\n|---|---|---|---|---|---|---|\n",
+    );
+    for m in METRICS {
+        let ser = |v: &dyn SerdeName| v.text();
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            m.name,
+            m.title(),
+            m.formula.replace('|', "\\|"),
+            ser(&m.unit),
+            ser(&m.better),
+            ser(&m.level),
+            ser(&m.aggregation)
+        ));
+    }
+    s
+}
+
+/// Serde's lowercase name of a unit-like enum.
+trait SerdeName {
+    fn text(&self) -> String;
+}
+
+impl<T: Serialize> SerdeName for T {
+    fn text(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(s)) => s,
+            _ => String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::Cell;
+
+    fn cell(conv: &str, request: u64, summarizer: u64, none: u64, reductions: &[f64]) -> CellResult {
+        let events = reductions
+            .iter()
+            .map(|&r| CompressionEvent { status: "COMPRESSED".into(), reduction: r, ..Default::default() })
+            .collect();
+        CellResult {
+            cell: Cell { point: "p".into(), conversation: conv.into(), repeat: 0 },
+            source: "s".into(),
+            transient_failure: false,
+            plan: String::new(),
+            digest: String::new(),
+            result: ConversationResult {
+                conversation: conv.into(),
+                request_tokens_total: request,
+                summarizer_input_tokens_total: summarizer,
+                none_request_tokens_total: none,
+                events,
+                ..Default::default()
+            },
+            probes: None,
+        }
+    }
+
+    fn figure_of(name: &str, cells: &[CellResult], pricing: Option<&Pricing>) -> Figure {
+        let parts: Vec<Parts> =
+            point_parts(cells.iter(), pricing).remove(name).unwrap().into_iter().map(|x| x.1).collect();
+        figure(metric(name).unwrap(), &parts).unwrap()
+    }
+
+    /// `cost_vs_none` weights conversations by their tokens (a ratio of sums), not a mean of ratios, and
+    /// counts the summarizer's tokens.
+    #[test]
+    fn cost_vs_none_is_a_ratio_of_sums_with_the_summarizer() {
+        let cells = [cell("a", 100, 10, 200, &[]), cell("b", 900, 0, 1000, &[])];
+        let f = figure_of("cost_vs_none", &cells, None);
+        assert_eq!(f.value, (110.0 + 900.0) / 1200.0);
+        assert_ne!(f.value, (110.0 / 200.0 + 0.9) / 2.0);
+        assert_eq!(f.n, 2);
+        assert!(f.low <= f.value && f.value <= f.high);
+        // The per-conversation value (what the gate pairs) is the conversation's own ratio.
+        let v = conversation_values(&cells[0], None);
+        assert_eq!(v["cost_vs_none"], 110.0 / 200.0);
+        assert_eq!(v["request_tokens_vs_none"], 0.5);
+    }
+
+    /// An event-level mean is pooled over events (n = events), not a mean of conversation means.
+    #[test]
+    fn mean_reduction_is_pooled_over_events() {
+        let cells = [cell("a", 1, 0, 1, &[0.5]), cell("b", 1, 0, 1, &[0.1, 0.1, 0.1]), cell("c", 1, 0, 1, &[])];
+        let f = figure_of("mean_reduction", &cells, None);
+        assert!((f.value - 0.8 / 4.0).abs() < 1e-12, "{f:?}");
+        assert_eq!(f.n, 4);
+        // Conversations without events have no value (they are not zeros).
+        assert!(!conversation_values(&cells[2], None).contains_key("mean_reduction"));
+        let share = figure_of("compressing_share", &cells, None);
+        assert_eq!((share.value, share.n), (2.0 / 3.0, 3));
+        assert_eq!(figure_of("compressed_events", &cells, None).value, 4.0);
+    }
+
+    /// Cache-aware cost: the shared prefix at the cached price; `none` likewise; the ratio of sums.
+    #[test]
+    fn cached_cost_bills_the_shared_prefix_at_the_cached_price() {
+        let price = Price { input_per_mtok: 1.0, cached_input_per_mtok: 0.1, output_per_mtok: 4.0 };
+        let pricing = Pricing { agent: price, summarizer: Some(price) };
+        let mut c = cell("a", 1_000_000, 0, 2_000_000, &[]);
+        c.result.cached_request_tokens_total = 500_000;
+        c.result.none_cached_request_tokens_total = 1_500_000;
+        c.result.summarizer_output_tokens_total = 250_000;
+        let costs = pricing.costs(&c.result);
+        assert!((costs.usd - (1.0 + 1.0)).abs() < 1e-9, "{costs:?}");
+        assert!((costs.cached_usd - (0.5 + 0.05 + 1.0)).abs() < 1e-9, "{costs:?}");
+        assert!((costs.none_cached_usd - (0.5 + 0.15)).abs() < 1e-9, "{costs:?}");
+        let f = figure_of("cached_cost_vs_none", std::slice::from_ref(&c), Some(&pricing));
+        assert!((f.value - 1.55 / 0.65).abs() < 1e-9);
+        assert_eq!(figure_of("cache_hit_share", std::slice::from_ref(&c), None).value, 0.5);
+        // Without prices there are no USD figures.
+        assert!(!conversation_values(&c, None).contains_key("cost_usd"));
+    }
+
+    #[test]
+    fn paired_difference_pairs_conversations() {
+        let m = metric("cost_vs_none").unwrap();
+        let p = |c: &str, n: f64, d: f64| (c.to_string(), Parts { num: n, den: d });
+        let point = [p("a", 50.0, 100.0), p("b", 300.0, 300.0), p("x", 1.0, 1.0)];
+        let none = [p("a", 100.0, 100.0), p("b", 300.0, 300.0)];
+        let d = paired_difference(m, &point, &none).unwrap();
+        assert_eq!(d.n, 2);
+        assert!((d.value - (350.0 / 400.0 - 1.0)).abs() < 1e-12);
+        assert!(d.low <= d.value && d.value <= d.high);
+    }
+
+    #[test]
+    fn prices_resolve_through_price_as_and_model_names() {
+        let cost = CostConfig::default();
+        assert!(cost.validate().is_ok());
+        let p = cost.pricing(Some("extractive")).unwrap();
+        assert_eq!(p.summarizer, cost.prices.get("gemini-2.5-flash").copied());
+        assert_eq!(
+            cost.pricing(Some("gemini:gemini-2.5-pro")).unwrap().summarizer,
+            cost.prices.get("gemini-2.5-pro").copied()
+        );
+        assert!(cost.pricing(Some("openai:unknown@http://x")).is_none());
+        let bad = CostConfig { agent_model: "nope".into(), ..CostConfig::default() };
+        assert!(bad.validate().unwrap_err().contains("nope"));
+    }
+
+    /// Every metric has one definition; the glossary file is generated from them.
+    #[test]
+    fn glossary_matches_the_definitions() {
+        let names: std::collections::BTreeSet<_> = METRICS.iter().map(|m| m.name).collect();
+        assert_eq!(names.len(), METRICS.len());
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md");
+        let generated = glossary_markdown();
+        if std::env::var_os("UPDATE_GLOSSARY").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert_eq!(on_disk, generated, "harness/docs/metrics.md is stale: run with UPDATE_GLOSSARY=1");
+        for m in METRICS {
+            assert!(generated.contains(&format!("`{}`", m.name)));
+        }
+    }
+}
