@@ -187,7 +187,10 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut b = tabled::builder::Builder::default();
+    // Events are numbered by request index everywhere (results' `request` column, the timeline plot's x axis);
+    // the recorded Content index (`turn`) is shown next to it.
     b.push_record([
+        "request",
         "turn",
         "status",
         "request tokens before → after",
@@ -208,6 +211,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
             flags.push("hidden deflation");
         }
         b.push_record([
+            e.request.to_string(),
             e.turn.to_string(),
             e.status.clone(),
             format!("{} → {}", e.request_tokens_before, e.request_tokens_after),

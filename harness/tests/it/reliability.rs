@@ -463,7 +463,7 @@ strategy = ["gemini"]
 summarizer = ["openai:faulty@{}"]
 threshold = [0.5]
 prompt = ["v5"]
-verification = [true]
+verification = [false]
 "#,
         cache.display(),
         server.base

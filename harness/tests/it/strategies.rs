@@ -209,7 +209,7 @@ fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete
 #[tokio::test]
 async fn every_other_system_compresses_a_shipped_conversation() {
     use compactbench::llm::ExtractiveModel;
-    use compactbench::replay::replay;
+    use compactbench::replay::{replay_spec, NoObserver};
     let config = SweepConfig::load(&repo().join("configs/systems.toml")).unwrap();
     let points = config.points().unwrap();
     let conv =
@@ -224,7 +224,7 @@ async fn every_other_system_compresses_a_shipped_conversation() {
         let c = if p.strategy.kind().starts_with("openhands") { &long } else { &conv };
         let input = c.replay_input("c");
         let settings = compactbench::replay::ReplaySettings { token_limit: p.token_limit, ..config.replay.clone() };
-        let r = replay(input, p.strategy.build().unwrap().as_ref(), &settings, &ExtractiveModel::new()).await;
+        let r = replay_spec(input, &p.strategy, &settings, &ExtractiveModel::new(), &mut NoObserver).await;
         assert_eq!(r.error, None, "{}", p.strategy.kind());
         let compressions =
             r.events.iter().filter(|e| e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED").count();
