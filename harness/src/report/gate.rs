@@ -354,7 +354,10 @@ pub fn markdown(report: &GateReport) -> String {
     };
     let _ = writeln!(
         md,
-        "## compactbench gate: {verdict}\n\n{} checks, {} regressions, {} skipped (listed below with the reason).\n",
+        "## compactbench gate: {verdict}\n\n{} checks, {} regressions, {} skipped (listed below with the reason). \
+         Each check pairs the two runs conversation by conversation: *baseline* and *current* are means of the \
+         per-conversation values over the `n` paired conversations (not the pooled point figures of the \
+         report), the difference is their paired mean with a bootstrap 95 % interval.\n",
         report.checks.len(),
         regressions.len(),
         skipped
@@ -376,8 +379,8 @@ pub fn markdown(report: &GateReport) -> String {
             "configuration",
             "metric",
             "n",
-            "baseline",
-            "current",
+            "baseline (mean per conv.)",
+            "current (mean per conv.)",
             "difference [95% CI]",
             "tolerance",
             "detects ≥",
