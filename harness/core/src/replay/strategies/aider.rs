@@ -12,7 +12,7 @@
 //!   "as the user"; the summary is a user message prefixed "I spoke to you previously about a number of
 //!   things." followed by the assistant's "Ok.".
 
-use super::common::{self, call, section, trace, RunningEstimates};
+use super::common::{self, call, section, RunningEstimates};
 use crate::compress::LlmCallRecord;
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;
@@ -187,8 +187,7 @@ impl CompressorSession for AiderSession {
         let id = format!("{}-summarize", turn.prompt_id);
         let (summary, new) = self.summarize(turn.stored.to_vec(), llm, &id, &mut calls).await?;
         let kept = new.len().saturating_sub(2);
-        let tr = trace(&summary, calls, turn.stored.len() - kept.min(turn.stored.len()), kept, &new);
-        Ok(TurnOutcome::summarized(orig, common::tokens(&new), new, tr))
+        Ok(common::summarized(orig, &summary, calls, turn.stored.len() - kept.min(turn.stored.len()), kept, new))
     }
 }
 

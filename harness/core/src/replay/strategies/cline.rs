@@ -10,7 +10,7 @@
 //!   quarters (`quarter` kept) of the messages after it are dropped, an even number so the roles still
 //!   alternate.
 
-use super::common::{self, call, pieces, section, trace, Piece};
+use super::common::{self, call, pieces, section, Piece};
 use crate::compress::CompressionStatus;
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;
@@ -226,8 +226,7 @@ impl CompressorSession for ClineSession {
             call(llm, Some(self.prompts[0].clone()), request, &id, self.p.max_output_tokens).await?;
         let mut new = vec![history::user_text(&format!("{SUMMARY_HEADER}\n{summary}"))];
         new.extend_from_slice(tail);
-        let tr = trace(&summary, vec![record], head.len(), tail.len(), &new);
-        Ok(TurnOutcome::summarized(orig, common::tokens(&new), new, tr))
+        Ok(common::summarized(orig, &summary, vec![record], head.len(), tail.len(), new))
     }
 }
 

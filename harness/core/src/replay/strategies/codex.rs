@@ -11,7 +11,7 @@
 //!   `"{summary_prefix}\n{summary}"`. Assistant turns, tool calls and tool outputs are dropped, and so are
 //!   earlier summary messages (the new summary covers them).
 
-use super::common::{self, call, clip_chars, is_plain_user, section, text_tokens, trace};
+use super::common::{self, call, clip_chars, is_plain_user, section, text_tokens};
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
@@ -138,9 +138,7 @@ impl CompressorSession for CodexSession {
         let id = format!("{}-compact", turn.prompt_id);
         let (summary, record) = call(llm, None, request, &id, self.p.max_output_tokens).await?;
         let new = self.compacted(turn.stored, &summary);
-        let new_tokens = common::tokens(&new);
-        let tr = trace(&summary, vec![record], turn.stored.len(), 0, &new);
-        Ok(TurnOutcome::summarized(orig, new_tokens, new, tr))
+        Ok(common::summarized(orig, &summary, vec![record], turn.stored.len(), 0, new))
     }
 }
 

@@ -6,7 +6,7 @@ use crate::compress::{CompressTrace, LlmCallRecord};
 use crate::history::{self, Content};
 use crate::json::{self, JsStr, Value};
 use crate::llm::{GenerationParams, LanguageModel, LlmRequest, RequestLabel};
-use crate::replay::strategy::{prompt_section, StrategyError};
+use crate::replay::strategy::{prompt_section, StrategyError, TurnOutcome};
 use crate::tokens::Estimator;
 
 /// The reference heuristic's tokens of a history (what the strategies' token budgets count).
@@ -112,23 +112,27 @@ pub async fn call(
     Ok((resp.text, record))
 }
 
-/// The trace of a summarising compression.
-pub fn trace(
+/// What a summarising compression did: the new history `new` (measured with [`tokens`]) replacing `orig`
+/// tokens, with the trace of its summary and model calls; `summarized` Contents went into the summary,
+/// `kept` stayed verbatim.
+pub fn summarized(
+    orig: u64,
     summary: &str,
     calls: Vec<LlmCallRecord>,
     summarized: usize,
     kept: usize,
-    new: &[Content],
-) -> CompressTrace {
-    CompressTrace {
+    new: Vec<Content>,
+) -> TurnOutcome {
+    let trace = CompressTrace {
         first_summary: Some(summary.to_string()),
         final_summary: Some(summary.to_string()),
         llm_calls: calls,
-        candidate_history: Some(new.to_vec()),
+        candidate_history: Some(new.clone()),
         summarized_contents: summarized,
         kept_contents: kept,
         ..CompressTrace::default()
-    }
+    };
+    TurnOutcome::summarized(orig, tokens(&new), new, trace)
 }
 
 /// Start of the newest suffix whose tokens fit `budget`, cut at a plain user turn (`len` when none fits).

@@ -10,7 +10,7 @@
 //! - New history: the summary (a user message) with the continuation text, then the last user text
 //!   message again (auto mode).
 
-use super::common::{self, call, is_plain_user, pieces, section, trace, Piece};
+use super::common::{self, call, is_plain_user, pieces, section, Piece};
 use crate::history;
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
@@ -133,8 +133,7 @@ impl CompressorSession for GooseSession {
         {
             new.push(history::user_text(&history::visible_text(last)));
         }
-        let tr = trace(&summary, vec![record], turn.stored.len(), 0, &new);
-        Ok(TurnOutcome::summarized(orig, common::tokens(&new), new, tr))
+        Ok(common::summarized(orig, &summary, vec![record], turn.stored.len(), 0, new))
     }
 }
 

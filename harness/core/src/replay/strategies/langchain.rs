@@ -8,7 +8,7 @@
 //!   `trim_tokens` tokens, fill `{messages}` of the prompt, sent as one string; all of them are replaced by
 //!   one human message "Here is a summary of the conversation to date:\n\n{summary}".
 
-use super::common::{self, call, pieces, section, trace, Piece};
+use super::common::{self, call, pieces, section, Piece};
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
@@ -125,8 +125,7 @@ impl CompressorSession for LangChainSession {
             call(llm, None, vec![history::user_text(&prompt)], &id, self.p.max_output_tokens).await?;
         let mut new = vec![history::user_text(&self.message.replace("{summary}", &summary))];
         new.extend_from_slice(&turn.stored[cut..]);
-        let tr = trace(&summary, vec![record], cut, turn.stored.len() - cut, &new);
-        Ok(TurnOutcome::summarized(orig, common::tokens(&new), new, tr))
+        Ok(common::summarized(orig, &summary, vec![record], cut, turn.stored.len() - cut, new))
     }
 }
 

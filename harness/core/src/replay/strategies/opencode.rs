@@ -10,7 +10,7 @@
 //!   and summarised in one user message, anchored on the previous summary when there is one; a recent
 //!   tail of `preserve_recent` tokens (0: `min(15,000, max(2,000, 25 % of usable))`) stays verbatim.
 
-use super::common::{self, call, clip_chars, is_plain_user, pieces, section, trace, Piece};
+use super::common::{self, call, clip_chars, is_plain_user, pieces, section, Piece};
 use crate::compress::CompressionStatus;
 use crate::history::{self, Content};
 use crate::json::Value;
@@ -229,8 +229,7 @@ impl CompressorSession for OpenCodeSession {
         let (summary, record) = call(llm, None, request, &id, self.p.max_output_tokens).await?;
         let mut new = vec![history::user_text(&format!("{SUMMARY_HEADER}\n{summary}"))];
         new.extend_from_slice(tail);
-        let tr = trace(&summary, vec![record], head.len(), tail.len(), &new);
-        Ok(TurnOutcome::summarized(orig, common::tokens(&new), new, tr))
+        Ok(common::summarized(orig, &summary, vec![record], head.len(), tail.len(), new))
     }
 }
 

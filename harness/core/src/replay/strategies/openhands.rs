@@ -8,7 +8,7 @@
 //!   cut to `max_event_length` characters) after the rules and the `<PREVIOUS SUMMARY>`.
 //! - `openhands-amortized` (`AmortizedForgettingCondenser`): the same trigger and kept set, no summary.
 
-use super::common::{self, call, section, trace};
+use super::common::{self, call, section};
 use crate::compress::CompressionStatus;
 use crate::history::{self, Content};
 use crate::json;
@@ -156,8 +156,7 @@ impl CompressorSession for OpenHandsSession {
         let mut new = view[..head_end].to_vec();
         new.push(history::user_text(&format!("{SUMMARY_HEADER}\n{summary}")));
         new.extend_from_slice(&view[tail_start..]);
-        let tr = trace(&summary, vec![record], forgotten.len(), head_end + view.len() - tail_start, &new);
-        Ok(TurnOutcome::summarized(orig, common::tokens(&new), new, tr))
+        Ok(common::summarized(orig, &summary, vec![record], forgotten.len(), head_end + view.len() - tail_start, new))
     }
 }
 
