@@ -419,30 +419,6 @@ pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigur
     })
 }
 
-/// Per-conversation probe metrics (one cell), for `conversations.csv` and the gate.
-pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
-    let mut m = BTreeMap::new();
-    let mut t: BTreeMap<&'static str, Tally> = BTreeMap::new();
-    for r in cell_rows(c, "") {
-        for (name, v) in row_figures(&r) {
-            t.entry(name).or_default().add(v);
-        }
-    }
-    for (name, tally) in t {
-        m.insert(name, tally.hits / tally.n);
-        match name {
-            "early_only_retention" => {
-                m.insert("early_only_n", tally.n);
-            }
-            "at_risk_retention" => {
-                m.insert("at_risk_n", tally.n);
-            }
-            _ => {}
-        }
-    }
-    m
-}
-
 /// One probe figure of one conversation as (hits, scorings), the numerator and denominator `crate::metrics`
 /// pools over conversations; `None` when no scoring counts towards it.
 pub fn conversation_tally(c: &CellResult, figure: &str) -> Option<(f64, f64)> {
@@ -456,16 +432,6 @@ pub fn conversation_tally(c: &CellResult, figure: &str) -> Option<(f64, f64)> {
     }
     (t.n > 0.0).then_some((t.hits, t.n))
 }
-
-/// Point-level columns appended to `points.csv`: each figure, its n and interval.
-pub const POINT_COLUMNS: [&str; 6] = [
-    "early_only_retention",
-    "at_risk_retention",
-    "retention",
-    "retrieval_accuracy",
-    "answer_match",
-    "verification_retention_gain",
-];
 
 impl ProbeFigures {
     pub fn get(&self, name: &str) -> Option<&Rate> {
@@ -530,30 +496,6 @@ pub fn all_point_figures(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Vec
             (p.id.clone(), point_figures(&mine, p.strategy.kind()))
         })
         .collect()
-}
-
-/// Columns for `points.csv`, aligned with `point_ids`: each of [`POINT_COLUMNS`] with `_n`, `_ci_low`,
-/// `_ci_high`.
-pub fn point_columns(
-    plan: &crate::sweep::Plan,
-    cells: &[CellResult],
-    point_ids: &[String],
-) -> Vec<polars::prelude::Column> {
-    use polars::prelude::Column;
-    let figs: BTreeMap<String, Option<ProbeFigures>> = all_point_figures(plan, cells).into_iter().collect();
-    if figs.values().all(Option::is_none) {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    for name in POINT_COLUMNS {
-        let rate = |id: &String| figs.get(id).cloned().flatten().and_then(|f| f.get(name).copied()).unwrap_or_default();
-        let rates: Vec<Rate> = point_ids.iter().map(rate).collect();
-        out.push(Column::new(name.into(), rates.iter().map(|r| r.value).collect::<Vec<_>>()));
-        out.push(Column::new(format!("{name}_n").into(), rates.iter().map(|r| r.n as u64).collect::<Vec<_>>()));
-        out.push(Column::new(format!("{name}_ci_low").into(), rates.iter().map(|r| r.ci_low).collect::<Vec<_>>()));
-        out.push(Column::new(format!("{name}_ci_high").into(), rates.iter().map(|r| r.ci_high).collect::<Vec<_>>()));
-    }
-    out
 }
 
 /// Writes `results/probes.{csv,parquet}`: one row per point × conversation × probe × moment.

@@ -113,15 +113,16 @@ async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk
     assert_eq!(d.early_only_retention.n, n.early_only_retention.n);
     // Ordinal breakdown: at-risk pairs after the first compression are counted.
     assert!(d.breakdown.iter().any(|b| b.by == "ordinal" && b.value == "1" && b.figure == "at_risk_retention"));
-    // Per-conversation metrics are the rows' own means.
+    // Per-conversation tallies (what `metrics` pools) are the rows' own counts.
     for c in &drop_cells {
         let rows = figures::cell_rows(c, "drop-oldest");
         let early: Vec<_> = rows.iter().filter(|r| r.moment == "end" && r.early_only == Some(true)).collect();
-        let m = figures::conversation_metrics(c);
+        let tally = figures::conversation_tally(c, "early_only_retention");
         if !early.is_empty() {
+            let (hits, n) = tally.expect("early-only probes were scored");
             let share = early.iter().filter(|r| r.retained).count() as f64 / early.len() as f64;
-            assert_eq!(m["early_only_retention"], share);
-            assert_eq!(m["early_only_n"], early.len() as f64);
+            assert_eq!(hits / n, share);
+            assert_eq!(n, early.len() as f64);
         }
     }
 }
