@@ -27,7 +27,7 @@ const ROUNDS: usize = 100;
 
 /// A strategy with its knobs' defaults, at the bench's window.
 fn registry_default(name: &str) -> StrategySpec {
-    let def = compactbench_core::replay::strategy::find(name).expect("registered");
+    let def = compactbench_core::replay::registry::find(name).expect("registered");
     let mut params = compactbench_core::replay::strategy::Params::new();
     params.insert("token_limit".into(), WINDOW.into());
     params.insert("max_output_tokens".into(), Default::default());

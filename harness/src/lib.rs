@@ -17,6 +17,8 @@ pub use compactbench_llm as llm;
 pub mod cli;
 pub mod exit;
 pub mod metrics;
+pub mod pricing;
 pub mod probes;
 pub mod report;
+pub mod stats;
 pub mod sweep;

@@ -9,9 +9,10 @@
 //! (what the gate pairs) is numerator / denominator. Intervals are cluster-bootstrap intervals:
 //! conversations resampled with replacement, the figure recomputed.
 
+use crate::pricing::Pricing;
 use crate::replay::{CompressionEvent, ConversationResult};
+use crate::stats::bootstrap;
 use crate::sweep::{CellResult, ConfigPoint, Plan};
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -473,115 +474,6 @@ pub fn conversation_values(cell: &CellResult, pricing: Option<&Pricing>) -> BTre
 // ---------------------------------------------------------------------------------------------------------
 // Cost.
 
-/// Prices of one model, in USD per million tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    /// Input tokens served from the provider's prompt cache.
-    pub cached_input_per_mtok: f64,
-    pub output_per_mtok: f64,
-}
-
-/// The `[cost]` table: prices per model, the model the agent's requests are priced as, and the model each
-/// summarizer spec is priced as (so `extractive` and `local:*` cost what a real summarizer would).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CostConfig {
-    pub agent_model: String,
-    /// Summarizer spec → priced-as model. Specs not listed are priced by their model name
-    /// (`gemini:gemini-2.5-flash` → `gemini-2.5-flash`).
-    pub price_as: BTreeMap<String, String>,
-    pub prices: BTreeMap<String, Price>,
-}
-
-impl Default for CostConfig {
-    fn default() -> Self {
-        // Gemini API list prices (paid tier, prompts ≤ 200k tokens), USD per 1M tokens.
-        let p = |i, c, o| Price { input_per_mtok: i, cached_input_per_mtok: c, output_per_mtok: o };
-        CostConfig {
-            agent_model: "gemini-2.5-flash".into(),
-            price_as: [("extractive", "gemini-2.5-flash"), ("local:smollm2-135m", "gemini-2.5-flash")]
-                .into_iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
-            prices: [("gemini-2.5-flash", p(0.30, 0.03, 2.50)), ("gemini-2.5-pro", p(1.25, 0.125, 10.0))]
-                .into_iter()
-                .map(|(a, b)| (a.to_string(), b))
-                .collect(),
-        }
-    }
-}
-
-impl CostConfig {
-    fn price_of(&self, model: &str) -> Option<Price> {
-        self.prices.get(model).copied()
-    }
-
-    /// The prices of a point: its agent model and its summarizer's priced-as model. `None` when the agent
-    /// model has no price (USD figures are then absent).
-    pub fn pricing(&self, summarizer: Option<&str>) -> Option<Pricing> {
-        let agent = self.price_of(&self.agent_model)?;
-        let summarizer = match summarizer {
-            None => None,
-            Some(spec) => {
-                let model = self.price_as.get(spec).map(String::as_str).unwrap_or_else(|| {
-                    let rest = spec.split_once(':').map_or(spec, |(_, m)| m);
-                    rest.split('@').next().unwrap_or(rest)
-                });
-                Some(self.price_of(model)?)
-            }
-        };
-        Some(Pricing { agent, summarizer })
-    }
-
-    /// Checks that every priced-as model has a price.
-    pub fn validate(&self) -> Result<(), String> {
-        for m in std::iter::once(&self.agent_model).chain(self.price_as.values()) {
-            if !self.prices.contains_key(m) {
-                return Err(format!("key `cost`: model `{m}` has no entry in `cost.prices`"));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The prices that apply to one point.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pricing {
-    pub agent: Price,
-    pub summarizer: Option<Price>,
-}
-
-/// A conversation's cost in USD, with and without the prompt cache, and the same for `none`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Costs {
-    pub usd: f64,
-    pub cached_usd: f64,
-    pub none_usd: f64,
-    pub none_cached_usd: f64,
-}
-
-impl Pricing {
-    pub fn costs(&self, r: &ConversationResult) -> Costs {
-        let m = 1e-6;
-        let a = self.agent;
-        let summarizer = self.summarizer.map_or(0.0, |s| {
-            r.summarizer_input_tokens_total as f64 * s.input_per_mtok * m
-                + r.summarizer_output_tokens_total as f64 * s.output_per_mtok * m
-        });
-        let cached = |total: u64, cached: u64| {
-            (total - cached.min(total)) as f64 * a.input_per_mtok * m + cached as f64 * a.cached_input_per_mtok * m
-        };
-        Costs {
-            usd: r.request_tokens_total as f64 * a.input_per_mtok * m + summarizer,
-            cached_usd: cached(r.request_tokens_total, r.cached_request_tokens_total) + summarizer,
-            none_usd: r.none_request_tokens_total as f64 * a.input_per_mtok * m,
-            none_cached_usd: cached(r.none_request_tokens_total, r.none_cached_request_tokens_total),
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Aggregation.
 
@@ -595,9 +487,6 @@ pub struct Figure {
     pub high: f64,
 }
 
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
-pub const BOOTSTRAP_SEED: u64 = 0x00c0_ffee;
-
 fn aggregate(m: &Metric, parts: &[Parts]) -> Option<f64> {
     let num: f64 = parts.iter().map(|p| p.num).sum();
     let den: f64 = parts.iter().map(|p| p.den).sum();
@@ -605,26 +494,6 @@ fn aggregate(m: &Metric, parts: &[Parts]) -> Option<f64> {
         Aggregation::RatioOfSums => (den > 0.0).then(|| num / den),
         Aggregation::Total => (!parts.is_empty()).then_some(num),
     }
-}
-
-/// Percentile interval of `stat` over conversation resamples (fixed seed: reports are reproducible).
-fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> Option<f64>) -> Option<(f64, f64)> {
-    if n < 2 {
-        return None;
-    }
-    let mut rng = rand::rngs::StdRng::seed_from_u64(BOOTSTRAP_SEED);
-    let mut values: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
-        .filter_map(|_| {
-            let sample: Vec<usize> = (0..n).map(|_| rng.random_range(0..n)).collect();
-            stat(&sample)
-        })
-        .collect();
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let at = |q: f64| values[((q * (values.len() - 1) as f64).round() as usize).min(values.len() - 1)];
-    Some((at(0.025), at(0.975)))
 }
 
 /// A metric over a point's conversations (those where it applies).
@@ -642,26 +511,6 @@ pub fn figure(m: &Metric, parts: &[Parts]) -> Option<Figure> {
         Aggregation::Total => (value, value),
     };
     Some(Figure { value, n, low, high })
-}
-
-/// Mean with a bootstrap 95 % interval (the gate's paired differences).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Estimate {
-    pub mean: f64,
-    pub low: f64,
-    pub high: f64,
-    pub n: usize,
-}
-
-pub fn bootstrap_mean(values: &[f64]) -> Option<Estimate> {
-    if values.is_empty() {
-        return None;
-    }
-    let n = values.len();
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let (low, high) =
-        bootstrap(n, |s| Some(s.iter().map(|&i| values[i]).sum::<f64>() / n as f64)).unwrap_or((mean, mean));
-    Some(Estimate { mean, low, high, n })
 }
 
 /// The cells of a point and the prices that apply to them.
@@ -796,6 +645,7 @@ impl<T: Serialize> SerdeName for T {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pricing::Price;
     use crate::sweep::Cell;
 
     fn cell(conv: &str, request: u64, summarizer: u64, none: u64, reductions: &[f64]) -> CellResult {
@@ -887,21 +737,6 @@ mod tests {
         assert_eq!(d.n, 2);
         assert!((d.value - (350.0 / 400.0 - 1.0)).abs() < 1e-12);
         assert!(d.low <= d.value && d.value <= d.high);
-    }
-
-    #[test]
-    fn prices_resolve_through_price_as_and_model_names() {
-        let cost = CostConfig::default();
-        assert!(cost.validate().is_ok());
-        let p = cost.pricing(Some("extractive")).unwrap();
-        assert_eq!(p.summarizer, cost.prices.get("gemini-2.5-flash").copied());
-        assert_eq!(
-            cost.pricing(Some("gemini:gemini-2.5-pro")).unwrap().summarizer,
-            cost.prices.get("gemini-2.5-pro").copied()
-        );
-        assert!(cost.pricing(Some("openai:unknown@http://x")).is_none());
-        let bad = CostConfig { agent_model: "nope".into(), ..CostConfig::default() };
-        assert!(bad.validate().unwrap_err().contains("nope"));
     }
 
     /// Every metric has one definition; the glossary file is generated from them.

@@ -124,7 +124,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::BenchSplit(args) => bench_split::run(args),
         Command::Probes(args) => crate::probes::cli::run(args),
         Command::Strategies => {
-            print!("{}", crate::replay::strategy::describe());
+            print!("{}", crate::replay::registry::describe());
             Ok(())
         }
     }

@@ -232,29 +232,22 @@ pub struct Rate {
 }
 
 fn pooled(per_conv: &[Tally]) -> Rate {
-    use rand::{Rng, SeedableRng};
     let with: Vec<Tally> = per_conv.iter().copied().filter(|t| t.n > 0.0).collect();
     let n: f64 = with.iter().map(|t| t.n).sum();
     if n == 0.0 {
         return Rate::default();
     }
     let value = with.iter().map(|t| t.hits).sum::<f64>() / n;
-    let k = with.len();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(crate::metrics::BOOTSTRAP_SEED);
-    let mut means: Vec<f64> = (0..crate::metrics::BOOTSTRAP_RESAMPLES)
-        .map(|_| {
-            let (mut h, mut d) = (0.0, 0.0);
-            for _ in 0..k {
-                let t = with[rng.random_range(0..k)];
-                h += t.hits;
-                d += t.n;
-            }
-            h / d
-        })
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let at = |q: f64| means[((q * (means.len() - 1) as f64).round() as usize).min(means.len() - 1)];
-    Rate { value: Some(value), n: n as usize, ci_low: Some(at(0.025)), ci_high: Some(at(0.975)) }
+    let ratio = |sample: &[usize]| {
+        let (mut h, mut d) = (0.0, 0.0);
+        for &i in sample {
+            h += with[i].hits;
+            d += with[i].n;
+        }
+        Some(h / d)
+    };
+    let (low, high) = crate::stats::bootstrap(with.len(), ratio).unwrap_or((value, value));
+    Rate { value: Some(value), n: n as usize, ci_low: Some(low), ci_high: Some(high) }
 }
 
 /// One line of a breakdown: a figure restricted to one value of one dimension.
@@ -572,12 +565,7 @@ fn comparisons(plan: &crate::sweep::Plan, figs: &[(String, Option<ProbeFigures>)
             } else {
                 "are indistinguishable (intervals overlap)"
             };
-            let _ = writeln!(
-                out,
-                "- Early-only retention: {} and {} {verdict}.",
-                crate::report::short_label(g),
-                crate::report::short_label(d)
-            );
+            let _ = writeln!(out, "- Early-only retention: {} and {} {verdict}.", g.short_label(), d.short_label());
         }
     }
     if !out.is_empty() {
@@ -594,7 +582,11 @@ pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Stri
         return String::new();
     }
     let label = |id: &str| {
-        plan.points.iter().find(|p| p.id == id).map(crate::report::short_label).unwrap_or_else(|| id.to_string())
+        plan.points
+            .iter()
+            .find(|p| p.id == id)
+            .map(crate::sweep::ConfigPoint::short_label)
+            .unwrap_or_else(|| id.to_string())
     };
     let mut md = String::from("## Probes\n\n");
     md.push_str(&format!(

@@ -8,8 +8,6 @@ use polars::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use crate::metrics::{bootstrap_mean, Estimate, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED};
-
 /// Per-conversation figures by metric name, without USD figures (those need the plan's prices: see
 /// [`metrics::conversation_values`]).
 pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
@@ -159,10 +157,11 @@ pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
     let events = DataFrame::new(rows.len(), columns)?;
 
     // Conversations (one row per cell).
-    let pricing: BTreeMap<&str, Option<metrics::Pricing>> =
+    let pricing: BTreeMap<&str, Option<crate::pricing::Pricing>> =
         plan.points.iter().map(|p| (p.id.as_str(), metrics::point_pricing(plan, p))).collect();
     let price_of = |c: &CellResult| pricing.get(c.cell.point.as_str()).copied().flatten();
-    let costs: Vec<Option<metrics::Costs>> = cells.iter().map(|c| price_of(c).map(|p| p.costs(&c.result))).collect();
+    let costs: Vec<Option<crate::pricing::Costs>> =
+        cells.iter().map(|c| price_of(c).map(|p| p.costs(&c.result))).collect();
     let r = |f: &dyn Fn(&crate::replay::ConversationResult) -> u64| {
         cells.iter().map(|c| f(&c.result)).collect::<Vec<u64>>()
     };

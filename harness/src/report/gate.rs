@@ -2,8 +2,9 @@
 //! fails only on regressions the data supports (a bootstrap interval of the paired differences beyond the
 //! tolerance), so noise does not fail the build.
 
-use super::{short_label, Table};
-use crate::metrics::{bootstrap_mean, conversation_values, point_pricing, Estimate};
+use super::Table;
+use crate::metrics::{conversation_values, point_pricing};
+use crate::stats::{bootstrap_mean, Estimate};
 use crate::sweep::runner::RunError;
 use crate::sweep::{self, CellResult, Plan};
 use serde::{Deserialize, Serialize};
@@ -203,7 +204,7 @@ fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> 
         a.points
             .iter()
             .filter(|p| !b.points.iter().any(|q| q.id == p.id))
-            .map(|p| format!("{} ({})", short_label(p), p.id))
+            .map(|p| format!("{} ({})", p.short_label(), p.id))
             .collect()
     };
     problems.extend(listed("configuration missing from the current run", only_in(bplan, cplan)));
@@ -318,7 +319,7 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
             };
             checks.push(Check {
                 point: p.id.clone(),
-                label: short_label(p),
+                label: p.short_label(),
                 strategy: p.strategy.kind().into(),
                 metric: rule.metric.clone(),
                 n: base.len(),

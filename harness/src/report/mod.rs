@@ -115,7 +115,7 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>) -> T
             continue;
         }
         let none_parts = aggregate::none_point(plan, p).map(parts_of);
-        let mut row = vec![(i + 1).to_string(), short_label(p), convs.to_string()];
+        let mut row = vec![(i + 1).to_string(), p.short_label(), convs.to_string()];
         for against in [&none_parts, &reference_parts] {
             for m in &compared {
                 let d =
@@ -250,7 +250,7 @@ pub fn findings(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
                 unsplittable.len(),
                 mine.len(),
                 per_source.iter().map(|(s, n)| format!("{s}: {n}")).collect::<Vec<_>>().join(", "),
-                short_label(p)
+                p.short_label()
             ));
         }
     }
@@ -259,7 +259,7 @@ pub fn findings(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
         let hidden = s.figures.get("hidden_inflation_events").copied().unwrap_or(0.0);
         let deflated = s.figures.get("hidden_deflation_events").copied().unwrap_or(0.0);
         if hidden > 0.0 || deflated > 0.0 {
-            let label = plan.points.iter().find(|p| p.id == s.point).map(short_label).unwrap_or_default();
+            let label = plan.points.iter().find(|p| p.id == s.point).map(ConfigPoint::short_label).unwrap_or_default();
             out.push(format!(
                 "`{label}`: {hidden} events reported a smaller history while the request grew (hidden inflation), {deflated} were discarded as inflated while the request would have shrunk (hidden deflation)."
             ));
@@ -327,7 +327,7 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
             if let Some(c) = cells.iter().find(|c| c.cell.point == p.id && c.cell.conversation == conv) {
                 let idx = series.len();
                 series.push(plots::Series {
-                    name: short_label(p),
+                    name: p.short_label(),
                     points: c.result.request_tokens.iter().enumerate().map(|(i, t)| (i as f64, *t as f64)).collect(),
                 });
                 markers.extend(
@@ -341,8 +341,8 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
         }
         note(
             &mut list,
-            &format!("Request size (tokens, as sent) per request of `{conv}`, with compression events, for the first point of each strategy; reference: `{}`", short_label(reference)),
-            plots::timeline(dir, "timeline", &format!("Context timeline: {conv} ({})", short_label(reference)), &series, &markers),
+            &format!("Request size (tokens, as sent) per request of `{conv}`, with compression events, for the first point of each strategy; reference: `{}`", reference.short_label()),
+            plots::timeline(dir, "timeline", &format!("Context timeline: {conv} ({})", reference.short_label()), &series, &markers),
         );
     }
     // 2. Mean reduction versus threshold, one series per preserve fraction (reference points, other axes
@@ -430,7 +430,7 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
         let y = pooled(plan, cells, &[p], quality);
         if let (Some(x), Some(y)) = (x, y) {
             pts.push(((i + 1).to_string(), x, y));
-            list.pareto_key.push((i + 1, short_label(p), x, y));
+            list.pareto_key.push((i + 1, p.short_label(), x, y));
         }
     }
     note(
@@ -457,28 +457,6 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
         ),
     );
     list
-}
-
-/// A compact label for a point: strategy plus its axis values.
-pub fn short_label(p: &ConfigPoint) -> String {
-    let mut s = p.strategy.kind().to_string();
-    for (axis, short) in [
-        ("threshold", "t"),
-        ("preserve_fraction", "keep"),
-        ("prompt", "prompt"),
-        ("verification", "verify"),
-        ("mask_keep_last", "mask"),
-        ("drop_keep_fraction", "drop-keep"),
-        ("split", "split"),
-    ] {
-        if let Some(v) = p.axes.get(axis) {
-            let _ = write!(s, " {short}={v}");
-        }
-    }
-    if let Some(sl) = &p.slice {
-        let _ = write!(s, " [{sl}]");
-    }
-    s
 }
 
 /// What `report` produced.
@@ -542,7 +520,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
     );
     md.push_str(&headline(plan, cells, wide, true));
     md.push_str("\n\n## Comparisons\n\nEach configuration minus `none` and minus the reference point (`");
-    md.push_str(&aggregate::reference_point(plan).map(short_label).unwrap_or_default());
+    md.push_str(&aggregate::reference_point(plan).map(ConfigPoint::short_label).unwrap_or_default());
     md.push_str(
         "`), paired per conversation, in percentage points with bootstrap 95 % intervals.\n\n### All sources\n\n",
     );

@@ -11,7 +11,7 @@ fn pct(x: Option<f64>) -> String {
 
 /// The agent a strategy models, from the registry (`None` for baselines and unknown strategies).
 fn system_of(p: &ConfigPoint) -> Option<&'static str> {
-    crate::replay::strategy::registry().into_iter().find(|s| s.name() == p.strategy.kind()).and_then(|s| s.system())
+    crate::replay::registry::registry().into_iter().find(|s| s.name() == p.strategy.kind()).and_then(|s| s.system())
 }
 
 /// The axis values that tell this point from the other points of its strategy (`–` when it has no other).

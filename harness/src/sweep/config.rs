@@ -1,7 +1,8 @@
 //! Sweep configs (TOML): which conversations, which replay settings, and a grid of compressor settings.
 //! Unknown keys and bad values are errors that name the key and the file.
 
-use crate::replay::strategy as registry;
+use crate::replay::registry;
+use crate::replay::strategy::{GridContext, Knob};
 use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -48,7 +49,7 @@ pub struct SweepConfig {
     pub probes: Option<ProbesConfig>,
     /// Prices for the USD cost figures.
     #[serde(default)]
-    pub cost: crate::metrics::CostConfig,
+    pub cost: crate::pricing::CostConfig,
 }
 
 /// The `[probes]` table: which probe sets to score, and with which models.
@@ -253,7 +254,7 @@ impl Grid {
     }
 }
 
-fn check_values(at: &str, knob: &registry::Knob, value: &serde_json::Value) -> Result<(), String> {
+fn check_values(at: &str, knob: &Knob, value: &serde_json::Value) -> Result<(), String> {
     let values = match value {
         serde_json::Value::Array(a) if a.is_empty() => return Err(format!("key `{at}`: needs at least one value")),
         serde_json::Value::Array(a) => a.clone(),
@@ -311,6 +312,31 @@ pub struct ConfigPoint {
     /// A slice point that skips the injection replays.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe_no_injection: bool,
+}
+
+impl ConfigPoint {
+    /// A compact label for reports: strategy plus its axis values.
+    pub fn short_label(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = self.strategy.kind().to_string();
+        for (axis, short) in [
+            ("threshold", "t"),
+            ("preserve_fraction", "keep"),
+            ("prompt", "prompt"),
+            ("verification", "verify"),
+            ("mask_keep_last", "mask"),
+            ("drop_keep_fraction", "drop-keep"),
+            ("split", "split"),
+        ] {
+            if let Some(v) = self.axes.get(axis) {
+                let _ = write!(s, " {short}={v}");
+            }
+        }
+        if let Some(sl) = &self.slice {
+            let _ = write!(s, " [{sl}]");
+        }
+        s
+    }
 }
 
 impl SweepConfig {
@@ -422,7 +448,7 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
             _ => None,
         };
         for &limit in &limits {
-            let ctx = registry::GridContext {
+            let ctx = GridContext {
                 strategy,
                 argument: strategy.split_once(':').map(|(_, a)| a).filter(|_| def.takes_argument()),
                 summarizers: &g.summarizer,

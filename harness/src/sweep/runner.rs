@@ -78,7 +78,7 @@ pub struct Plan {
     pub probes: Option<ProbesConfig>,
     /// Prices for the USD cost figures (reports read them from here).
     #[serde(default)]
-    pub cost: crate::metrics::CostConfig,
+    pub cost: crate::pricing::CostConfig,
 }
 
 /// One unit of work.

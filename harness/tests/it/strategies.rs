@@ -98,7 +98,7 @@ fn register_once() {
 #[test]
 fn a_strategy_defined_here_is_registered_validated_and_swept() {
     register_once();
-    assert!(compactbench::replay::strategy::describe().contains("test-keep-last"));
+    assert!(compactbench::replay::registry::describe().contains("test-keep-last"));
     // Its knobs are grid keys like any built-in's, checked against its declaration.
     let bad =
         "name = \"t\"\ndatasets = [\"datasets/aider\"]\n[grid]\nstrategy = [\"test-keep-last\"]\ntrigger = [1.5]\n";

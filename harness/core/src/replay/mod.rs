@@ -11,16 +11,15 @@
 //! Content is measured once, in a first pass over the uncompressed conversation that also gives the `none`
 //! figures and the peak a relative window ([`TokenLimit::PeakFraction`]) needs.
 
-pub mod exec;
 pub mod metrics;
+pub mod registry;
 pub mod strategies;
 pub mod strategy;
 pub mod window;
 
 pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
-pub use strategy::{
-    register, Compressor, CompressorSession, Strategy, StrategyError, StrategySpec, TurnInput, TurnOutcome,
-};
+pub use registry::register;
+pub use strategy::{Compressor, CompressorSession, Strategy, StrategyError, StrategySpec, TurnInput, TurnOutcome};
 pub use window::{PromptCountOrigin, TokenLimit, Tokenizer};
 
 use crate::compress::callers::{overflow_check, OverflowGuard};

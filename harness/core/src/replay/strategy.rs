@@ -3,8 +3,8 @@
 //! A [`Strategy`] is one entry of the registry: it declares its knobs (the sweep axes it reads), expands its
 //! part of a sweep grid into points, and turns one point's parameters into a [`Compressor`], which starts a
 //! [`CompressorSession`] per conversation. The built-in strategies live in `replay/strategies/`, one file
-//! each, listed once in [`crate::replay::strategies::builtin`]; [`register`] adds more at run time (a test
-//! or an embedding program). `harness/ARCHITECTURE.md` walks through adding one.
+//! each; the registry of them (`replay/registry.rs`) lists them once and takes more at run time (a test or
+//! an embedding program). `harness/ARCHITECTURE.md` walks through adding one.
 
 use crate::compress::{CompressError, CompressTrace, CompressionInfo, CompressionStatus};
 use crate::history::Content;
@@ -14,8 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::Arc;
 
 /// What a strategy sees before a model request.
 #[derive(Clone, Debug)]
@@ -564,77 +563,6 @@ impl StrategySpec {
         }
         spec
     }
-
-    /// The compressor, configured by its registry entry.
-    pub fn build(&self) -> Result<Box<dyn Compressor>, StrategyError> {
-        let entry = registry().into_iter().find(|s| s.name() == self.name);
-        match entry {
-            Some(s) => s.configure(&self.params),
-            None => Err(find(&self.name)
-                .err()
-                .unwrap_or(StrategyError::Unknown { name: self.name.clone(), known: String::new() })),
-        }
-    }
-}
-
-static REGISTRY: LazyLock<RwLock<Vec<Arc<dyn Strategy>>>> =
-    LazyLock::new(|| RwLock::new(crate::replay::strategies::builtin()));
-
-/// Every registered strategy, built-ins first, in registration order.
-pub fn registry() -> Vec<Arc<dyn Strategy>> {
-    REGISTRY.read().map(|r| r.clone()).unwrap_or_else(|e| e.into_inner().clone())
-}
-
-/// Adds a strategy to the registry (an error when its name is taken).
-pub fn register(strategy: Arc<dyn Strategy>) -> Result<(), StrategyError> {
-    let mut r = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
-    if r.iter().any(|s| s.name() == strategy.name()) {
-        return Err(StrategyError::Duplicate { strategy: strategy.name().into() });
-    }
-    r.push(strategy);
-    Ok(())
-}
-
-/// The registry entry for a strategy as written in a grid (`gemini`, `exec:python3 x.py`).
-pub fn find(written: &str) -> Result<Arc<dyn Strategy>, StrategyError> {
-    let all = registry();
-    if let Some(s) = all.iter().find(|s| s.name() == written && !s.takes_argument()) {
-        return Ok(s.clone());
-    }
-    if let Some((prefix, arg)) = written.split_once(':') {
-        if let Some(s) = all.iter().find(|s| s.name() == prefix && s.takes_argument() && !arg.trim().is_empty()) {
-            return Ok(s.clone());
-        }
-    }
-    let known = all
-        .iter()
-        .map(|s| if s.takes_argument() { format!("{}:…", s.name()) } else { s.name().to_string() })
-        .collect::<Vec<_>>()
-        .join(", ");
-    Err(StrategyError::Unknown { name: written.into(), known })
-}
-
-/// `compactbench strategies`: every registered strategy with its one line and knobs.
-pub fn describe() -> String {
-    let mut out = String::new();
-    for s in registry() {
-        let name = if s.takes_argument() { format!("{}:COMMAND", s.name()) } else { s.name().to_string() };
-        let model = if s.uses_llm() { " (calls the summarizer)" } else { "" };
-        let _ = writeln!(out, "{name}{model}\n    {}", s.about());
-        for k in s.knobs() {
-            let _ = writeln!(
-                out,
-                "    {:<32} {:<7} default {:<24} {}  — {}",
-                k.name,
-                k.kind,
-                label(&k.default),
-                k.range,
-                k.help
-            );
-        }
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
@@ -648,14 +576,6 @@ mod tests {
         let text = serde_json::to_string(&spec).unwrap();
         assert_eq!(text, r#"{"strategy":"drop-oldest","threshold":0.5,"keep_fraction":0.3}"#);
         assert_eq!(serde_json::from_str::<StrategySpec>(&text).unwrap(), spec);
-    }
-
-    #[test]
-    fn exec_is_found_by_prefix_and_unknown_names_list_the_registry() {
-        assert_eq!(find("exec:python3 x.py").unwrap().name(), "exec");
-        assert!(find("exec:").is_err() && find("exec").is_err());
-        let e = find("magic").err().unwrap().to_string();
-        assert!(e.contains("unknown strategy `magic`") && e.contains("gemini") && e.contains("exec:…"), "{e}");
     }
 
     #[test]

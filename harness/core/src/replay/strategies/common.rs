@@ -253,7 +253,7 @@ pub mod fixtures {
         knobs: serde_json::Value,
         token_limit: u64,
     ) -> Box<dyn crate::replay::CompressorSession> {
-        let def = crate::replay::strategy::find(name).expect("registered");
+        let def = crate::replay::registry::find(name).expect("registered");
         let mut params = crate::replay::strategy::Params::new();
         params.insert("token_limit".into(), token_limit.into());
         params.insert("max_output_tokens".into(), serde_json::Value::Null);

@@ -6,6 +6,7 @@ pub mod cline;
 pub mod codex;
 pub mod common;
 pub mod drop_oldest;
+pub mod exec;
 pub mod gemini;
 pub mod goose;
 pub mod langchain;
@@ -34,6 +35,6 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
         Arc::new(openhands::OpenHands),
         Arc::new(openhands::OpenHandsAmortized),
         Arc::new(langchain::LangChain),
-        Arc::new(crate::replay::exec::Exec),
+        Arc::new(exec::Exec),
     ]
 }
