@@ -9,6 +9,7 @@
 //! (what the gate pairs) is numerator / denominator. Intervals are cluster-bootstrap intervals:
 //! conversations resampled with replacement, the figure recomputed.
 
+use crate::compress::CompressionStatus;
 use crate::pricing::Pricing;
 use crate::replay::{CompressionEvent, ConversationResult};
 use crate::stats::bootstrap;
@@ -121,17 +122,17 @@ impl Metric {
     }
 }
 
-fn events_with<'a>(r: &'a ConversationResult, status: &'a str) -> impl Iterator<Item = &'a CompressionEvent> + 'a {
+fn events_with(r: &ConversationResult, status: CompressionStatus) -> impl Iterator<Item = &CompressionEvent> + '_ {
     r.events.iter().filter(move |e| e.status == status)
 }
 
-fn count(r: &ConversationResult, status: &str) -> f64 {
+fn count(r: &ConversationResult, status: CompressionStatus) -> f64 {
     events_with(r, status).count() as f64
 }
 
 /// Events whose strategy reported a smaller history.
 fn is_reduction_event(e: &CompressionEvent) -> bool {
-    e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED"
+    matches!(e.status, CompressionStatus::Compressed | CompressionStatus::ContentTruncated)
 }
 
 /// A probe figure of one conversation: hits over probe scorings, as `probes::figures` counts them.
@@ -353,7 +354,7 @@ pub const METRICS: &[Metric] = &[
         better: Better::Neither,
         level: Level::Conversation,
         aggregation: Aggregation::Total,
-        parts: |o| Parts::one(count(&o.cell.result, "COMPRESSED")),
+        parts: |o| Parts::one(count(&o.cell.result, CompressionStatus::Compressed)),
     },
     Metric {
         name: "truncation_only_events",
@@ -363,7 +364,7 @@ pub const METRICS: &[Metric] = &[
         better: Better::Neither,
         level: Level::Conversation,
         aggregation: Aggregation::Total,
-        parts: |o| Parts::one(count(&o.cell.result, "CONTENT_TRUNCATED")),
+        parts: |o| Parts::one(count(&o.cell.result, CompressionStatus::ContentTruncated)),
     },
     Metric {
         name: "inflated_events",
@@ -373,7 +374,7 @@ pub const METRICS: &[Metric] = &[
         better: Better::Lower,
         level: Level::Conversation,
         aggregation: Aggregation::Total,
-        parts: |o| Parts::one(count(&o.cell.result, "COMPRESSION_FAILED_INFLATED_TOKEN_COUNT")),
+        parts: |o| Parts::one(count(&o.cell.result, CompressionStatus::FailedInflatedTokenCount)),
     },
     Metric {
         name: "empty_summary_events",
@@ -383,7 +384,7 @@ pub const METRICS: &[Metric] = &[
         better: Better::Lower,
         level: Level::Conversation,
         aggregation: Aggregation::Total,
-        parts: |o| Parts::one(count(&o.cell.result, "COMPRESSION_FAILED_EMPTY_SUMMARY")),
+        parts: |o| Parts::one(count(&o.cell.result, CompressionStatus::FailedEmptySummary)),
     },
     Metric {
         name: "hidden_inflation_events",
@@ -651,7 +652,7 @@ mod tests {
     fn cell(conv: &str, request: u64, summarizer: u64, none: u64, reductions: &[f64]) -> CellResult {
         let events = reductions
             .iter()
-            .map(|&r| CompressionEvent { status: "COMPRESSED".into(), reduction: r, ..Default::default() })
+            .map(|&r| CompressionEvent { status: CompressionStatus::Compressed, reduction: r, ..Default::default() })
             .collect();
         CellResult {
             cell: Cell { point: "p".into(), conversation: conv.into(), repeat: 0 },

@@ -68,14 +68,21 @@ impl CostConfig {
     }
 
     /// Checks that every priced-as model has a price.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), UnpricedModel> {
         for m in std::iter::once(&self.agent_model).chain(self.price_as.values()) {
             if !self.prices.contains_key(m) {
-                return Err(format!("key `cost`: model `{m}` has no entry in `cost.prices`"));
+                return Err(UnpricedModel { model: m.clone() });
             }
         }
         Ok(())
     }
+}
+
+/// A model named in `[cost]` (as the agent model or a priced-as model) without a price.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("model `{model}` has no entry in `cost.prices`")]
+pub struct UnpricedModel {
+    pub model: String,
 }
 
 /// The prices that apply to one point.
@@ -130,6 +137,6 @@ mod tests {
         );
         assert!(cost.pricing(Some("openai:unknown@http://x")).is_none());
         let bad = CostConfig { agent_model: "nope".into(), ..CostConfig::default() };
-        assert!(bad.validate().unwrap_err().contains("nope"));
+        assert!(bad.validate().unwrap_err().to_string().contains("nope"));
     }
 }

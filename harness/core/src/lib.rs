@@ -14,6 +14,6 @@ pub mod inspect;
 pub mod json;
 pub mod llm;
 pub mod models;
-mod named;
+pub mod named;
 pub mod replay;
 pub mod tokens;

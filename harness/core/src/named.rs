@@ -1,5 +1,16 @@
 //! Enums whose values are named by strings in configs and on the command line (`current`, `2025-09-27`, …).
 
+/// A string that names none of a kind's values.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{given}` (expected {expected})")]
+pub struct UnknownName {
+    /// The kind, as error messages name it (`split variant`, `cache mode`).
+    pub what: &'static str,
+    pub given: String,
+    /// The accepted names, as a phrase (`one of: a, b, c`).
+    pub expected: String,
+}
+
 /// Implements `name()`, `ALL`, `Display`, `FromStr` (with an error listing the names) and the serde string
 /// conversions for an enum of named variants. `$what` names the kind in error messages.
 macro_rules! named_variants {
@@ -21,17 +32,21 @@ macro_rules! named_variants {
         }
 
         impl std::str::FromStr for $ty {
-            type Err = String;
+            type Err = $crate::named::UnknownName;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 $ty::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
                     let names: Vec<_> = $ty::ALL.iter().map(|v| v.name()).collect();
-                    format!(concat!("unknown ", $what, " `{}` (expected one of: {})"), s, names.join(", "))
+                    $crate::named::UnknownName {
+                        what: $what,
+                        given: s.to_string(),
+                        expected: format!("one of: {}", names.join(", ")),
+                    }
                 })
             }
         }
 
         impl TryFrom<String> for $ty {
-            type Error = String;
+            type Error = $crate::named::UnknownName;
             fn try_from(s: String) -> Result<Self, Self::Error> {
                 s.parse()
             }

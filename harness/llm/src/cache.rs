@@ -11,6 +11,7 @@ use crate::history;
 use crate::json::{self, Value};
 use crate::{GenerationParams, LanguageModel, LlmError, LlmRequest, LlmResponse};
 use async_trait::async_trait;
+use compactbench_core::named::UnknownName;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,19 +34,23 @@ pub enum CacheMode {
 }
 
 impl std::str::FromStr for CacheMode {
-    type Err = String;
+    type Err = UnknownName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "read-write" | "rw" => Ok(CacheMode::ReadWrite),
             "replay" => Ok(CacheMode::Replay),
             "off" => Ok(CacheMode::Off),
-            other => Err(format!("unknown cache mode `{other}` (expected read-write, replay or off)")),
+            other => Err(UnknownName {
+                what: "cache mode",
+                given: other.into(),
+                expected: "read-write, replay or off".into(),
+            }),
         }
     }
 }
 
 impl TryFrom<String> for CacheMode {
-    type Error = String;
+    type Error = UnknownName;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         s.parse()
     }

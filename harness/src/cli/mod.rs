@@ -87,10 +87,19 @@ pub fn exit_status(e: &anyhow::Error) -> i32 {
     if let Some(c) = e.downcast_ref::<CliError>() {
         return c.status;
     }
+    let run_error = |r: &RunError| match r {
+        RunError::Io(_) | RunError::Write(_) | RunError::Locked { .. } | RunError::Panicked(_) => EXIT_FAILURE,
+        _ => EXIT_BAD_INPUT,
+    };
     if let Some(r) = e.downcast_ref::<RunError>() {
+        return run_error(r);
+    }
+    if let Some(r) = e.downcast_ref::<crate::report::ReportError>() {
+        use crate::report::ReportError;
         return match r {
-            RunError::Io(_) | RunError::Write(_) | RunError::Locked { .. } | RunError::Panicked(_) => EXIT_FAILURE,
-            _ => EXIT_BAD_INPUT,
+            ReportError::Plan(r) => run_error(r),
+            ReportError::Aggregate { .. } => EXIT_BAD_INPUT,
+            ReportError::Results { .. } | ReportError::Write(_) => EXIT_FAILURE,
         };
     }
     if let Some(l) = e.downcast_ref::<LlmError>() {

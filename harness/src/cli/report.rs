@@ -22,7 +22,7 @@ pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
     for line in stored.problems(&args.run_dir, 50) {
         eprintln!("warning: {line}");
     }
-    let out = report::build(&args.run_dir, args.wide).map_err(CliError::bad_input)?;
+    let out = report::build(&args.run_dir, args.wide)?;
     crate::outln!("{}", out.terminal)?;
     for f in &out.plots.failed {
         eprintln!("warning: {f}");

@@ -153,7 +153,7 @@ pub struct ReplayArgs {
 
 pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     let config = SweepConfig::load(&args.config).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let points = config.points().map_err(CliError::bad_input)?;
+    let points = config.points().map_err(|e| CliError::bad_input(e.to_string()))?;
     let point = match &args.point {
         Some(id) => points.iter().find(|p| &p.id == id),
         None => points.iter().find(|p| p.strategy.kind() == args.strategy),
@@ -213,7 +213,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         b.push_record([
             e.request.to_string(),
             e.turn.to_string(),
-            e.status.clone(),
+            e.status.name().to_string(),
             format!("{} → {}", e.request_tokens_before, e.request_tokens_after),
             format!("{:.1}%", e.reduction * 100.0),
             format!("{}/{}", e.summarized_contents, e.kept_contents),

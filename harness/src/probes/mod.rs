@@ -76,12 +76,13 @@ impl ProbeOrigin {
 }
 
 impl std::str::FromStr for ProbeOrigin {
-    type Err = String;
+    type Err = compactbench_core::named::UnknownName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ProbeOrigin::ALL
-            .into_iter()
-            .find(|o| o.name() == s)
-            .ok_or_else(|| format!("unknown probe source `{s}` (expected auto, manual or llm)"))
+        ProbeOrigin::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| compactbench_core::named::UnknownName {
+            what: "probe source",
+            given: s.into(),
+            expected: "auto, manual or llm".into(),
+        })
     }
 }
 

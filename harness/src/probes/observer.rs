@@ -444,7 +444,10 @@ impl ReplayObserver for ProbeObserver {
                 inj.final_obeyed = treatment == inject::Treatment::Obeyed;
             }
         }
-        let replaced = matches!(event.status.as_str(), "COMPRESSED" | "CONTENT_TRUNCATED");
+        let replaced = matches!(
+            event.status,
+            crate::compress::CompressionStatus::Compressed | crate::compress::CompressionStatus::ContentTruncated
+        );
         self.compressions += replaced as u32;
         let next_action = if self.options.next_action && replaced {
             self.next_action(event.turn, stored, event_index).await

@@ -127,7 +127,7 @@ pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
         Column::new("source".into(), rows.iter().map(|(c, _)| c.source.clone()).collect::<Vec<_>>()),
         Column::new("turn".into(), ev(&|e| e.turn as u64)),
         Column::new("request".into(), ev(&|e| e.request as u64)),
-        Column::new("status".into(), rows.iter().map(|(_, e)| e.status.clone()).collect::<Vec<_>>()),
+        Column::new("status".into(), rows.iter().map(|(_, e)| e.status.name()).collect::<Vec<_>>()),
         Column::new("forced".into(), rows.iter().map(|(_, e)| e.forced).collect::<Vec<_>>()),
         Column::new("request_tokens_before".into(), ev(&|e| e.request_tokens_before)),
         Column::new("request_tokens_after".into(), ev(&|e| e.request_tokens_after)),

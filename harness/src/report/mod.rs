@@ -334,8 +334,15 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
                     c.result
                         .events
                         .iter()
-                        .filter(|e| e.status != "CONTENT_TRUNCATED" || p.strategy.kind() != "observation-masking")
-                        .map(|e| plots::Marker { x: e.request as f64, series: idx, label: e.status.clone() }),
+                        .filter(|e| {
+                            e.status != crate::compress::CompressionStatus::ContentTruncated
+                                || p.strategy.kind() != "observation-masking"
+                        })
+                        .map(|e| plots::Marker {
+                            x: e.request as f64,
+                            series: idx,
+                            label: e.status.name().to_string(),
+                        }),
                 );
             }
         }
@@ -466,20 +473,37 @@ pub struct ReportOutput {
     pub plots: PlotList,
 }
 
+/// Why `report` could not rebuild a run's outputs.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The run directory has no readable plan.
+    #[error(transparent)]
+    Plan(#[from] sweep::runner::RunError),
+    /// The cells could not be turned into tables (a damaged cell that passed the loader's checks).
+    #[error("{}: aggregation: {source}", .run_dir.display())]
+    Aggregate { run_dir: PathBuf, source: polars::error::PolarsError },
+    /// A results file could not be written.
+    #[error("{}: {source}", .path.display())]
+    Results { path: PathBuf, source: polars::error::PolarsError },
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::WriteError),
+}
+
 /// Rebuilds results, plots and `report.md` from a run directory.
-pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, String> {
-    let plan = sweep::runner::load_plan(run_dir).map_err(|e| e.to_string())?;
+pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
+    let plan = sweep::runner::load_plan(run_dir)?;
     let cells = sweep::collect(run_dir, &plan);
-    let mut frames = aggregate::frames(&plan, &cells).map_err(|e| format!("aggregation: {e}"))?;
-    aggregate::write_frames(&mut frames, &run_dir.join("results"))
-        .map_err(|e| format!("{}: {e}", run_dir.display()))?;
-    crate::probes::figures::write_probe_rows(&plan, &cells, &run_dir.join("results"))
-        .map_err(|e| format!("{}: probes.csv: {e}", run_dir.display()))?;
+    let mut frames = aggregate::frames(&plan, &cells)
+        .map_err(|source| ReportError::Aggregate { run_dir: run_dir.to_path_buf(), source })?;
+    let results = run_dir.join("results");
+    aggregate::write_frames(&mut frames, &results)
+        .map_err(|source| ReportError::Results { path: results.clone(), source })?;
+    crate::probes::figures::write_probe_rows(&plan, &cells, &results)
+        .map_err(|source| ReportError::Results { path: results.join("probes.csv"), source })?;
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
     let md = markdown(run_dir, &plan, &cells, &plots, wide);
     let markdown_path = run_dir.join("report.md");
-    crate::fsutil::write_atomic(&markdown_path, md.as_bytes())
-        .map_err(|e| format!("{}: {e}", markdown_path.display()))?;
+    crate::fsutil::write_atomic(&markdown_path, md.as_bytes())?;
     let terminal = format!("{}\n\n{}", headline(&plan, &cells, wide, false), sources_table(&plan, &cells).terminal());
     Ok(ReportOutput { markdown_path, terminal, plots })
 }

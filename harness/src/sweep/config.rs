@@ -2,12 +2,25 @@
 //! Unknown keys and bad values are errors that name the key and the file.
 
 use crate::replay::registry;
-use crate::replay::strategy::{GridContext, Knob};
+use crate::replay::strategy::{GridContext, Knob, StrategyError};
 use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// A key of a sweep config whose value is wrong (the file is added by [`ConfigError`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("key `{key}`: {problem}")]
+pub struct InvalidKey {
+    /// The key's dotted path (`grid.threshold`, `slice.small.conversations`).
+    pub key: String,
+    pub problem: String,
+}
+
+fn invalid(key: impl Into<String>, problem: impl Into<String>) -> InvalidKey {
+    InvalidKey { key: key.into(), problem: problem.into() }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -209,15 +222,15 @@ impl Grid {
     }
 
     /// Every strategy exists and every knob key is declared by a registered strategy, with valid values.
-    fn check(&self, at: &str) -> Result<(), String> {
+    fn check(&self, at: &str) -> Result<(), InvalidKey> {
         for (name, len) in [("strategy", self.strategy.len()), ("summarizer", self.summarizer.len())] {
             if len == 0 {
-                return Err(format!("key `{at}.{name}`: needs at least one value"));
+                return Err(invalid(format!("{at}.{name}"), "needs at least one value"));
             }
         }
         let mut listed = Vec::new();
         for s in &self.strategy {
-            listed.push(registry::find(s).map_err(|e| format!("key `{at}.strategy`: {e}"))?);
+            listed.push(registry::find(s).map_err(|e| invalid(format!("{at}.strategy"), e.to_string()))?);
         }
         let all = registry::registry();
         for (key, value) in self.knob_values() {
@@ -226,7 +239,10 @@ impl Grid {
                 for (k, v) in table {
                     let knob = def.knobs().into_iter().find(|kn| kn.name == k).ok_or_else(|| {
                         let names: Vec<_> = def.knobs().iter().map(|kn| kn.name).collect();
-                        format!("key `{at}.{key}.{k}`: `{key}` has no knob `{k}` (its knobs: {})", names.join(", "))
+                        invalid(
+                            format!("{at}.{key}.{k}"),
+                            format!("`{key}` has no knob `{k}` (its knobs: {})", names.join(", ")),
+                        )
                     })?;
                     check_values(&format!("{at}.{key}.{k}"), &knob, v)?;
                 }
@@ -238,9 +254,12 @@ impl Grid {
                 let mut names: Vec<&str> = all.iter().flat_map(|s| s.knobs()).map(|k| k.name).collect();
                 names.sort_unstable();
                 names.dedup();
-                return Err(format!(
-                    "key `{at}.{key}`: no strategy has a knob `{key}` (knobs: {}; `compactbench strategies` lists them)",
-                    names.join(", ")
+                return Err(invalid(
+                    format!("{at}.{key}"),
+                    format!(
+                        "no strategy has a knob `{key}` (knobs: {}; `compactbench strategies` lists them)",
+                        names.join(", ")
+                    ),
                 ));
             }
             // Checked against the strategies of this grid that read it (another strategy's knob is moot here).
@@ -254,13 +273,13 @@ impl Grid {
     }
 }
 
-fn check_values(at: &str, knob: &Knob, value: &serde_json::Value) -> Result<(), String> {
+fn check_values(at: &str, knob: &Knob, value: &serde_json::Value) -> Result<(), InvalidKey> {
     let values = match value {
-        serde_json::Value::Array(a) if a.is_empty() => return Err(format!("key `{at}`: needs at least one value")),
+        serde_json::Value::Array(a) if a.is_empty() => return Err(invalid(at, "needs at least one value")),
         serde_json::Value::Array(a) => a.clone(),
         other => vec![other.clone()],
     };
-    values.iter().try_for_each(|v| knob.check(v).map_err(|e| format!("key `{at}`: {e}")))
+    values.iter().try_for_each(|v| knob.check(v).map_err(|e| invalid(at, e.to_string())))
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -349,24 +368,24 @@ impl SweepConfig {
     pub fn parse(text: &str, file: &str) -> Result<SweepConfig, ConfigError> {
         let cfg: SweepConfig = toml::from_str(text)
             .map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string().trim().to_string() })?;
-        cfg.validate().map_err(|message| ConfigError::Invalid { file: file.into(), message })?;
+        cfg.validate().map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string() })?;
         if let Some(message) = explicit_empty_axis(text) {
             return Err(ConfigError::Invalid { file: file.into(), message });
         }
         Ok(cfg)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), InvalidKey> {
         if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(format!("key `name`: `{}` must be non-empty letters, digits, `-` or `_`", self.name));
+            return Err(invalid("name", format!("`{}` must be non-empty letters, digits, `-` or `_`", self.name)));
         }
         if self.concurrency == 0 {
-            return Err("key `concurrency`: must be at least 1".into());
+            return Err(invalid("concurrency", "must be at least 1"));
         }
         if self.repeats == 0 {
-            return Err("key `repeats`: must be at least 1".into());
+            return Err(invalid("repeats", "must be at least 1"));
         }
-        self.cost.validate()?;
+        self.cost.validate().map_err(|e| invalid("cost", e.to_string()))?;
         for (key, value) in [
             ("llm.timeout_secs", self.llm.timeout_secs),
             ("llm.deadline_secs", self.llm.deadline_secs),
@@ -375,12 +394,12 @@ impl SweepConfig {
             ("llm.concurrency", self.llm.concurrency as u64),
         ] {
             if value == 0 {
-                return Err(format!("key `{key}`: must be at least 1"));
+                return Err(invalid(key, "must be at least 1"));
             }
         }
         for s in &self.slice {
             if s.conversations == 0 {
-                return Err(format!("key `slice.{}.conversations`: must be at least 1", s.name));
+                return Err(invalid(format!("slice.{}.conversations", s.name), "must be at least 1"));
             }
         }
         let grids = std::iter::once(("grid".to_string(), &self.grid))
@@ -392,7 +411,7 @@ impl SweepConfig {
     }
 
     /// Every config point, main grid first, then each slice; deduplicated, in a stable order.
-    pub fn points(&self) -> Result<Vec<ConfigPoint>, String> {
+    pub fn points(&self) -> Result<Vec<ConfigPoint>, StrategyError> {
         let mut out: Vec<ConfigPoint> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         let grids =
@@ -436,13 +455,18 @@ fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: T
 }
 
 /// A grid's points: for every strategy and window, the strategy's own expansion of its knobs.
-fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfig) -> Result<Vec<ConfigPoint>, String> {
+fn expand(
+    g: &Grid,
+    base: &BaseSettings,
+    replay: &ReplaySettings,
+    llm: &LlmConfig,
+) -> Result<Vec<ConfigPoint>, StrategyError> {
     let limits: Vec<TokenLimit> =
         if g.token_limit.is_empty() { vec![replay.token_limit] } else { g.token_limit.clone() };
     let shared = g.knob_values();
     let mut out = Vec::new();
     for strategy in &g.strategy {
-        let def = registry::find(strategy).map_err(|e| e.to_string())?;
+        let def = registry::find(strategy)?;
         let own = match shared.get(def.name()) {
             Some(serde_json::Value::Object(m)) => Some(m),
             _ => None,
@@ -462,7 +486,7 @@ fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings, llm: &LlmConfi
                 knobs: def.knobs(),
                 uses_llm: def.uses_llm(),
             };
-            for v in def.expand(&ctx).map_err(|e| e.to_string())? {
+            for v in def.expand(&ctx)? {
                 let spec = StrategySpec { name: def.name().to_string(), params: v.params };
                 let mut axes = v.axes;
                 axes.insert("strategy".into(), strategy.clone());

@@ -23,6 +23,9 @@ pub enum RunError {
     /// The sweep config does not expand to a grid.
     #[error("{0}")]
     Config(String),
+    /// A strategy of the grid is unknown or refuses its knob values.
+    #[error(transparent)]
+    Grid(#[from] crate::replay::StrategyError),
     #[error(transparent)]
     Dataset(#[from] datasets::DatasetError),
     #[error(
@@ -187,14 +190,23 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// A `--shard` value that is not `I/N` with 1 ≤ I ≤ N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shard `{given}`: {problem}")]
+pub struct BadShard {
+    pub given: String,
+    pub problem: String,
+}
+
 impl std::str::FromStr for Shard {
-    type Err = String;
+    type Err = BadShard;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (i, n) = s.split_once('/').ok_or_else(|| format!("shard `{s}`: expected I/N, e.g. 2/3"))?;
-        let index: usize = i.parse().map_err(|_| format!("shard `{s}`: `{i}` is not a number"))?;
-        let count: usize = n.parse().map_err(|_| format!("shard `{s}`: `{n}` is not a number"))?;
+        let bad = |problem: String| BadShard { given: s.to_string(), problem };
+        let (i, n) = s.split_once('/').ok_or_else(|| bad("expected I/N, e.g. 2/3".into()))?;
+        let index: usize = i.parse().map_err(|_| bad(format!("`{i}` is not a number")))?;
+        let count: usize = n.parse().map_err(|_| bad(format!("`{n}` is not a number")))?;
         if count == 0 || index == 0 || index > count {
-            return Err(format!("shard `{s}`: need 1 <= I <= N"));
+            return Err(bad("need 1 <= I <= N".into()));
         }
         Ok(Shard { index, count })
     }
@@ -229,7 +241,7 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
         let rel = f.strip_prefix(base_dir).map(Path::to_path_buf).unwrap_or(f.clone());
         conversations.push(PlannedConversation { id, path: rel, source, error });
     }
-    let points = config.points().map_err(RunError::Config)?;
+    let points = config.points()?;
     for s in &config.slice {
         if let Some(source) = &s.source {
             if !conversations.iter().any(|c| &c.source == source) {

@@ -184,7 +184,7 @@ pub fn summarize(plan: &Plan, cells: &[CellResult]) -> Vec<PointSummary> {
             let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
             let mut events_by_status = BTreeMap::new();
             for e in mine.iter().flat_map(|c| &c.result.events) {
-                *events_by_status.entry(e.status.clone()).or_default() += 1;
+                *events_by_status.entry(e.status.name().to_string()).or_default() += 1;
             }
             PointSummary {
                 point: p.id.clone(),

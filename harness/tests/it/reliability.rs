@@ -493,7 +493,14 @@ verification = [false]
     let plan = runner::load_plan(&dir).unwrap();
     let cells = sweep::collect(&dir, &plan);
     assert!(cells.iter().all(|c| c.result.error.is_none()));
-    assert!(cells.iter().any(|c| c.result.events.iter().any(|e| e.status == "COMPRESSED")), "nothing compressed");
+    assert!(
+        cells.iter().any(|c| c
+            .result
+            .events
+            .iter()
+            .any(|e| e.status == compactbench::compress::CompressionStatus::Compressed)),
+        "nothing compressed"
+    );
 
     // The same sweep against the same server with faults off, without a cache: the same cells.
     server.faults.store(false, std::sync::atomic::Ordering::SeqCst);

@@ -71,7 +71,8 @@ async fn reference_replay_of_a_real_trajectory() {
     let r = run(&conv, &gemini(limit, threshold), &settings(limit)).await;
     assert_eq!(r.error, None);
     assert_eq!(r.requests, conv.history.iter().filter(|c| history::is_model(c)).count());
-    let compressed: Vec<_> = r.events.iter().filter(|e| e.status == "COMPRESSED").collect();
+    let compressed: Vec<_> =
+        r.events.iter().filter(|e| e.status == compactbench::compress::CompressionStatus::Compressed).collect();
     assert!(
         compressed.len() >= 2,
         "a 16k-token session in an 8k window compresses repeatedly: {:?}",
@@ -99,7 +100,7 @@ async fn reference_replay_of_a_real_trajectory() {
         "aider_session_timeline",
         r.events
             .iter()
-            .map(|e| (e.turn, e.status.clone(), e.reference_original_tokens, e.reference_new_tokens))
+            .map(|e| (e.turn, e.status, e.reference_original_tokens, e.reference_new_tokens))
             .collect::<Vec<_>>()
     );
 }
@@ -145,7 +146,7 @@ async fn drop_oldest_keeps_the_window_and_cuts_at_user_turns() {
     let r = run(&conv, &spec, &settings(8192)).await;
     assert!(!r.events.is_empty());
     for e in &r.events {
-        assert_eq!(e.status, "COMPRESSED");
+        assert_eq!(e.status, compactbench::compress::CompressionStatus::Compressed);
         assert!(e.reference_new_tokens as f64 <= 0.3 * 8192.0 + 1.0, "{e:?}");
     }
 }

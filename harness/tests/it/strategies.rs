@@ -180,7 +180,10 @@ fn the_python_example_compresses_through_the_harness_model_layer() {
         cells.iter().map(|c| &c.result.error).collect::<Vec<_>>()
     );
     let events: Vec<_> = cells.iter().flat_map(|c| &c.result.events).collect();
-    assert!(events.iter().any(|e| e.status == "COMPRESSED"), "no compression event");
+    assert!(
+        events.iter().any(|e| e.status == compactbench::compress::CompressionStatus::Compressed),
+        "no compression event"
+    );
     // The program's summary request went through the harness: recorded as a summarizer call.
     assert!(events.iter().all(|e| e.summarizer_calls == 1 && e.summarizer_input_tokens > 0));
     assert!(events.iter().all(|e| e.final_summary.as_deref().is_some_and(|s| s.contains("<state_snapshot>"))));
@@ -226,8 +229,14 @@ async fn every_other_system_compresses_a_shipped_conversation() {
         let settings = compactbench::replay::ReplaySettings { token_limit: p.token_limit, ..config.replay.clone() };
         let r = replay_spec(input, &p.strategy, &settings, &ExtractiveModel::new(), &mut NoObserver).await;
         assert_eq!(r.error, None, "{}", p.strategy.kind());
-        let compressions =
-            r.events.iter().filter(|e| e.status == "COMPRESSED" || e.status == "CONTENT_TRUNCATED").count();
+        let compressions = r
+            .events
+            .iter()
+            .filter(|e| {
+                e.status == compactbench::compress::CompressionStatus::Compressed
+                    || e.status == compactbench::compress::CompressionStatus::ContentTruncated
+            })
+            .count();
         assert!(
             compressions >= 1,
             "{} {:?}: {:?} ({} contents)",

@@ -24,7 +24,7 @@ pub use truncate::{
 };
 
 /// `CompressionStatus`, with the reference's numeric values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CompressionStatus {
     Compressed = 1,
@@ -34,6 +34,7 @@ pub enum CompressionStatus {
     FailedTokenCountError = 3,
     #[serde(rename = "COMPRESSION_FAILED_EMPTY_SUMMARY")]
     FailedEmptySummary = 4,
+    #[default]
     Noop = 5,
     ContentTruncated = 6,
 }

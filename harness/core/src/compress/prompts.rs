@@ -23,6 +23,9 @@ pub enum PromptError {
     Unknown(String, String),
     #[error("prompt `{file}` has no section `{section}` (sections: {available})")]
     MissingSection { file: String, section: String, available: String },
+    /// Configs name prompts, never paths (a path would read files outside the prompt directory).
+    #[error("`{0}`: expected a version (v0…v5) or FILE:SECTION naming a prompt of configs/prompts, not a path")]
+    IsAPath(String),
 }
 
 impl PromptFile {

@@ -1,5 +1,6 @@
 //! Per-event and per-conversation figures recorded by a replay.
 
+use crate::compress::CompressionStatus;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -30,7 +31,7 @@ pub struct CompressionEvent {
     /// Ordinal of the request in the replay.
     pub request: usize,
     pub forced: bool,
-    pub status: String,
+    pub status: CompressionStatus,
     pub status_code: u8,
     /// The strategy's own figures: the reference's `originalTokenCount` (the last prompt count it was given)
     /// and `newTokenCount` (its heuristic of the new history, without system prompt or tools).
@@ -133,7 +134,7 @@ impl ConversationResult {
 
     /// Events the strategy reported as COMPRESSED.
     pub fn compressed_events(&self) -> u64 {
-        self.events.iter().filter(|e| e.status == "COMPRESSED").count() as u64
+        self.events.iter().filter(|e| e.status == CompressionStatus::Compressed).count() as u64
     }
 }
 

@@ -694,7 +694,7 @@ fn build_event(
         turn,
         request,
         forced,
-        status: status.name().to_string(),
+        status,
         status_code: status.code(),
         reference_original_tokens: info.original_token_count,
         reference_new_tokens: info.new_token_count,

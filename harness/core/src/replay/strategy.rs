@@ -192,8 +192,25 @@ pub struct Knob {
     check: KnobCheck,
 }
 
-/// Checks one knob value, with a message saying what is wrong.
-type KnobCheck = Arc<dyn Fn(&Json) -> Result<(), String> + Send + Sync>;
+/// Checks one knob value, with an error saying what is wrong.
+type KnobCheck = Arc<dyn Fn(&Json) -> Result<(), BadValue> + Send + Sync>;
+
+/// Why a value does not fit a knob.
+#[derive(Debug, thiserror::Error)]
+pub enum BadValue {
+    /// Of the wrong type or outside the knob's range (`1.5 is not in (0, 1]`).
+    #[error("{value} {problem}")]
+    Out { value: String, problem: String },
+    /// Refused by the knob's own check (an unknown prompt, a path).
+    #[error(transparent)]
+    Refused(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl BadValue {
+    fn out(v: &Json, problem: impl Into<String>) -> BadValue {
+        BadValue::Out { value: label(v), problem: problem.into() }
+    }
+}
 
 impl std::fmt::Debug for Knob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -233,7 +250,7 @@ impl Knob {
         );
         let shown = range.clone();
         let check = move |v: &Json| {
-            let x = v.as_f64().ok_or_else(|| format!("{} is not a number", label(v)))?;
+            let x = v.as_f64().ok_or_else(|| BadValue::out(v, "is not a number"))?;
             let ok_lo = match lo {
                 Bound::Open(l) => x > l,
                 Bound::Closed(l) => x >= l,
@@ -247,7 +264,7 @@ impl Knob {
             if ok_lo && ok_hi {
                 Ok(())
             } else {
-                Err(format!("{} is not in {shown}", label(v)))
+                Err(BadValue::out(v, format!("is not in {shown}")))
             }
         };
         Knob { name, kind: "number", default: Json::from(default), range, help, check: Arc::new(check) }
@@ -257,8 +274,8 @@ impl Knob {
     pub fn integer(name: &'static str, default: i64, min: i64, help: &'static str) -> Knob {
         let check = move |v: &Json| match v.as_i64() {
             Some(x) if x >= min => Ok(()),
-            Some(_) => Err(format!("{} is less than {min}", label(v))),
-            None => Err(format!("{} is not a whole number", label(v))),
+            Some(_) => Err(BadValue::out(v, format!("is less than {min}"))),
+            None => Err(BadValue::out(v, "is not a whole number")),
         };
         Knob {
             name,
@@ -271,7 +288,7 @@ impl Knob {
     }
 
     pub fn boolean(name: &'static str, default: bool, help: &'static str) -> Knob {
-        let check = |v: &Json| if v.is_boolean() { Ok(()) } else { Err(format!("{} is not true or false", label(v))) };
+        let check = |v: &Json| if v.is_boolean() { Ok(()) } else { Err(BadValue::out(v, "is not true or false")) };
         Knob {
             name,
             kind: "bool",
@@ -289,7 +306,8 @@ impl Knob {
         values: &[&str],
         help: &'static str,
     ) -> Knob {
-        let check = |v: &Json| serde_json::from_value::<T>(v.clone()).map(|_| ()).map_err(|e| e.to_string());
+        let check =
+            |v: &Json| serde_json::from_value::<T>(v.clone()).map(|_| ()).map_err(|e| BadValue::Refused(Box::new(e)));
         Knob {
             name,
             kind: "enum",
@@ -301,22 +319,22 @@ impl Knob {
     }
 
     /// A string, checked by `check`.
-    pub fn text(
+    pub fn text<E: std::error::Error + Send + Sync + 'static>(
         name: &'static str,
         default: &str,
         range: &str,
         help: &'static str,
-        check: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static,
+        check: impl Fn(&str) -> Result<(), E> + Send + Sync + 'static,
     ) -> Knob {
         let check = move |v: &Json| match v.as_str() {
-            Some(s) => check(s),
-            None => Err(format!("{} is not a string", label(v))),
+            Some(s) => check(s).map_err(|e| BadValue::Refused(Box::new(e))),
+            None => Err(BadValue::out(v, "is not a string")),
         };
         Knob { name, kind: "string", default: Json::from(default), range: range.into(), help, check: Arc::new(check) }
     }
 
     /// Checks one value of this knob.
-    pub fn check(&self, v: &Json) -> Result<(), String> {
+    pub fn check(&self, v: &Json) -> Result<(), BadValue> {
         (self.check)(v)
     }
 }
@@ -325,17 +343,15 @@ impl Knob {
 pub fn prompt_knob(name: &'static str, default: &str, help: &'static str) -> Knob {
     Knob::text(name, default, "FILE:SECTION", help, |s| {
         refuse_prompt_path(s)?;
-        prompt_section(s).map(|_| ()).map_err(|e| e.to_string())
+        prompt_section(s).map(|_| ())
     })
 }
 
 /// Sweep configs name prompts of `configs/prompts/` by version or `FILE:SECTION`, never by a path: a path
 /// (`../../x:y`) would read files outside the prompt directory into requests and recordings.
-pub fn refuse_prompt_path(spec: &str) -> Result<(), String> {
+pub fn refuse_prompt_path(spec: &str) -> Result<(), crate::compress::prompts::PromptError> {
     if spec.contains(['/', '\\']) || spec.contains("..") || spec.starts_with('~') {
-        return Err(format!(
-            "`{spec}`: expected a version (v0…v5) or FILE:SECTION naming a prompt of configs/prompts, not a path"
-        ));
+        return Err(crate::compress::prompts::PromptError::IsAPath(spec.into()));
     }
     Ok(())
 }
@@ -448,7 +464,7 @@ impl GridContext<'_> {
             knob.check(v).map_err(|message| StrategyError::Knob {
                 strategy: self.strategy.into(),
                 knob: name.into(),
-                message,
+                message: message.to_string(),
             })?;
         }
         Ok(values)
@@ -583,7 +599,7 @@ mod tests {
         let k = Knob::number("threshold", 0.5, Bound::Open(0.0), Bound::Closed(1.0), "");
         assert_eq!(k.range, "(0, 1]");
         assert!(k.check(&Json::from(1.0)).is_ok());
-        assert_eq!(k.check(&Json::from(1.5)).unwrap_err(), "1.5 is not in (0, 1]");
+        assert_eq!(k.check(&Json::from(1.5)).unwrap_err().to_string(), "1.5 is not in (0, 1]");
         assert!(k.check(&Json::from("x")).is_err());
     }
 }

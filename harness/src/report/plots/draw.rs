@@ -25,27 +25,27 @@ pub trait Figure {
 /// Draws `fig` as SVG and PNG into `<dir>/<name>.{svg,png}`.
 pub fn render(dir: &Path, name: &str, fig: &impl Figure) -> Result<PlotFiles, PlotError> {
     let err = |message: String| PlotError { name: name.into(), message };
-    style::ensure_font().map_err(err)?;
+    style::ensure_font().map_err(|e| err(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| err(format!("creating {}: {e}", dir.display())))?;
     let png = dir.join(format!("{name}.png"));
     let svg = dir.join(format!("{name}.svg"));
-    let drawn = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<String, String> {
+    let drawn = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<String, PlotError> {
         let mut svg_text = String::new();
         {
             let root = SVGBackend::with_string(&mut svg_text, PLOT_SIZE).into_drawing_area();
-            fig.draw(&root).map_err(|e| format!("drawing the SVG: {e}"))?;
-            root.present().map_err(|e| format!("writing the SVG: {e}"))?;
+            fig.draw(&root).map_err(|e| err(format!("drawing the SVG: {e}")))?;
+            root.present().map_err(|e| err(format!("writing the SVG: {e}")))?;
         }
         {
             let root = BitMapBackend::new(&png, PLOT_SIZE).into_drawing_area();
-            fig.draw(&root).map_err(|e| format!("drawing the PNG: {e}"))?;
-            root.present().map_err(|e| format!("writing {}: {e}", png.display()))?;
+            fig.draw(&root).map_err(|e| err(format!("drawing the PNG: {e}")))?;
+            root.present().map_err(|e| err(format!("writing {}: {e}", png.display())))?;
         }
         Ok(svg_text)
     }));
     let svg_text = match drawn {
         Ok(Ok(text)) => text,
-        Ok(Err(message)) => return Err(err(message)),
+        Ok(Err(e)) => return Err(e),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()

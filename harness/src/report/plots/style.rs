@@ -11,17 +11,20 @@ static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 /// generic names, so a default style can never miss it).
 pub const FAMILY: &str = "sans-serif";
 
+/// The embedded font did not parse (a broken build, not bad input).
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error("the embedded font could not be parsed")]
+pub struct FontError;
+
 /// Registers the embedded font with plotters once per process.
-pub fn ensure_font() -> Result<(), String> {
-    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
+pub fn ensure_font() -> Result<(), FontError> {
+    static DONE: OnceLock<Result<(), FontError>> = OnceLock::new();
+    *DONE.get_or_init(|| {
         for family in [FAMILY, "serif", "monospace"] {
-            plotters::style::register_font(family, FontStyle::Normal, FONT)
-                .map_err(|_| "the embedded font could not be parsed".to_string())?;
+            plotters::style::register_font(family, FontStyle::Normal, FONT).map_err(|_| FontError)?;
         }
         Ok(())
     })
-    .clone()
 }
 
 // Font sizes as plotters takes them (it draws glyphs at size / 1.24 pixels per em).

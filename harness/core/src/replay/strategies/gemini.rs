@@ -130,7 +130,7 @@ impl Strategy for Gemini {
             ),
             Knob::text("prompt", "v5", "v0…v5 | FILE:SECTION", "prompt version or another system's prompt", |s| {
                 crate::replay::strategy::refuse_prompt_path(s)?;
-                CompressionPrompts::from_spec(s).map(|_| ()).map_err(|e| e.to_string())
+                CompressionPrompts::from_spec(s).map(|_| ())
             }),
             Knob::boolean("verification", true, "second \"critically evaluate\" pass (moot without one)"),
             Knob::choice("split", SplitVariant::Current, &refs(&split), "split-point variant"),
