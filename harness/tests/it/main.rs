@@ -1,5 +1,6 @@
 //! One integration-test binary (faster to link than one per file), a module per area.
 
+mod architecture;
 mod cli;
 mod golden;
 mod probes;
