@@ -581,13 +581,8 @@ pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Stri
     if figs.iter().all(|(_, f)| f.is_none()) {
         return String::new();
     }
-    let label = |id: &str| {
-        plan.points
-            .iter()
-            .find(|p| p.id == id)
-            .map(crate::sweep::ConfigPoint::short_label)
-            .unwrap_or_else(|| id.to_string())
-    };
+    // Points by their number (`#` of the headline table): one short key keeps every table narrow.
+    let label = |id: &str| plan.point_number(id).map(|n| n.to_string()).unwrap_or_else(|| id.to_string());
     let mut md = String::from("## Probes\n\n");
     md.push_str(&format!(
         "*Early-only retention*: share of each conversation's early-only probes (gold only before the final stretch \
@@ -597,27 +592,36 @@ pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Stri
          unconditional, at the end. *Retrieval accuracy*: the `extractive` answerer's passage contains a gold. \
          *Verification gain*: retained with the verified minus the first-pass summary, over probes at verified \
          compressions. Pooled rates, n = probes (or probe × compression pairs), 95 % bootstrap intervals over \
-         conversations.\n\n",
+         conversations. Points are numbered as in the headline table.\n\n",
         FINAL_STRETCH_SHARE * 100.0
     ));
-    md.push_str("| point | early-only retention | at-risk retention | retention (end) | retrieval accuracy | verification gain |\n|---|---|---|---|---|---|\n");
+    md.push_str("| # | early-only retention ↑ | at-risk retention ↑ | retention (end) ↑ |\n|---|---|---|---|\n");
     for (id, f) in &figs {
         let Some(f) = f else { continue };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             label(id),
             fmt_rate(&f.early_only_retention),
             fmt_rate(&f.at_risk_retention),
             fmt_rate(&f.retention),
+        );
+    }
+    md.push_str("\n| # | retrieval accuracy ↑ | verification gain ↑ |\n|---|---|---|\n");
+    for (id, f) in &figs {
+        let Some(f) = f else { continue };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} |",
+            label(id),
             fmt_rate(&f.retrieval_accuracy),
-            fmt_gain(&f.verification_retention_gain),
+            fmt_gain(&f.verification_retention_gain)
         );
     }
     md.push_str(&comparisons(plan, &figs));
     for by in ["source", "kind", "origin", "ordinal"] {
         let _ = writeln!(md, "\n### By {by}\n");
-        md.push_str("| point | figure | value | rate |\n|---|---|---|---|\n");
+        md.push_str("| # | figure | value | rate |\n|---|---|---|---|\n");
         for (id, f) in &figs {
             let Some(f) = f else { continue };
             for b in f.breakdown.iter().filter(|b| b.by == by) {

@@ -86,9 +86,19 @@ pub fn headline(plan: &Plan, cells: &[CellResult], wide: bool, markdown: bool) -
     table(&summaries, TableOptions { wide, intervals: true, markdown })
 }
 
-/// Paired comparisons: each point's difference from `none` and from the reference point, per conversation,
-/// over `source`'s conversations (all when `None`).
-pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>) -> Table {
+/// What a paired comparison subtracts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Against {
+    /// The `none` point of the same window.
+    NoCompression,
+    /// The reference's default point.
+    Reference,
+}
+
+/// Paired comparisons: each point's difference from `none` or from the reference point, per conversation,
+/// over `source`'s conversations (all when `None`). Points are named by their number (`#`, as in the
+/// headline table), so the table fits 120 columns.
+pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, against: Against) -> Table {
     let mine: Vec<&CellResult> = cells.iter().filter(|c| source.is_none_or(|s| c.source == s)).collect();
     let parts_of = |p: &ConfigPoint| {
         metrics::point_parts(
@@ -100,12 +110,9 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>) -> T
     let reference_parts = reference.map(parts_of);
     let compared: Vec<&metrics::Metric> =
         ["cost_vs_none", "cached_cost_vs_none", "retention"].iter().filter_map(|m| metrics::metric(m)).collect();
-    let mut header = vec!["#".to_string(), "configuration".to_string(), "convs".to_string()];
+    let mut header = vec!["#".to_string(), "strategy".to_string(), "convs".to_string()];
     for m in &compared {
-        header.push(format!("Δ {} vs none (pp)", m.title()));
-    }
-    for m in &compared {
-        header.push(format!("Δ {} vs ref. (pp)", m.title()));
+        header.push(format!("Δ {}", m.title()));
     }
     let mut rows = Vec::new();
     for (i, p) in plan.points.iter().enumerate() {
@@ -114,14 +121,14 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>) -> T
         if convs == 0 {
             continue;
         }
-        let none_parts = aggregate::none_point(plan, p).map(parts_of);
-        let mut row = vec![(i + 1).to_string(), p.short_label(), convs.to_string()];
-        for against in [&none_parts, &reference_parts] {
-            for m in &compared {
-                let d =
-                    against.as_ref().and_then(|a| metrics::paired_difference(m, parts.get(m.name)?, a.get(m.name)?));
-                row.push(pp_ci(d));
-            }
+        let base = match against {
+            Against::NoCompression => aggregate::none_point(plan, p).map(parts_of),
+            Against::Reference => reference_parts.clone(),
+        };
+        let mut row = vec![(i + 1).to_string(), p.strategy.kind().to_string(), convs.to_string()];
+        for m in &compared {
+            let d = base.as_ref().and_then(|a| metrics::paired_difference(m, parts.get(m.name)?, a.get(m.name)?));
+            row.push(pp_ci(d));
         }
         rows.push(row);
     }
@@ -543,16 +550,22 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
         plan.replay.tokenizer.name()
     );
     md.push_str(&headline(plan, cells, wide, true));
-    md.push_str("\n\n## Comparisons\n\nEach configuration minus `none` and minus the reference point (`");
-    md.push_str(&aggregate::reference_point(plan).map(ConfigPoint::short_label).unwrap_or_default());
-    md.push_str(
-        "`), paired per conversation, in percentage points with bootstrap 95 % intervals.\n\n### All sources\n\n",
+    let reference = aggregate::reference_point(plan);
+    let _ = write!(
+        md,
+        "\n\n## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none` of the same window, then minus the reference point (#{} `{}`), paired per conversation: differences in percentage points with bootstrap 95 % intervals.\n\n### All sources\n\n",
+        reference.and_then(|r| plan.point_number(&r.id)).map(|n| n.to_string()).unwrap_or_default(),
+        reference.map(ConfigPoint::short_label).unwrap_or_default()
     );
-    md.push_str(&comparisons(plan, cells, None).markdown());
     let sources: BTreeSet<&str> = cells.iter().map(|c| c.source.as_str()).filter(|s| !s.is_empty()).collect();
-    for s in sources {
-        let _ = write!(md, "\n\n### {s}\n\n");
-        md.push_str(&comparisons(plan, cells, Some(s)).markdown());
+    for source in std::iter::once(None).chain(sources.into_iter().map(Some)) {
+        if let Some(s) = source {
+            let _ = write!(md, "\n\n### {s}\n\n");
+        }
+        md.push_str("Against `none`:\n\n");
+        md.push_str(&comparisons(plan, cells, source, Against::NoCompression).markdown());
+        md.push_str("\n\nAgainst the reference point:\n\n");
+        md.push_str(&comparisons(plan, cells, source, Against::Reference).markdown());
     }
     md.push_str("\n\n## Sources under the reference point\n\n");
     md.push_str("Unsplittable: the recorded history has no split candidate (a user turn without function responses) after its first Content. *Trigger count*: what the trigger saw as the last prompt count.\n\n");
@@ -606,24 +619,52 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
     let _ = writeln!(md, "Replay settings:\n\n```json\n{replay}\n```\n");
     let cost = serde_json::to_string_pretty(&plan.cost).unwrap_or_default();
     let _ = writeln!(md, "Prices (USD per million tokens):\n\n```json\n{cost}\n```\n");
-    let mut cfg =
-        Table { header: ["#", "point", "strategy", "summarizer", "axes"].map(String::from).to_vec(), rows: Vec::new() };
-    for (i, p) in plan.points.iter().enumerate() {
-        let axes: Vec<String> = p
-            .axes
-            .iter()
-            .filter(|(k, _)| *k != "strategy" && *k != "summarizer")
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        cfg.rows.push(vec![
-            (i + 1).to_string(),
-            p.id.clone(),
-            p.strategy.kind().into(),
-            p.summarizer.clone().unwrap_or_else(|| "–".into()),
-            axes.join(", "),
-        ]);
+    // One key table for the main grid and one per slice, each with the axes that vary in it (a slice's
+    // points show every axis that varies anywhere in the plan).
+    let all_varying = varying_axes(&plan.points.iter().collect::<Vec<_>>());
+    let mut slices: Vec<Option<&str>> = vec![None];
+    for p in &plan.points {
+        if p.slice.is_some() && !slices.contains(&p.slice.as_deref()) {
+            slices.push(p.slice.as_deref());
+        }
     }
-    md.push_str(&cfg.markdown());
-    md.push_str("\n\nResults: `results/{events,conversations,points}.{parquet,csv,json}`, `results/probes.{csv,parquet}`; raw cells: `cells/`.\n");
+    for slice in slices {
+        let group: Vec<(usize, &ConfigPoint)> = plan
+            .points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.slice.as_deref() == slice)
+            .map(|(i, p)| (i + 1, p))
+            .collect();
+        let varying = match slice {
+            None => varying_axes(&group.iter().map(|(_, p)| *p).collect::<Vec<_>>()),
+            Some(name) => {
+                let _ = writeln!(md, "Slice `{name}`:\n");
+                all_varying.clone()
+            }
+        };
+        let mut cfg = Table {
+            header: ["#", "point", "strategy", "summarizer", "axes that vary"].map(String::from).to_vec(),
+            rows: Vec::new(),
+        };
+        for (number, p) in group {
+            let axes: Vec<String> = p
+                .axes
+                .iter()
+                .filter(|(k, _)| varying.contains(k))
+                .map(|(k, v)| format!("{}={v}", crate::sweep::summary::axis_header(k)))
+                .collect();
+            cfg.rows.push(vec![
+                number.to_string(),
+                p.id.clone(),
+                p.strategy.kind().into(),
+                p.summarizer.clone().unwrap_or_else(|| "–".into()),
+                axes.join(" "),
+            ]);
+        }
+        md.push_str(&cfg.markdown());
+        md.push_str("\n\n");
+    }
+    md.push_str("Results: `results/{events,conversations,points}.{parquet,csv,json}`, `results/probes.{csv,parquet}`; raw cells: `cells/`.\n");
     md
 }

@@ -127,6 +127,12 @@ pub struct CellResult {
 }
 
 impl Plan {
+    /// A point's number in reports (1-based, in plan order): the `#` by which every table of a report names
+    /// its points.
+    pub fn point_number(&self, id: &str) -> Option<usize> {
+        self.points.iter().position(|p| p.id == id).map(|i| i + 1)
+    }
+
     /// The number of cells, computed without listing them.
     pub fn cell_count(&self) -> u128 {
         self.points

@@ -242,7 +242,7 @@ const DEFAULT_COLUMNS: [(&str, u8); 14] = [
 ];
 
 /// Short names of axes for table headers.
-fn axis_header(axis: &str) -> &str {
+pub fn axis_header(axis: &str) -> &str {
     match axis {
         "threshold" => "thr",
         "preserve_fraction" => "keep",
@@ -340,10 +340,48 @@ fn fit(header: Vec<String>, rows: Vec<Vec<String>>, priority: Vec<u8>, markdown:
 
 /// The summary table: the axes that vary (constant ones in a line above), then the figures, headers with
 /// their better direction; event-level means say over how many events. Fits 120 columns unless `wide`.
+/// Slices get tables of their own: their points cover other conversations, so their rows do not compare
+/// with the main grid's.
 pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
-    let (varying, constant) = split_axes(summaries);
-    let summarizer_varies =
-        summaries.iter().map(|s| &s.summarizer).collect::<std::collections::BTreeSet<_>>().len() > 1;
+    // Numbered in plan order, before grouping: the `#` other tables of a report key points by.
+    let mut groups: BTreeMap<Option<&str>, Vec<(usize, PointSummary)>> = BTreeMap::new();
+    for (i, s) in summaries.iter().enumerate() {
+        groups.entry(s.slice.as_deref()).or_default().push((i + 1, s.clone()));
+    }
+    let sep = if opts.markdown { "\n\n" } else { "\n" };
+    let mut parts = Vec::new();
+    for (slice, group) in &groups {
+        let mut part = String::new();
+        if let Some(name) = slice {
+            let n = group.iter().map(|(_, s)| s.conversations).max().unwrap_or(0);
+            part.push_str(&wrap(&format!(
+                "Slice `{name}` ({n} conversation(s) of its own: not comparable with the rows of the main grid):"
+            )));
+            part.push_str(sep);
+        }
+        part.push_str(&group_table(group, opts));
+        parts.push(part);
+    }
+    parts.join(sep)
+}
+
+/// Summarizers of the points that have one (`-` marks a strategy without).
+fn summarizers(summaries: &[PointSummary]) -> std::collections::BTreeSet<&str> {
+    summaries.iter().map(|s| s.summarizer.as_str()).filter(|s| *s != "-").collect()
+}
+
+fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String {
+    let summaries: Vec<PointSummary> = numbered.iter().map(|(_, s)| s.clone()).collect();
+    let summaries = summaries.as_slice();
+    let (varying, mut constant) = split_axes(summaries);
+    let summarizer_varies = summarizers(summaries).len() > 1;
+    if let (false, Some(only)) = (summarizer_varies, summarizers(summaries).first()) {
+        constant = if constant.is_empty() {
+            format!("Same for every point (where it applies): summarizer={only}.")
+        } else {
+            constant.replacen(": ", &format!(": summarizer={only}, "), 1)
+        };
+    }
     let metrics: Vec<&crate::metrics::Metric> = if opts.wide {
         crate::metrics::METRICS.iter().collect()
     } else {
@@ -351,8 +389,8 @@ pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
     };
     let metrics: Vec<&crate::metrics::Metric> =
         metrics.into_iter().filter(|m| summaries.iter().any(|s| s.figures.contains_key(m.name))).collect();
-    let mut header: Vec<String> = vec!["strategy".into()];
-    let mut priority: Vec<u8> = vec![0];
+    let mut header: Vec<String> = vec!["#".into(), "strategy".into()];
+    let mut priority: Vec<u8> = vec![0, 0];
     if summarizer_varies {
         header.push("summarizer".into());
         priority.push(0);
@@ -367,13 +405,10 @@ pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
         header.push(m.title());
         priority.push(DEFAULT_COLUMNS.iter().find(|(n, _)| *n == m.name).map_or(6, |(_, p)| *p));
     }
-    let rows: Vec<Vec<String>> = summaries
+    let rows: Vec<Vec<String>> = numbered
         .iter()
-        .map(|s| {
-            let mut row = vec![match &s.slice {
-                Some(sl) => format!("{} [{sl}]", s.strategy),
-                None => s.strategy.clone(),
-            }];
+        .map(|(number, s)| {
+            let mut row = vec![number.to_string(), s.strategy.clone()];
             if summarizer_varies {
                 row.push(s.summarizer.clone());
             }
@@ -405,7 +440,7 @@ pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
     out.push_str(&wrap(&format!("{}.", notes.join("; "))));
     if summaries.iter().any(|s| s.probes.is_some()) {
         out.push_str(if opts.markdown { "\n\n" } else { "\n" });
-        out.push_str(&kind_table(summaries, &varying, opts));
+        out.push_str(&kind_table(numbered, opts));
     }
     out
 }
@@ -414,20 +449,20 @@ fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "-".into())
 }
 
-/// Probe figures per point and kind: retention at the end / over events, answer containment, F1.
-fn kind_table(summaries: &[PointSummary], varying: &[String], opts: TableOptions) -> String {
-    let mut header: Vec<String> = vec!["strategy".into(), "summarizer".into()];
-    header.extend(varying.iter().map(|a| axis_header(a).to_string()));
+/// Probe figures per point and kind: retention at the end / over events, answer containment, F1, judge.
+/// Points are keyed by `#` (their settings are in the table above). Figure columns without a value anywhere
+/// are left out; the rightmost go first when the table is too wide.
+fn kind_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String {
+    let mut header: Vec<String> = vec!["#".into(), "strategy".into()];
+    let fixed = header.len() + 2;
     header.extend(
-        ["kind", "probes", "retained (end) ↑", "retained (events) ↑", "accuracy ↑", "F1 ↑", "judge ↑"]
-            .map(String::from),
+        ["kind", "probes", "kept (end) ↑", "kept (events) ↑", "accuracy ↑", "F1 ↑", "judge ↑"].map(String::from),
     );
     let mut rows = Vec::new();
-    for s in summaries {
+    for (number, s) in numbered {
         let Some(p) = &s.probes else { continue };
         for (kind, f) in p.by_kind.iter().chain(std::iter::once((&"all".to_string(), &p.all))) {
-            let mut row = vec![s.strategy.clone(), s.summarizer.clone()];
-            row.extend(varying.iter().map(|a| s.axes.get(a).cloned().unwrap_or_else(|| "-".into())));
+            let mut row = vec![number.to_string(), s.strategy.clone()];
             row.extend([
                 kind.clone(),
                 f.probes.to_string(),
@@ -440,7 +475,56 @@ fn kind_table(summaries: &[PointSummary], varying: &[String], opts: TableOptions
             rows.push(row);
         }
     }
-    let n = header.len();
-    let priority = (0..n).map(|i| if i == 1 { 1 } else { 0 }).collect();
-    fit(header, rows, priority, opts.markdown, opts.wide).0
+    // Figure columns that hold no value at all (no judge configured) say nothing.
+    let empty: Vec<usize> = (fixed..header.len()).filter(|&i| rows.iter().all(|r| r[i] == "-")).collect();
+    let drop_cols = |v: &mut Vec<String>| {
+        for &i in empty.iter().rev() {
+            v.remove(i);
+        }
+    };
+    drop_cols(&mut header);
+    rows.iter_mut().for_each(drop_cols);
+    // Retention at the end is kept; the other figures give way from the right.
+    let priority = (0..header.len()).map(|i| if i > fixed { (i - fixed) as u8 } else { 0 }).collect();
+    let (text, dropped) = fit(header, rows, priority, opts.markdown, opts.wide);
+    if dropped > 0 {
+        format!("{text}{}{dropped} more columns with --wide.", if opts.markdown { "\n\n" } else { "\n" })
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(strategy: &str, summarizer: &str, slice: Option<&str>, threshold: &str) -> PointSummary {
+        PointSummary {
+            point: format!("{strategy}-{threshold}"),
+            strategy: strategy.into(),
+            summarizer: summarizer.into(),
+            axes: [("threshold".to_string(), threshold.to_string())].into_iter().collect(),
+            slice: slice.map(String::from),
+            conversations: if slice.is_some() { 1 } else { 9 },
+            figures: [("cost_vs_none".to_string(), 0.9)].into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Slice points (other conversations) get their own table; a summarizer shared by every point that has
+    /// one moves to the constants line; points keep their plan numbers across tables.
+    #[test]
+    fn slices_get_their_own_table_and_points_keep_their_numbers() {
+        let summaries = [
+            point("gemini", "extractive", None, "0.5"),
+            point("none", "-", None, "0.7"),
+            point("gemini", "local:smollm2-135m", Some("small"), "0.9"),
+        ];
+        let text = table(&summaries, TableOptions { markdown: true, ..Default::default() });
+        let (main, slice) = text.split_once("Slice `small` (1 conversation(s)").expect("a slice table");
+        assert!(main.contains("summarizer=extractive") && !main.contains("| summarizer"), "{main}");
+        assert!(main.contains("| 1 | gemini") && main.contains("| 2 | none"), "{main}");
+        assert!(slice.contains("| 3 | gemini") && !slice.contains("| 1 | gemini"), "{slice}");
+        assert!(text.lines().all(|l| l.chars().count() <= TABLE_WIDTH), "{text}");
+    }
 }

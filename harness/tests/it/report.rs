@@ -161,6 +161,9 @@ fn report_rebuilds_results_and_markdown() {
     let terminal = report::headline(&plan, &cells, false, false);
     insta::assert_snapshot!("headline_terminal", terminal);
     assert!(terminal.lines().all(|l| l.chars().count() <= 120), "{terminal}");
+    // Every Markdown table fits 120 columns too (points are keyed by `#`, slices get tables of their own).
+    let wide: Vec<&str> = md.lines().filter(|l| l.starts_with('|') && l.chars().count() > 120).collect();
+    assert!(wide.is_empty(), "table lines wider than 120 columns: {wide:#?}");
     assert!(md.contains(&report::cell_count(&plan, &cells)));
     assert!(md.starts_with("# compactbench report: gate-test"));
     assert!(md.contains("## Headline") && md.contains("## Corpus") && md.contains("## Configuration"));
