@@ -12,7 +12,10 @@ pub struct UnknownName {
 }
 
 /// Implements `name()`, `ALL`, `Display`, `FromStr` (with an error listing the names) and the serde string
-/// conversions for an enum of named variants. `$what` names the kind in error messages.
+/// conversions for an enum of named variants (declared `#[serde(try_from = "String", into = "String")]`).
+/// `$what` names the kind in error messages. Every enum whose values are written in configs, files or on
+/// the command line is named this way, in every crate.
+#[macro_export]
 macro_rules! named_variants {
     ($ty:ident, $what:literal, { $($variant:ident => $name:literal),+ $(,)? }) => {
         impl $ty {
@@ -59,5 +62,3 @@ macro_rules! named_variants {
         }
     };
 }
-
-pub(crate) use named_variants;

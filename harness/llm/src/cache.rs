@@ -11,7 +11,6 @@ use crate::history;
 use crate::json::{self, Value};
 use crate::{GenerationParams, LanguageModel, LlmError, LlmRequest, LlmResponse};
 use async_trait::async_trait;
-use compactbench_core::named::UnknownName;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +19,7 @@ use std::sync::Arc;
 const REQUEST_FORMAT: &str = "compactbench-llm-request/1";
 const ENTRY_FORMAT: &str = "compactbench-llm-cache-entry/1";
 
-/// Written as `read-write`, `replay` or `off` in configs and on the command line (one parser, [`FromStr`]).
+/// Written as `read-write`, `replay` or `off` in configs and on the command line (one parser, `FromStr`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum CacheMode {
@@ -33,44 +32,11 @@ pub enum CacheMode {
     Off,
 }
 
-impl std::str::FromStr for CacheMode {
-    type Err = UnknownName;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "read-write" | "rw" => Ok(CacheMode::ReadWrite),
-            "replay" => Ok(CacheMode::Replay),
-            "off" => Ok(CacheMode::Off),
-            other => Err(UnknownName {
-                what: "cache mode",
-                given: other.into(),
-                expected: "read-write, replay or off".into(),
-            }),
-        }
-    }
-}
-
-impl TryFrom<String> for CacheMode {
-    type Error = UnknownName;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<CacheMode> for String {
-    fn from(m: CacheMode) -> String {
-        m.to_string()
-    }
-}
-
-impl std::fmt::Display for CacheMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            CacheMode::ReadWrite => "read-write",
-            CacheMode::Replay => "replay",
-            CacheMode::Off => "off",
-        })
-    }
-}
+compactbench_core::named_variants!(CacheMode, "cache mode", {
+    ReadWrite => "read-write",
+    Replay => "replay",
+    Off => "off",
+});
 
 /// Numbers in the canonical form are written from their shortest decimal text, so `0.7f32` keys as `0.7`.
 fn f32_value(x: f32) -> Value {

@@ -107,7 +107,7 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
 
     let mut out: Vec<Probe> = Vec::new();
     let mut seen_golds: BTreeSet<(ProbeKind, String)> = BTreeSet::new();
-    for kind in ProbeKind::ALL {
+    for &kind in ProbeKind::ALL {
         let mut n = 0;
         for c in cands.iter().filter(|c| c.kind == kind) {
             if n >= cap(kind) {

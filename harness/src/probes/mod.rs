@@ -25,7 +25,7 @@ pub const PROBE_FORMAT: &str = "compactbench.probes/1";
 
 /// What a probe asks about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(try_from = "String", into = "String")]
 pub enum ProbeKind {
     /// A fact stated in the conversation (an id, a hash, an error, a test count, the task).
     Recall,
@@ -39,52 +39,28 @@ pub enum ProbeKind {
     Constraint,
 }
 
-impl ProbeKind {
-    pub const ALL: [ProbeKind; 5] =
-        [ProbeKind::Recall, ProbeKind::Artifact, ProbeKind::Decision, ProbeKind::Continuation, ProbeKind::Constraint];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeKind::Recall => "recall",
-            ProbeKind::Artifact => "artifact",
-            ProbeKind::Decision => "decision",
-            ProbeKind::Continuation => "continuation",
-            ProbeKind::Constraint => "constraint",
-        }
-    }
-}
+compactbench_core::named_variants!(ProbeKind, "probe kind", {
+    Recall => "recall",
+    Artifact => "artifact",
+    Decision => "decision",
+    Continuation => "continuation",
+    Constraint => "constraint",
+});
 
 /// Who wrote a probe; also the middle part of its file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(try_from = "String", into = "String")]
 pub enum ProbeOrigin {
     Auto,
     Manual,
     Llm,
 }
 
-impl ProbeOrigin {
-    pub const ALL: [ProbeOrigin; 3] = [ProbeOrigin::Auto, ProbeOrigin::Manual, ProbeOrigin::Llm];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeOrigin::Auto => "auto",
-            ProbeOrigin::Manual => "manual",
-            ProbeOrigin::Llm => "llm",
-        }
-    }
-}
-
-impl std::str::FromStr for ProbeOrigin {
-    type Err = compactbench_core::named::UnknownName;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ProbeOrigin::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| compactbench_core::named::UnknownName {
-            what: "probe source",
-            given: s.into(),
-            expected: "auto, manual or llm".into(),
-        })
-    }
-}
+compactbench_core::named_variants!(ProbeOrigin, "probe source", {
+    Auto => "auto",
+    Manual => "manual",
+    Llm => "llm",
+});
 
 /// One question about one conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -162,11 +162,11 @@ fn shipped_probe_files_match_the_extractor_and_load() {
         let corpus = extract::extract_corpus(&refs);
         let mine = corpus.iter().find(|f| f.conversation == conv.meta.id).unwrap();
         assert_eq!(stored, probes::probe_file_bytes(mine), "{rel}: re-run `probes extract`");
-        let all = probes::load_probes(&dir, &conv.meta.source, &conv.meta.id, &ProbeOrigin::ALL, conv.history.len());
+        let all = probes::load_probes(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::ALL, conv.history.len());
         assert!(all.is_ok(), "{rel}: {:?}", all.err());
         // Scoring leaves out exactly the probes a lint marks.
         let (kept, lints) =
-            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, &ProbeOrigin::ALL, &conv.history)
+            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::ALL, &conv.history)
                 .unwrap();
         let all = all.unwrap();
         assert_eq!(

@@ -28,7 +28,7 @@ pub enum SplitVariant {
     Current,
 }
 
-crate::named::named_variants!(SplitVariant, "split variant", {
+crate::named_variants!(SplitVariant, "split variant", {
     None => "none",
     V20250707 => "2025-07-07",
     V20250714 => "2025-07-14",

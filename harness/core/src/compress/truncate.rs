@@ -53,7 +53,7 @@ struct Rules {
     dedupe_prefix: bool,
 }
 
-crate::named::named_variants!(TruncationVariant, "truncation variant", {
+crate::named_variants!(TruncationVariant, "truncation variant", {
     None => "none",
     V20260118 => "2026-01-18",
     V20260129 => "2026-01-29",

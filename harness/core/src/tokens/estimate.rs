@@ -35,7 +35,7 @@ pub enum Estimator {
     Current,
 }
 
-crate::named::named_variants!(Estimator, "estimator", {
+crate::named_variants!(Estimator, "estimator", {
     ContentJslen => "content-jslen",
     V20251126 => "2025-11-26",
     V20260106 => "2026-01-06",
