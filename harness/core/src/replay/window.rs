@@ -142,7 +142,7 @@ mod tests {
 /// What a recorded prompt token count counted: each importer reads it from one field of its format, so the
 /// origin follows from the importer (`meta.format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(try_from = "String", into = "String")]
 pub enum PromptCountOrigin {
     /// No recorded counts.
     #[default]
@@ -161,6 +161,15 @@ pub enum PromptCountOrigin {
     Unknown,
 }
 
+crate::named_variants!(PromptCountOrigin, "prompt count origin", {
+    None => "none",
+    GeminiApi => "gemini-api",
+    ClaudeCodeApi => "claude-code-api",
+    CodexApi => "codex-api",
+    AiderSent => "aider-sent",
+    Unknown => "unknown",
+});
+
 impl PromptCountOrigin {
     pub fn of_format(format: &str) -> Self {
         match format {
@@ -169,17 +178,6 @@ impl PromptCountOrigin {
             "codex" => PromptCountOrigin::CodexApi,
             "aider" => PromptCountOrigin::AiderSent,
             _ => PromptCountOrigin::Unknown,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PromptCountOrigin::None => "none",
-            PromptCountOrigin::GeminiApi => "gemini-api",
-            PromptCountOrigin::ClaudeCodeApi => "claude-code-api",
-            PromptCountOrigin::CodexApi => "codex-api",
-            PromptCountOrigin::AiderSent => "aider-sent",
-            PromptCountOrigin::Unknown => "unknown",
         }
     }
 
