@@ -606,8 +606,11 @@ pub fn glossary_markdown() -> String {
          checks this file. -->\n\n\
          Every token figure is a request as it would be sent (system prompt + tool declarations + stored history + \
          pending turn), counted with the replay's tokenizer (`[replay] tokenizer`, o200k by default), on both sides of \
-         every event and for every strategy; `none` is the same conversation replayed without compression. The \
-         reference's own counts are kept as `reference_original_tokens` / `reference_new_tokens`.\n\n\
+         every event and for every strategy; `none` is the same conversation replayed without compression. With a \
+         model's tokenizer (`tokenizer = \"gemini:<model>\"`, the `countTokens` API) each part is counted alone \
+         (each Content, the system prompt, the tool declarations) and a request's size is the sum of its parts' \
+         counts, which may differ from one count of the whole request by a few tokens per message. The reference's \
+         own counts are kept as `reference_original_tokens` / `reference_new_tokens`.\n\n\
          A point's figure is Σ numerators / Σ denominators over its conversations (*ratio of sums*: token-weighted, or \
          a mean pooled over events or conversations) or a *total*. Intervals: 95 % cluster bootstrap over \
          conversations. Direction: ↓ lower is better, ↑ higher is better.\n\n\

@@ -20,7 +20,10 @@ mod reliable;
 #[cfg(test)]
 mod tests;
 
-pub use cache::{canonical_request, describe_request, request_hash, CacheMode, CachedModel, ResponseCache};
+pub use cache::{
+    canonical_count_request, canonical_request, describe_count, describe_request, request_hash, CacheMode, CachedModel,
+    ResponseCache,
+};
 pub use compactbench_core::llm::{
     GenerationParams, LanguageModel, LlmError, LlmRequest, LlmResponse, RequestLabel, ScriptedModel, Usage,
 };
@@ -52,7 +55,7 @@ pub struct BackendOptions {
     pub openai_key_var: String,
     pub connect_timeout: Duration,
     pub reliability: ReliabilityOptions,
-    /// Directory holding the embedded model's weights (see [`local::default_model_dir`]).
+    /// Directory holding the embedded model's weights (see [`default_model_dir`]).
     pub model_dir: PathBuf,
     /// Threads for the embedded model; `None` = candle's default (physical cores).
     pub threads: Option<usize>,
@@ -76,7 +79,7 @@ impl Default for BackendOptions {
             openai_key_var: "OPENAI_API_KEY".into(),
             connect_timeout: Duration::from_secs(30),
             reliability: ReliabilityOptions::default(),
-            model_dir: local::default_model_dir(),
+            model_dir: default_model_dir(),
             threads: None,
             auto_fetch: true,
             cache_dir: None,
@@ -88,32 +91,91 @@ impl Default for BackendOptions {
     }
 }
 
+/// The backend a spec names, parsed but not built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend<'a> {
+    Extractive,
+    Local(&'a str),
+    Gemini(&'a str),
+    OpenAi(&'a str),
+}
+
+fn parse_spec(spec: &str) -> Result<Backend<'_>, LlmError> {
+    match spec.split_once(':') {
+        _ if spec == "extractive" => Ok(Backend::Extractive),
+        Some(("local", name)) => Ok(Backend::Local(name)),
+        Some(("gemini", model)) => Ok(Backend::Gemini(model)),
+        Some(("openai", rest)) => Ok(Backend::OpenAi(rest)),
+        _ => Err(LlmError::Config(format!(
+            "unknown model spec `{spec}` (expected local:smollm2-135m, gemini:<model>, openai:<model>@<base-url> or extractive)"
+        ))),
+    }
+}
+
+/// Whether the backend a spec names has its own token counter (`count_tokens` answers `Some`): Gemini
+/// (`countTokens`) and the embedded models do; OpenAI-compatible servers and the extractive baseline do not.
+/// Checked without building the backend (no key, no weights needed); an unknown spec is an error.
+pub fn counts_tokens(spec: &str) -> Result<bool, LlmError> {
+    Ok(match parse_spec(spec.trim())? {
+        Backend::Gemini(model) => {
+            if model.is_empty() {
+                return Err(LlmError::Config("gemini spec needs a model name: gemini:<model>".into()));
+            }
+            true
+        }
+        Backend::Local(name) => {
+            #[cfg(feature = "local")]
+            local::embedded_model(name)?;
+            #[cfg(not(feature = "local"))]
+            return Err(without_local(name));
+            #[cfg(feature = "local")]
+            true
+        }
+        Backend::Extractive | Backend::OpenAi(_) => false,
+    })
+}
+
+/// Where the embedded model's weights live: `$COMPACTBENCH_MODEL_DIR`, or `models/` under the working
+/// directory. Known without the `local` feature, so options and the CLI read the same default either way.
+pub fn default_model_dir() -> std::path::PathBuf {
+    match std::env::var_os("COMPACTBENCH_MODEL_DIR") {
+        Some(d) if !d.is_empty() => std::path::PathBuf::from(d),
+        _ => std::env::current_dir().unwrap_or_default().join("models"),
+    }
+}
+
+/// A `local:` spec in a build without the embedded model (the `local` feature, on by default).
+#[cfg(not(feature = "local"))]
+fn without_local(name: &str) -> LlmError {
+    LlmError::Config(format!(
+        "`local:{name}`: this build has no embedded model; build compactbench-llm with its default feature `local`"
+    ))
+}
+
 /// Builds the backend a spec names, wrapped in the robustness layer and (when `cache_dir` is set and the
 /// mode is not `off`) the record/replay cache. The extractive baseline is deterministic and free, so it is
 /// neither retried nor cached.
 pub fn from_spec(spec: &str, opts: &BackendOptions) -> Result<Arc<dyn LanguageModel>, LlmError> {
     let spec = spec.trim();
-    let backend: Arc<dyn LanguageModel> = match spec.split_once(':') {
-        _ if spec == "extractive" => return Ok(Arc::new(ExtractiveModel::new())),
-        Some(("local", name)) => Arc::new(local::LocalModel::open(name, opts)?),
-        Some(("gemini", model)) => {
+    let backend: Arc<dyn LanguageModel> = match parse_spec(spec)? {
+        Backend::Extractive => return Ok(Arc::new(ExtractiveModel::new())),
+        #[cfg(feature = "local")]
+        Backend::Local(name) => Arc::new(local::LocalModel::open(name, opts)?),
+        #[cfg(not(feature = "local"))]
+        Backend::Local(name) => return Err(without_local(name)),
+        Backend::Gemini(model) => {
             let client = http::build_client(opts.connect_timeout)?;
             Arc::new(
                 GeminiModel::new(model, &opts.gemini_base_url, &opts.gemini_key_var, client)?
                     .with_max_response_bytes(opts.max_response_bytes),
             )
         }
-        Some(("openai", rest)) => {
+        Backend::OpenAi(rest) => {
             let client = http::build_client(opts.connect_timeout)?;
             Arc::new(
                 OpenAiModel::from_spec_rest(rest, &opts.openai_key_var, client)?
                     .with_max_response_bytes(opts.max_response_bytes),
             )
-        }
-        _ => {
-            return Err(LlmError::Config(format!(
-                "unknown model spec `{spec}` (expected local:smollm2-135m, gemini:<model>, openai:<model>@<base-url> or extractive)"
-            )))
         }
     };
     if let Some(p) = opts.prices.get(spec) {

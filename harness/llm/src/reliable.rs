@@ -1,6 +1,7 @@
 //! Robustness around a backend: a concurrency limit, a per-call timeout, retries with exponential backoff
 //! and jitter (the reference's `retryWithBackoff` defaults), coalescing of identical in-flight requests, and
-//! usage accounting in a shared [`UsageLedger`].
+//! usage accounting in a shared [`UsageLedger`]. Token counts (`count_tokens`) get the same limit, timeout
+//! and retries, and count as calls of no tokens.
 
 use super::cache::request_hash;
 use crate::{LanguageModel, LlmError, LlmRequest, LlmResponse, Usage};
@@ -214,10 +215,15 @@ impl ReliableModel {
 }
 
 impl Core {
-    async fn attempt(&self, req: &LlmRequest, remaining: Option<Duration>) -> Result<LlmResponse, LlmError> {
+    /// One attempt of `call` under a permit and the timeout; `usage` reads what a success used.
+    async fn attempt<T>(
+        &self,
+        call: BoxFuture<'_, Result<T, LlmError>>,
+        remaining: Option<Duration>,
+        usage: fn(&T) -> Usage,
+    ) -> Result<T, LlmError> {
         let _permit = self.permits.acquire().await.map_err(|_| LlmError::Other("backend closed".into()))?;
         let started = Instant::now();
-        let call = self.inner.generate(req);
         let limit = match (self.opts.timeout, remaining) {
             (Some(t), Some(r)) => Some(t.min(r)),
             (t, r) => t.or(r),
@@ -229,13 +235,30 @@ impl Core {
             },
             None => call.await,
         };
-        if let Ok(resp) = &result {
-            self.ledger.record_call(self.inner.spec(), &resp.usage, started.elapsed());
+        if let Ok(answer) = &result {
+            self.ledger.record_call(self.inner.spec(), &usage(answer), started.elapsed());
         }
         result
     }
 
     async fn call_with_retries(&self, req: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let empty = |r: &LlmResponse| r.text.trim().is_empty();
+        self.retrying(|| self.inner.generate(req), empty, |r| r.usage).await
+    }
+
+    /// A token count, retried like a generation (a count has no empty answer; it uses no tokens).
+    async fn count_with_retries(&self, req: &LlmRequest) -> Result<Option<u64>, LlmError> {
+        self.retrying(|| self.inner.count_tokens(req), |_| false, |_| Usage::default()).await
+    }
+
+    /// Calls `call` until it succeeds, fails for good, or the attempts or the deadline run out. `empty`
+    /// says whether an answer is empty (retried like an error when the policy says so).
+    async fn retrying<'a, T>(
+        &self,
+        call: impl Fn() -> BoxFuture<'a, Result<T, LlmError>> + Send + Sync,
+        empty: fn(&T) -> bool,
+        usage: fn(&T) -> Usage,
+    ) -> Result<T, LlmError> {
         let spec = self.inner.spec();
         let policy = &self.opts.retry;
         let attempts = policy.max_attempts.max(1);
@@ -245,9 +268,9 @@ impl Core {
         loop {
             let remaining = deadline.map(|d| d.saturating_sub(started.elapsed()));
             // `None` stands for an empty answer, which the reference retries like an error.
-            let err: Option<LlmError> = match self.attempt(req, remaining).await {
-                Ok(resp) if policy.retry_empty_answers && resp.text.trim().is_empty() => None,
-                Ok(resp) => return Ok(resp),
+            let err: Option<LlmError> = match self.attempt(call(), remaining, usage).await {
+                Ok(answer) if policy.retry_empty_answers && empty(&answer) => None,
+                Ok(answer) => return Ok(answer),
                 Err(e) => Some(e),
             };
             self.ledger.record_error(spec);
@@ -325,7 +348,9 @@ impl LanguageModel for ReliableModel {
         result
     }
 
+    /// Counts under the same permits, timeout and retries as generations (not coalesced: the replay's
+    /// counter already waits for one count of each Content).
     async fn count_tokens(&self, req: &LlmRequest) -> Result<Option<u64>, LlmError> {
-        self.core.inner.count_tokens(req).await
+        self.core.count_with_retries(req).await
     }
 }

@@ -174,7 +174,13 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     let llm = crate::llm::from_spec(&spec, &opts).map_err(|e| CliError::bad_input(e.to_string()))?;
     let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let input = conv.replay_input(&id);
-    let settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
+    let mut settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
+    if let Some(spec) = settings.tokenizer.model_spec() {
+        // Built like the summarizer: the same cache directory and `--cache` mode.
+        let model = crate::llm::from_spec(spec, &opts)
+            .map_err(|e| CliError::bad_input(format!("key `replay.tokenizer`: {e}")))?;
+        settings.counter = replay::CounterHandle::new(std::sync::Arc::new(replay::ModelCounter::new(model)));
+    }
     let result = runtime()?.block_on(replay::replay_spec(
         input,
         &point.strategy,

@@ -386,6 +386,24 @@ impl SweepConfig {
             return Err(invalid("repeats", "must be at least 1"));
         }
         self.cost.validate().map_err(|e| invalid("cost", e.to_string()))?;
+        if let Some(spec) = self.replay.tokenizer.model_spec() {
+            let counter = "a model spec whose backend counts tokens (gemini:<model>, local:<name>)";
+            match crate::llm::counts_tokens(spec) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(invalid(
+                        "replay.tokenizer",
+                        format!("`{spec}` has no token counter; use o200k, heuristic or {counter}"),
+                    ))
+                }
+                Err(e) => {
+                    return Err(invalid(
+                        "replay.tokenizer",
+                        format!("`{spec}` is not o200k, heuristic or {counter}: {e}"),
+                    ))
+                }
+            }
+        }
         for (key, value) in [
             ("llm.timeout_secs", self.llm.timeout_secs),
             ("llm.deadline_secs", self.llm.deadline_secs),
@@ -542,6 +560,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("token_limt"), "{e}");
+    }
+
+    /// A model tokenizer is explicit in the config and must name a backend with a token counter; the
+    /// default stays o200k.
+    #[test]
+    fn a_model_tokenizer_names_a_backend_that_counts_tokens() {
+        use crate::replay::Tokenizer;
+        let parse = |t: &str| {
+            let tokenizer = if t.is_empty() { String::new() } else { format!("tokenizer = \"{t}\"\n") };
+            SweepConfig::parse(&format!("name = \"x\"\ndatasets = []\n[replay]\n{tokenizer}[grid]\n"), "c.toml")
+        };
+        assert_eq!(parse("").unwrap().replay.tokenizer, Tokenizer::O200k);
+        assert_eq!(parse("heuristic").unwrap().replay.tokenizer, Tokenizer::Heuristic);
+        let gemini = parse("gemini:gemini-2.5-flash").unwrap();
+        assert_eq!(gemini.replay.tokenizer, Tokenizer::Model("gemini:gemini-2.5-flash".into()));
+        assert_eq!(parse("local:smollm2-135m").unwrap().replay.tokenizer.name(), "local:smollm2-135m");
+        for (t, why) in [
+            ("extractive", "has no token counter"),
+            ("openai:qwen@http://127.0.0.1:8080/v1", "has no token counter"),
+            ("o200", "unknown model spec `o200`"),
+            ("gemini:", "needs a model name"),
+            ("local:nope", "unknown embedded model"),
+        ] {
+            let e = parse(t).unwrap_err().to_string();
+            assert!(e.starts_with("c.toml: key `replay.tokenizer`: ") && e.contains(why), "{t}: {e}");
+        }
     }
 
     #[test]

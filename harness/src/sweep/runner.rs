@@ -6,7 +6,7 @@ use crate::datasets::{self, Conversation};
 use crate::fsutil::{write_atomic, TEMP_PREFIX};
 use crate::llm::{self, BackendOptions, CacheMode, LanguageModel, LlmError};
 use crate::probes::{ProbeObserver, ProbeResults};
-use crate::replay::{self, ConversationResult, ReplaySettings};
+use crate::replay::{self, ConversationResult, CountError, CounterHandle, ModelCounter, ReplaySettings, TokenCounter};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -608,6 +608,54 @@ impl LanguageModel for Unavailable {
     }
 }
 
+/// A model tokenizer whose model could not be built: every count fails with why, so each cell records it.
+struct UnavailableCounter {
+    spec: String,
+    why: String,
+}
+
+#[async_trait::async_trait]
+impl TokenCounter for UnavailableCounter {
+    fn spec(&self) -> &str {
+        &self.spec
+    }
+    async fn count(&self, _: &crate::history::Content) -> Result<u64, CountError> {
+        Err(CountError::Failed { spec: self.spec.clone(), source: LlmError::Config(self.why.clone()) })
+    }
+}
+
+/// The run's counter of a model tokenizer (`[replay] tokenizer = "gemini:…"`): the model is built like the
+/// summarizers (`llm::from_spec` with the run's backend options: the same cache directory and mode, the
+/// same retries), and one counter is shared by every cell, so each distinct Content is counted once per run.
+fn run_counter(tokenizer: &replay::Tokenizer, models: &Models) -> Option<Arc<dyn TokenCounter>> {
+    let spec = tokenizer.model_spec()?;
+    Some(match models.get(spec) {
+        Ok(model) => Arc::new(ModelCounter::new(model)),
+        Err(e) => Arc::new(UnavailableCounter { spec: spec.to_string(), why: e.to_string() }),
+    })
+}
+
+/// The run's counter as one cell sees it: notes whether a count failed on a transient error, so the cell
+/// can be marked for a retry by the next run (as [`Watched`] does for model calls).
+struct WatchedCounter {
+    inner: Arc<dyn TokenCounter>,
+    transient: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl TokenCounter for WatchedCounter {
+    fn spec(&self) -> &str {
+        self.inner.spec()
+    }
+    async fn count(&self, content: &crate::history::Content) -> Result<u64, CountError> {
+        let r = self.inner.count(content).await;
+        if r.as_ref().is_err_and(CountError::is_transient) {
+            self.transient.store(true, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
 /// Removes temporary files a killed run left behind (a kill between writing and renaming a cell).
 fn remove_orphaned_temp_files(run_dir: &Path) {
     let Ok(points) = std::fs::read_dir(run_dir.join("cells")) else { return };
@@ -688,6 +736,7 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         built: Default::default(),
         wrap: opts.wrap_model.clone(),
     });
+    let counter = run_counter(&plan.replay.tokenizer, &models);
     let cells: Vec<Cell> = plan
         .cells()
         .into_iter()
@@ -747,12 +796,17 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         let sem = Arc::clone(&semaphore);
         let run_dir = opts.run_dir.clone();
         let base_dir = opts.base_dir.clone();
-        let replay_settings = ReplaySettings { token_limit: point.token_limit, ..plan.replay.clone() };
+        let mut replay_settings = ReplaySettings { token_limit: point.token_limit, ..plan.replay.clone() };
         let probes_config = plan.probes.clone();
         let plan_digest = plan_digest.clone();
+        let counter = counter.clone();
         tasks.spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let transient = Arc::new(AtomicBool::new(false));
+            if let Some(inner) = counter {
+                let watched = WatchedCounter { inner, transient: Arc::clone(&transient) };
+                replay_settings.counter = CounterHandle::new(Arc::new(watched));
+            }
             let (result, probes) = run_cell(
                 &cell,
                 &point,

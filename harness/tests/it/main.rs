@@ -2,6 +2,7 @@
 
 mod architecture;
 mod cli;
+mod count_tokens;
 mod golden;
 mod probes;
 mod properties;

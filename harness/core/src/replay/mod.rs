@@ -10,13 +10,20 @@
 //! `newTokenCount`) are kept next to them under names that say so. Token accounting is incremental: each
 //! Content is measured once, in a first pass over the uncompressed conversation that also gives the `none`
 //! figures and the peak a relative window ([`TokenLimit::PeakFraction`]) needs.
+//!
+//! With a model's tokenizer ([`Tokenizer::Model`]) each Content, the system prompt and the tool declarations
+//! are counted alone by the caller's [`TokenCounter`] (awaited: the measuring steps are async), and a
+//! request's size is the sum of its parts' counts. A count that fails stops that conversation's replay with
+//! the error in its result.
 
+pub mod counter;
 pub mod metrics;
 pub mod registry;
 pub mod strategies;
 pub mod strategy;
 pub mod window;
 
+pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
 pub use registry::register;
 pub use strategy::{Compressor, CompressorSession, Strategy, StrategyError, StrategySpec, TurnInput, TurnOutcome};
@@ -79,6 +86,10 @@ pub struct ReplaySettings {
     pub env_text: Option<String>,
     /// Keep summary texts in the events (needed by probes and reports).
     pub keep_summaries: bool,
+    /// The counter of a model tokenizer ([`Tokenizer::Model`]), supplied by the caller: runtime state, not a
+    /// setting (never serialised; a plan records the tokenizer's name only).
+    #[serde(skip)]
+    pub counter: CounterHandle,
 }
 
 impl Default for ReplaySettings {
@@ -93,6 +104,7 @@ impl Default for ReplaySettings {
             overflow_guard: OverflowGuard::After,
             env_text: None,
             keep_summaries: true,
+            counter: CounterHandle::default(),
         }
     }
 }
@@ -125,30 +137,66 @@ impl<'a> ReplayInput<'a> {
     }
 }
 
-/// Tokens of a text by the tokenizer.
-fn text_tokens(tokenizer: Tokenizer, text: &str) -> u64 {
-    match tokenizer {
-        Tokenizer::O200k => tokens::o200k_count_text(text),
-        Tokenizer::Heuristic => Estimator::Current.text(&crate::json::JsStr::new(text)),
+/// How a replay counts: the tokenizer, with the counter a model tokenizer needs.
+#[derive(Clone, Copy)]
+enum Counting<'c> {
+    O200k,
+    Heuristic,
+    Model(&'c dyn TokenCounter),
+}
+
+impl<'c> Counting<'c> {
+    fn of(settings: &'c ReplaySettings) -> Result<Self, CountError> {
+        Ok(match &settings.tokenizer {
+            Tokenizer::O200k => Counting::O200k,
+            Tokenizer::Heuristic => Counting::Heuristic,
+            Tokenizer::Model(spec) => Counting::Model(settings.counter.get(spec)?),
+        })
+    }
+
+    /// Tokens of a text (a model counts it as one user Content).
+    async fn text(self, text: &str) -> Result<u64, CountError> {
+        match self {
+            Counting::O200k => Ok(tokens::o200k_count_text(text)),
+            Counting::Heuristic => Ok(Estimator::Current.text(&crate::json::JsStr::new(text))),
+            Counting::Model(m) => m.count(&counter::text_as_content(text)).await,
+        }
+    }
+
+    /// Tokens of one Content (0 with the heuristic, which [`Measure::est`] holds).
+    async fn content(self, c: &Content) -> Result<u64, CountError> {
+        match self {
+            Counting::O200k => Ok(tokens::o200k_count_history(std::slice::from_ref(c))),
+            Counting::Heuristic => Ok(0),
+            Counting::Model(m) => m.count(c).await,
+        }
     }
 }
 
 /// Tokens every request carries besides the history: the recorded system instruction and tool
 /// declarations measured with the tokenizer, or the configured sizes where the conversation has none.
-pub fn request_overhead(input: &ReplayInput<'_>, settings: &ReplaySettings) -> u64 {
+pub async fn request_overhead(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Result<u64, CountError> {
+    overhead(input, settings, Counting::of(settings)?).await
+}
+
+async fn overhead(
+    input: &ReplayInput<'_>,
+    settings: &ReplaySettings,
+    counting: Counting<'_>,
+) -> Result<u64, CountError> {
     let system = match input.system_instruction.filter(|s| !s.is_empty()) {
-        Some(s) => text_tokens(settings.tokenizer, s),
+        Some(s) => counting.text(s).await?,
         None => settings.system_prompt_tokens,
     };
     let tools = match input.tools {
         Some(t) => {
             let mut text = String::new();
             crate::json::write_compact(t, crate::json::Numbers::Js, &mut text);
-            text_tokens(settings.tokenizer, &text)
+            counting.text(&text).await?
         }
         None => settings.tool_declaration_tokens,
     };
-    system + tools
+    Ok(system + tools)
 }
 
 /// A history with no split candidate after its first Content (a user turn without function responses):
@@ -202,22 +250,22 @@ impl<T: Copy + std::ops::Add<Output = T> + Default> RunningSum<T> {
 
 /// The stored history with running token totals, kept curated (thoughts stripped, same roles merged) as
 /// the reference's `getHistory(curated = true)` would return it.
-struct Stored {
+struct Stored<'c> {
     contents: Vec<Content>,
     /// Each Content's figures, aligned with `contents`.
     measures: Vec<Measure>,
     est: RunningSum<f64>,
-    tik: RunningSum<u64>,
-    tokenizer: Tokenizer,
+    tokens: RunningSum<u64>,
+    counting: Counting<'c>,
 }
 
-/// The figures of one Content: reference heuristic (unfloored), o200k tokens (0 with the heuristic
-/// tokenizer), and a serial number that changes whenever the Content does (a request's cacheable prefix is
-/// the run of leading serials it shares with the previous request).
+/// The figures of one Content: reference heuristic (unfloored), tokens by the tokenizer (o200k or the
+/// model's; 0 with the heuristic tokenizer), and a serial number that changes whenever the Content does (a
+/// request's cacheable prefix is the run of leading serials it shares with the previous request).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Measure {
     est: f64,
-    tik: u64,
+    tokens: u64,
     serial: u64,
 }
 
@@ -226,108 +274,110 @@ fn next_serial() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-impl Stored {
-    fn new(tokenizer: Tokenizer) -> Self {
+impl<'c> Stored<'c> {
+    fn new(counting: Counting<'c>) -> Self {
         Stored {
             contents: Vec::new(),
             measures: Vec::new(),
             est: RunningSum::default(),
-            tik: RunningSum::default(),
-            tokenizer,
+            tokens: RunningSum::default(),
+            counting,
         }
     }
 
-    fn measure(&self, c: &Content) -> Measure {
-        let tik = match self.tokenizer {
-            Tokenizer::O200k => tokens::o200k_count_history(std::slice::from_ref(c)),
-            Tokenizer::Heuristic => 0,
-        };
-        Measure { est: Estimator::Current.content_raw(c), tik, serial: next_serial() }
+    async fn measure(&self, c: &Content) -> Result<Measure, CountError> {
+        let tokens = self.counting.content(c).await?;
+        Ok(Measure { est: Estimator::Current.content_raw(c), tokens, serial: next_serial() })
     }
 
     /// Appends with the curated-history rules applied incrementally. `known` is the Content's measure when
     /// the caller already has it (the first pass measured it). Returns the Content's own measure when it
     /// was appended, `None` when it was merged into the previous one (or dropped).
-    fn push(&mut self, c: &Content, known: Option<Measure>) -> Option<Measure> {
-        self.push_owned(c.clone(), known)
+    async fn push(&mut self, c: &Content, known: Option<Measure>) -> Result<Option<Measure>, CountError> {
+        self.push_owned(c.clone(), known).await
     }
 
-    fn push_owned(&mut self, mut c: Content, known: Option<Measure>) -> Option<Measure> {
+    async fn push_owned(&mut self, mut c: Content, known: Option<Measure>) -> Result<Option<Measure>, CountError> {
         if !curated::strip_thoughts(&mut c) {
-            return None;
+            return Ok(None);
         }
         if let Some(last) = self.contents.last_mut() {
             if curated::coalesce_into(last, &c) {
-                let m = self.measure(self.contents.last().expect("just merged"));
+                let m = self.measure(self.contents.last().expect("just merged")).await?;
                 *self.measures.last_mut().expect("aligned with contents") = m;
                 self.est.set_last(m.est);
-                self.tik.set_last(m.tik);
-                return None;
+                self.tokens.set_last(m.tokens);
+                return Ok(None);
             }
         }
-        let m = known.unwrap_or_else(|| self.measure(&c));
+        let m = match known {
+            Some(m) => m,
+            None => self.measure(&c).await?,
+        };
         self.contents.push(c);
         self.measures.push(m);
         self.est.push(m.est);
-        self.tik.push(m.tik);
-        Some(m)
+        self.tokens.push(m.tokens);
+        Ok(Some(m))
     }
 
     /// Replaces the history with a strategy's new one. Contents it kept as they were (the same shared
     /// object: masking rewrites a few outputs, drop-oldest keeps a suffix) keep their figures, so a strategy
     /// that rewrites the history at every request does not re-tokenise all of it each time.
-    fn replace(&mut self, contents: Vec<Content>) {
+    async fn replace(&mut self, contents: Vec<Content>) -> Result<(), CountError> {
         let old = std::mem::take(&mut self.contents);
         let old_measures = std::mem::take(&mut self.measures);
         let mut known = KnownMeasures::new(&old, &old_measures);
         self.est = RunningSum::default();
-        self.tik = RunningSum::default();
+        self.tokens = RunningSum::default();
         // Moved, not cloned; `old` stays alive until the end, so no new object can reuse an old address.
         for (i, c) in contents.into_iter().enumerate() {
             let m = known.get(i, &c);
-            self.push_owned(c, m);
+            self.push_owned(c, m).await?;
         }
         drop(old);
+        Ok(())
     }
 
     /// Rewrites a few Contents in place (a strategy's edits), measuring only those; the totals are summed
     /// again in order, so they are the same figures a rebuilt history would give.
-    fn edit(&mut self, edits: Vec<(usize, Content)>) {
+    async fn edit(&mut self, edits: Vec<(usize, Content)>) -> Result<(), CountError> {
         for (i, c) in edits {
             if i < self.contents.len() {
-                self.measures[i] = self.measure(&c);
+                self.measures[i] = self.measure(&c).await?;
                 self.contents[i] = c;
             }
         }
         self.est = RunningSum::default();
-        self.tik = RunningSum::default();
+        self.tokens = RunningSum::default();
         for m in &self.measures {
             self.est.push(m.est);
-            self.tik.push(m.tik);
+            self.tokens.push(m.tokens);
         }
+        Ok(())
     }
 
     /// Tokens of one Content's measure, by the tokenizer (unfloored for the heuristic).
     fn tokens_of(&self, m: &Measure) -> f64 {
-        match self.tokenizer {
-            Tokenizer::O200k => m.tik as f64,
-            Tokenizer::Heuristic => m.est,
+        match self.counting {
+            Counting::Heuristic => m.est,
+            Counting::O200k | Counting::Model(_) => m.tokens as f64,
         }
     }
 
     /// Tokens of another history by the tokenizer, reusing the figures of Contents it shares with this one:
     /// a candidate that rewrote a few Contents costs only those.
-    fn measured_of(&self, h: &[Content]) -> u64 {
+    async fn measured_of(&self, h: &[Content]) -> Result<u64, CountError> {
         let mut known = KnownMeasures::new(&self.contents, &self.measures);
-        let total: f64 = h
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let m = known.get(i, c).unwrap_or_else(|| self.measure(c));
-                self.tokens_of(&m)
-            })
-            .sum();
-        total.floor() as u64
+        let mut total = 0.0;
+        for (i, c) in h.iter().enumerate() {
+            let m = match known.get(i, c) {
+                Some(m) => m,
+                None => self.measure(c).await?,
+            };
+            total += self.tokens_of(&m);
+        }
+        Ok(f64::floor(total) as u64)
     }
 
     fn heuristic(&self) -> u64 {
@@ -336,9 +386,9 @@ impl Stored {
 
     /// The history's tokens by the tokenizer.
     fn measured(&self) -> u64 {
-        match self.tokenizer {
-            Tokenizer::O200k => self.tik.total(),
-            Tokenizer::Heuristic => self.heuristic(),
+        match self.counting {
+            Counting::Heuristic => self.heuristic(),
+            Counting::O200k | Counting::Model(_) => self.tokens.total(),
         }
     }
 
@@ -444,10 +494,15 @@ pub struct Uncompressed {
 }
 
 impl Uncompressed {
-    pub fn new(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Self {
-        let overhead = request_overhead(input, settings);
-        let mut stored = Stored::new(settings.tokenizer);
-        let env = settings.env_text.as_ref().and_then(|e| stored.push(&history::user_text(e), None));
+    /// Fails only when the tokenizer is a model's and a count fails.
+    pub async fn new(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Result<Self, CountError> {
+        let counting = Counting::of(settings)?;
+        let overhead = overhead(input, settings, counting).await?;
+        let mut stored = Stored::new(counting);
+        let env = match &settings.env_text {
+            Some(e) => stored.push(&history::user_text(e), None).await?,
+            None => None,
+        };
         let mut out = Uncompressed {
             measures: Vec::with_capacity(input.history.len()),
             env,
@@ -466,12 +521,12 @@ impl Uncompressed {
                 out.requests.push(request);
                 previous = Some(stored.serials());
             }
-            out.measures.push(stored.push(turn, None));
+            out.measures.push(stored.push(turn, None).await?);
             if history::is_model(turn) {
                 before_pending = stored.measured();
             }
         }
-        out
+        Ok(out)
     }
 
     /// The largest request without compression.
@@ -501,8 +556,20 @@ pub async fn replay_observed(
     llm: &dyn LanguageModel,
     observer: &mut dyn ReplayObserver,
 ) -> ConversationResult {
-    let uncompressed = Uncompressed::new(&input, settings);
-    replay_prepared(input, &uncompressed, strategy, settings, llm, observer).await
+    match Uncompressed::new(&input, settings).await {
+        Ok(uncompressed) => replay_prepared(input, &uncompressed, strategy, settings, llm, observer).await,
+        Err(e) => failed(&input, e.to_string()),
+    }
+}
+
+/// The result of a replay that could not start.
+fn failed(input: &ReplayInput<'_>, error: String) -> ConversationResult {
+    ConversationResult {
+        conversation: input.id.to_string(),
+        contents: input.history.len(),
+        error: Some(error),
+        ..Default::default()
+    }
 }
 
 /// Replays a strategy spec, building it with the window resolved for this conversation.
@@ -513,16 +580,14 @@ pub async fn replay_spec(
     llm: &dyn LanguageModel,
     observer: &mut dyn ReplayObserver,
 ) -> ConversationResult {
-    let uncompressed = Uncompressed::new(&input, settings);
+    let uncompressed = match Uncompressed::new(&input, settings).await {
+        Ok(u) => u,
+        Err(e) => return failed(&input, e.to_string()),
+    };
     let limit = settings.token_limit.resolve(uncompressed.peak());
     match spec.with_token_limit(limit).build() {
         Ok(strategy) => replay_prepared(input, &uncompressed, strategy.as_ref(), settings, llm, observer).await,
-        Err(e) => ConversationResult {
-            conversation: input.id.to_string(),
-            contents: input.history.len(),
-            error: Some(e.to_string()),
-            ..Default::default()
-        },
+        Err(e) => failed(&input, e.to_string()),
     }
 }
 
@@ -559,11 +624,17 @@ pub async fn replay_prepared(
         split_history_contents,
         ..Default::default()
     };
+    let counting = match Counting::of(settings) {
+        Ok(c) => c,
+        Err(e) => return ConversationResult { error: Some(e.to_string()), ..result },
+    };
     let mut session = strategy.start();
     let overhead = uncompressed.overhead;
-    let mut stored = Stored::new(settings.tokenizer);
+    let mut stored = Stored::new(counting);
     if let Some(env) = &settings.env_text {
-        stored.push(&history::user_text(env), uncompressed.env);
+        if let Err(e) = stored.push(&history::user_text(env), uncompressed.env).await {
+            return ConversationResult { error: Some(e.to_string()), ..result };
+        }
     }
     // `getLastPromptTokenCount()` right after the chat is constructed: the heuristic of its history.
     let mut last_prompt = stored.heuristic();
@@ -575,6 +646,18 @@ pub async fn replay_prepared(
     for (i, turn) in input.history.iter().enumerate() {
         if !history::is_model(turn) {
             continue;
+        }
+        // A count that fails (a model tokenizer's) stops the replay, like a strategy's error.
+        macro_rules! counted {
+            ($e:expr) => {
+                match $e {
+                    Ok(v) => v,
+                    Err(e) => {
+                        result.error = Some(format!("turn {i}: {e}"));
+                        break;
+                    }
+                }
+            };
         }
         let k = result.requests;
         let pending = &input.history[pending_start..i];
@@ -604,22 +687,24 @@ pub async fn replay_prepared(
         let status = outcome.info.compression_status;
         let edited = !outcome.edits.is_empty();
         if edited {
-            stored.edit(std::mem::take(&mut outcome.edits));
+            counted!(stored.edit(std::mem::take(&mut outcome.edits)).await);
         }
-        let event = (status != CompressionStatus::Noop || force).then(|| {
+        let event = if status != CompressionStatus::Noop || force {
             let request_after = match &outcome.candidate {
-                Some(c) => stored.measured_of(c) + overhead + pending_tokens,
+                Some(c) => counted!(stored.measured_of(c).await) + overhead + pending_tokens,
                 None if edited => stored.measured() + overhead + pending_tokens,
                 None => request_before,
             };
-            build_event(i, k, force, &outcome, before_contents, (request_before, request_after), settings)
-        });
+            Some(build_event(i, k, force, &outcome, before_contents, (request_before, request_after), settings))
+        } else {
+            None
+        };
         *result.events_by_status.entry(status.name().to_string()).or_default() += 1;
         let first_and_final =
             outcome.trace.as_ref().and_then(|t| Some((t.first_summary.clone()?, t.final_summary.clone()?)));
         let replaced = outcome.replaced.is_some();
         if let Some(new) = outcome.replaced {
-            stored.replace(new);
+            counted!(stored.replace(new).await);
         }
         if replaced || edited {
             compressed_any = true;
@@ -643,7 +728,7 @@ pub async fn replay_prepared(
             result.overflow_events += 1;
         }
         for (j, c) in pending.iter().enumerate() {
-            stored.push(c, uncompressed.measures.get(pending_start + j).copied().flatten());
+            counted!(stored.push(c, uncompressed.measures.get(pending_start + j).copied().flatten()).await);
         }
         let request = stored.measured() + overhead;
         let cached = previous_serials.as_ref().map_or(0, |p| overhead + stored.shared_prefix_tokens(p));
@@ -665,7 +750,7 @@ pub async fn replay_prepared(
             PromptCountSource::Heuristic => stored.heuristic() + overhead,
             _ => request,
         };
-        stored.push(turn, uncompressed.measures.get(i).copied().flatten());
+        counted!(stored.push(turn, uncompressed.measures.get(i).copied().flatten()).await);
         pending_start = i + 1;
     }
     observer.at_end(&stored.contents).await;
@@ -775,30 +860,32 @@ mod tests {
     /// the totals equal a fresh measurement of the new history.
     #[test]
     fn replace_reuses_figures_of_unchanged_contents_and_totals_match() {
-        let mut stored = Stored::new(Tokenizer::O200k);
-        for (i, t) in ["read src/a.rs", "ok: 12 lines", "now fix the test", "done, 3 passed"].iter().enumerate() {
-            stored.push(&text(if i % 2 == 0 { "user" } else { "model" }, t), None);
-        }
-        let serials_before = stored.serials();
-        let mut new = stored.contents.clone();
-        new[1] = text("model", "[masked]");
-        new.push(text("user", "next"));
-        stored.replace(new.clone());
-        let mut fresh = Stored::new(Tokenizer::O200k);
-        for c in &new {
-            fresh.push(c, None);
-        }
-        assert_eq!(stored.heuristic(), fresh.heuristic());
-        assert_eq!(stored.measured(), fresh.measured());
-        let figures = |s: &Stored| s.measures.iter().map(|m| (m.est, m.tik)).collect::<Vec<_>>();
-        assert_eq!(figures(&stored), figures(&fresh));
-        assert_eq!(stored.measured_of(&new), tokens::o200k_count_history(&new));
-        assert_eq!(stored.measured(), tokens::o200k_count_history(&new));
-        // Unchanged Contents are the same shared objects, not copies, and keep their serials: the shared
-        // prefix with the history before is the first Content only.
-        assert_eq!(object_id(&stored.contents[0]), object_id(&new[0]));
-        assert_eq!(stored.serials()[0], serials_before[0]);
-        assert_eq!(stored.shared_prefix_tokens(&serials_before), tokens::o200k_count_history(&new[..1]));
+        futures::executor::block_on(async {
+            let mut stored = Stored::new(Counting::O200k);
+            for (i, t) in ["read src/a.rs", "ok: 12 lines", "now fix the test", "done, 3 passed"].iter().enumerate() {
+                stored.push(&text(if i % 2 == 0 { "user" } else { "model" }, t), None).await.unwrap();
+            }
+            let serials_before = stored.serials();
+            let mut new = stored.contents.clone();
+            new[1] = text("model", "[masked]");
+            new.push(text("user", "next"));
+            stored.replace(new.clone()).await.unwrap();
+            let mut fresh = Stored::new(Counting::O200k);
+            for c in &new {
+                fresh.push(c, None).await.unwrap();
+            }
+            assert_eq!(stored.heuristic(), fresh.heuristic());
+            assert_eq!(stored.measured(), fresh.measured());
+            let figures = |s: &Stored| s.measures.iter().map(|m| (m.est, m.tokens)).collect::<Vec<_>>();
+            assert_eq!(figures(&stored), figures(&fresh));
+            assert_eq!(stored.measured_of(&new).await.unwrap(), tokens::o200k_count_history(&new));
+            assert_eq!(stored.measured(), tokens::o200k_count_history(&new));
+            // Unchanged Contents are the same shared objects, not copies, and keep their serials: the shared
+            // prefix with the history before is the first Content only.
+            assert_eq!(object_id(&stored.contents[0]), object_id(&new[0]));
+            assert_eq!(stored.serials()[0], serials_before[0]);
+            assert_eq!(stored.shared_prefix_tokens(&serials_before), tokens::o200k_count_history(&new[..1]));
+        });
     }
 
     fn call(name: &str, n: usize) -> Content {
@@ -844,7 +931,7 @@ mod tests {
         let settings = ReplaySettings { system_prompt_tokens: 999, tool_declaration_tokens: 7, ..Default::default() };
         // The recorded system prompt is measured; the configured size stands in for the absent tools.
         let overhead = tokens::o200k_count_text(system) + 7;
-        assert_eq!(request_overhead(&input, &settings), overhead);
+        assert_eq!(futures::executor::block_on(request_overhead(&input, &settings)), Ok(overhead));
         let none = run(&strategies::none::spec(), input, &settings);
         // Request k holds everything before model turn k.
         let model_turns: Vec<usize> = (0..h.len()).filter(|&i| history::is_model(&h[i])).collect();
@@ -884,7 +971,7 @@ mod tests {
         let h = tool_history();
         let input = ReplayInput::history("t", &h);
         let settings = ReplaySettings { token_limit: TokenLimit::PeakFraction(0.6), ..Default::default() };
-        let peak = Uncompressed::new(&input, &settings).peak();
+        let peak = futures::executor::block_on(Uncompressed::new(&input, &settings)).unwrap().peak();
         let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
             threshold: 0.5,
             keep_fraction: 0.3,
@@ -909,5 +996,101 @@ mod tests {
         h.push(text("model", "ok"));
         assert!(!is_unsplittable(&h));
         assert!(is_unsplittable(&[]));
+    }
+
+    /// A backend whose tokenizer counts a quarter of the request's contents as JSON bytes, and fails on a
+    /// Content that says FAIL: the engine's side of a model tokenizer, without HTTP (the loopback tests of
+    /// `compactbench-llm` cover the backend and its cache).
+    struct QuarterBytes {
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    fn quarter(contents: &[Content]) -> u64 {
+        crate::json::to_string(&Value::Array(contents.to_vec())).len() as u64 / 4
+    }
+
+    #[async_trait::async_trait]
+    impl LanguageModel for QuarterBytes {
+        fn spec(&self) -> &str {
+            "test:quarter"
+        }
+        async fn generate(&self, _: &crate::llm::LlmRequest) -> Result<crate::llm::LlmResponse, crate::llm::LlmError> {
+            Err(crate::llm::LlmError::Other("a tokenizer only".into()))
+        }
+        async fn count_tokens(&self, req: &crate::llm::LlmRequest) -> Result<Option<u64>, crate::llm::LlmError> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            assert!(req.system_instruction.is_none() && req.contents.len() == 1, "one Content at a time");
+            if crate::json::to_string(&req.contents[0]).contains("FAIL") {
+                return Err(crate::llm::LlmError::Transport("connection refused".into()));
+            }
+            Ok(Some(quarter(&req.contents)))
+        }
+    }
+
+    fn model_settings(model: &std::sync::Arc<QuarterBytes>) -> (ReplaySettings, std::sync::Arc<ModelCounter>) {
+        let counter = std::sync::Arc::new(ModelCounter::new(model.clone()));
+        let settings = ReplaySettings {
+            tokenizer: Tokenizer::Model("test:quarter".into()),
+            counter: CounterHandle::new(counter.clone()),
+            ..Default::default()
+        };
+        (settings, counter)
+    }
+
+    /// With a model tokenizer every request is the sum of its parts' counts (system prompt as one user
+    /// Content, each stored Content alone), on both sides of every event; each distinct Content is counted
+    /// once however many replays share the counter.
+    #[test]
+    fn a_model_tokenizer_sums_the_counts_of_the_parts() {
+        let h = tool_history();
+        let system = "You are a careful coding agent.";
+        let input = ReplayInput { system_instruction: Some(system), ..ReplayInput::history("t", &h) };
+        let model = std::sync::Arc::new(QuarterBytes { calls: Default::default() });
+        let (settings, counter) = model_settings(&model);
+        let overhead = quarter(&[counter::text_as_content(system)]) + settings.tool_declaration_tokens;
+        let none = run(&strategies::none::spec(), input, &settings);
+        assert_eq!(none.error, None);
+        let expected: Vec<u64> = (0..h.len())
+            .filter(|&i| history::is_model(&h[i]))
+            .map(|i| overhead + h[..i].iter().map(|c| quarter(std::slice::from_ref(c))).sum::<u64>())
+            .collect();
+        assert_eq!(none.request_tokens, expected);
+        let after_none = model.calls.load(Ordering::Relaxed);
+        assert_eq!(after_none, counter.distinct_counted());
+
+        let r = run(&strategies::observation_masking::spec(1, "[omitted]"), input, &settings);
+        assert_eq!(r.error, None);
+        assert!(!r.events.is_empty());
+        for e in &r.events {
+            assert_eq!(e.request_tokens_after, r.request_tokens[e.request]);
+            assert!(e.request_tokens_after < e.request_tokens_before, "{e:?}");
+        }
+        assert_eq!(r.none_request_tokens_total, none.request_tokens_total);
+        // The second replay counted only the Contents masking rewrote.
+        assert_eq!(model.calls.load(Ordering::Relaxed), counter.distinct_counted());
+        assert!(counter.distinct_counted() > after_none);
+    }
+
+    /// A failed count stops that conversation with the error in its result; a model tokenizer without a
+    /// counter is an error too. Neither panics.
+    #[test]
+    fn a_failed_count_fails_the_conversation() {
+        let mut h = tool_history();
+        h.insert(3, text("user", "FAIL here"));
+        let model = std::sync::Arc::new(QuarterBytes { calls: Default::default() });
+        let (settings, _) = model_settings(&model);
+        let r = run(&strategies::none::spec(), ReplayInput::history("t", &h), &settings);
+        let e = r.error.unwrap();
+        assert!(e.contains("tokenizer `test:quarter`") && e.contains("connection refused"), "{e}");
+        // A Content a strategy wrote fails when it is measured, mid-replay: the figures stop there.
+        let masking = strategies::observation_masking::spec(1, "FAIL");
+        let r = run(&masking, ReplayInput::history("t", &tool_history()), &settings);
+        let e = r.error.unwrap();
+        assert!(e.starts_with("turn ") && e.contains("connection refused"), "{e}");
+        assert!(r.requests > 0 && r.events.is_empty());
+
+        let bare = ReplaySettings { counter: CounterHandle::default(), ..settings };
+        let r = run(&strategies::none::spec(), ReplayInput::history("t", &tool_history()), &bare);
+        assert!(r.error.unwrap().contains("no token counter"));
     }
 }

@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The one tokenizer every request size of a replay is counted with.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// The one tokenizer every request size of a replay is counted with. Written as `"o200k"`, `"heuristic"`
+/// or a model spec (`"gemini:gemini-2.5-flash"`) in configs and plans.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Tokenizer {
     /// OpenAI's o200k BPE (embedded): a real tokenizer, independent of the reference's heuristic.
     #[default]
@@ -12,14 +12,58 @@ pub enum Tokenizer {
     /// The reference's own character heuristic (`estimateTokenCountSync`, current variant): faster, but it is
     /// the figure under test, so sizes measured with it cannot show hidden inflation.
     Heuristic,
+    /// The tokenizer of the model this spec names, through its backend's token counter (Gemini
+    /// `countTokens`): the sizes the provider would bill. Each Content is counted alone and a request is the
+    /// sum of its parts; the replay needs a [`TokenCounter`](super::counter::TokenCounter) for it
+    /// ([`ReplaySettings::counter`](super::ReplaySettings::counter)).
+    Model(String),
 }
 
 impl Tokenizer {
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             Tokenizer::O200k => "o200k",
             Tokenizer::Heuristic => "heuristic",
+            Tokenizer::Model(spec) => spec,
         }
+    }
+
+    /// The model spec of a model tokenizer.
+    pub fn model_spec(&self) -> Option<&str> {
+        match self {
+            Tokenizer::Model(spec) => Some(spec),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Tokenizer {
+    type Err = TokenizerError;
+    /// `o200k`, `heuristic`, or any other non-blank text as a model spec (the caller checks that it names a
+    /// backend with a token counter: the core does not know the backends).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "o200k" => Ok(Tokenizer::O200k),
+            "heuristic" => Ok(Tokenizer::Heuristic),
+            "" => Err(TokenizerError),
+            spec => Ok(Tokenizer::Model(spec.to_string())),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("tokenizer: expected `o200k`, `heuristic` or a model spec whose backend counts tokens (gemini:<model>)")]
+pub struct TokenizerError;
+
+impl Serialize for Tokenizer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Tokenizer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -136,6 +180,20 @@ mod tests {
         }
         let e = toml::from_str::<T>("l = [\"peak:11\"]").err().unwrap().to_string();
         assert!(e.contains("peak:11") && e.contains("peak:F"), "{e}");
+    }
+
+    /// The built-in tokenizers keep the names plans already hold; any other name is a model spec.
+    #[test]
+    fn tokenizers_are_written_as_their_names() {
+        #[derive(Deserialize, Serialize)]
+        struct T {
+            t: Vec<Tokenizer>,
+        }
+        let t: T = toml::from_str("t = [\"o200k\", \"heuristic\", \"gemini:gemini-2.5-flash\"]").unwrap();
+        assert_eq!(t.t, [Tokenizer::O200k, Tokenizer::Heuristic, Tokenizer::Model("gemini:gemini-2.5-flash".into())]);
+        assert_eq!(serde_json::to_string(&t).unwrap(), r#"{"t":["o200k","heuristic","gemini:gemini-2.5-flash"]}"#);
+        assert_eq!(t.t[2].model_spec(), Some("gemini:gemini-2.5-flash"));
+        assert!(toml::from_str::<T>("t = [\" \"]").is_err());
     }
 }
 

@@ -51,13 +51,7 @@ pub fn embedded_model(name: &str) -> Result<&'static EmbeddedModelInfo, LlmError
     })
 }
 
-/// `$COMPACTBENCH_MODEL_DIR`, else `<current dir>/models`.
-pub fn default_model_dir() -> PathBuf {
-    match std::env::var_os("COMPACTBENCH_MODEL_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => std::env::current_dir().unwrap_or_default().join("models"),
-    }
-}
+pub use crate::default_model_dir;
 
 /// Generation length when a request sets no `max_output_tokens`.
 pub const DEFAULT_MAX_NEW_TOKENS: u32 = 256;

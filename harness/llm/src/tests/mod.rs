@@ -4,6 +4,7 @@
 
 mod backends;
 mod cache;
+mod count_tokens;
 mod extractive;
 #[cfg(feature = "local")]
 mod local_e2e;
