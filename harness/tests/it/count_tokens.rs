@@ -2,7 +2,7 @@
 //! (same cache directory and mode), a count missing from the recordings fails that cell only, and counts
 //! recorded from a loopback `countTokens` make the run succeed offline with the server's figures.
 
-use crate::support::repo;
+use crate::support::{files, repo, sweep};
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use compactbench::history;
@@ -56,23 +56,6 @@ fn config(cache: &Path) -> SweepConfig {
         cache.display()
     );
     SweepConfig::parse(&text, "counted.toml").unwrap()
-}
-
-fn sweep(config: &SweepConfig, out: &Path, retry_failed: bool) -> (runner::Plan, runner::RunSummary) {
-    let plan = runner::make_plan(config, &repo()).unwrap();
-    let opts = runner::RunOptions {
-        run_dir: out.to_path_buf(),
-        base_dir: repo(),
-        shard: None,
-        cache_mode: None,
-        progress: false,
-        retry_failed,
-        config_text: None,
-        wrap_model: None,
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let summary = rt.block_on(runner::run(config, &plan, &opts)).unwrap();
-    (plan, summary)
 }
 
 fn cell_of(cells: &[runner::CellResult], strategy: &str, plan: &runner::Plan) -> replay::ConversationResult {
@@ -149,20 +132,8 @@ fn a_model_tokenizer_runs_offline_from_recorded_counts_and_a_missing_count_fails
     let masked = cell_of(&cells, "observation-masking", &plan).error.unwrap();
     assert!(masked.starts_with("turn ") && masked.contains("countTokens of a user Content"), "{masked}");
 
-    for entry in walk(&cache) {
-        let text = std::fs::read_to_string(&entry).unwrap();
+    for (entry, _) in files(&cache) {
+        let text = std::fs::read_to_string(cache.join(&entry)).unwrap();
         assert!(!text.contains(SECRET), "{}: holds the key", entry.display());
     }
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        if e.path().is_dir() {
-            out.extend(walk(&e.path()));
-        } else {
-            out.push(e.path());
-        }
-    }
-    out
 }

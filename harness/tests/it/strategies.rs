@@ -8,11 +8,11 @@ use compactbench::llm::LanguageModel;
 use compactbench::replay::strategy::{
     parse_params, Bound, Compressor, CompressorSession, Knob, Params, Strategy, StrategyError, TurnInput, TurnOutcome,
 };
-use compactbench::sweep::{runner, SweepConfig};
+use compactbench::sweep::SweepConfig;
 use serde::Deserialize;
 use std::sync::Arc;
 
-use crate::support::repo;
+use crate::support::{repo, sweep};
 
 /// Keep the newest `keep_last` Contents once the last request passes `trigger × window`.
 struct KeepLast;
@@ -73,23 +73,6 @@ impl CompressorSession for KeepLastSession {
     }
 }
 
-/// Runs a sweep config into `out` (from the repository root, offline).
-pub fn sweep(config: &SweepConfig, out: &std::path::Path) -> runner::RunSummary {
-    let plan = runner::make_plan(config, &repo()).unwrap();
-    let opts = runner::RunOptions {
-        run_dir: out.to_path_buf(),
-        base_dir: repo(),
-        shard: None,
-        cache_mode: None,
-        progress: false,
-        retry_failed: false,
-        config_text: None,
-        wrap_model: None,
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(runner::run(config, &plan, &opts)).unwrap()
-}
-
 fn register_once() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| compactbench::replay::register(Arc::new(KeepLast)).unwrap());
@@ -114,7 +97,7 @@ fn a_strategy_defined_here_is_registered_validated_and_swept() {
     assert_eq!(mine[0].axes["keep_last"], "2");
     let out = std::env::temp_dir().join(format!("compactbench-keep-last-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let summary = sweep(&config, &out);
+    let (_, summary) = sweep(&config, &out, false);
     assert_eq!((summary.total_cells, summary.failed), (6, 0));
     let cells: Vec<compactbench::sweep::CellResult> = std::fs::read_dir(out.join("cells").join(&mine[1].id))
         .unwrap()
@@ -170,7 +153,7 @@ fn the_python_example_compresses_through_the_harness_model_layer() {
     let config = external_config("");
     let out = std::env::temp_dir().join(format!("compactbench-external-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let summary = sweep(&config, &out);
+    let (_, summary) = sweep(&config, &out, false);
     assert_eq!((summary.total_cells, summary.failed), (6, 0));
     let cells = cells_of(&out, "exec", &config);
     assert_eq!(cells.len(), 3);
@@ -195,7 +178,7 @@ fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete
     let config = external_config(" --crash-on 2");
     let out = std::env::temp_dir().join(format!("compactbench-external-crash-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let summary = sweep(&config, &out);
+    let (_, summary) = sweep(&config, &out, false);
     assert_eq!((summary.total_cells, summary.failed), (6, 3));
     for c in cells_of(&out, "exec", &config) {
         let e = c.result.error.expect("the program crashed on its second request");

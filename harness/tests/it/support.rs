@@ -57,6 +57,29 @@ pub fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
     }
 }
 
+/// Runs a sweep config into `out` from the repository root, offline; `retry_failed` redoes failed cells.
+pub fn sweep(
+    config: &compactbench::sweep::SweepConfig,
+    out: &Path,
+    retry_failed: bool,
+) -> (compactbench::sweep::runner::Plan, compactbench::sweep::runner::RunSummary) {
+    use compactbench::sweep::runner;
+    let plan = runner::make_plan(config, &repo()).unwrap();
+    let opts = runner::RunOptions {
+        run_dir: out.to_path_buf(),
+        base_dir: repo(),
+        shard: None,
+        cache_mode: None,
+        progress: false,
+        retry_failed,
+        config_text: None,
+        wrap_model: None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let summary = rt.block_on(runner::run(config, &plan, &opts)).unwrap();
+    (plan, summary)
+}
+
 /// Every file under `dir` with a digest of its bytes (readable when an assertion fails).
 pub fn files(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
