@@ -256,28 +256,36 @@ pub fn axis_header(axis: &str) -> &str {
     }
 }
 
-/// Axes whose value differs between the summaries, and a line naming the constant ones.
-pub fn split_axes(summaries: &[PointSummary]) -> (Vec<String>, String) {
+/// Axes whose value differs between the summaries, and the constant ones as `axis=value`. The summarizer
+/// counts as an axis of the points that have one: constant, it is listed first.
+pub fn split_axes(summaries: &[PointSummary]) -> (Vec<String>, Vec<String>) {
     let all: std::collections::BTreeSet<&String> = summaries.iter().flat_map(|s| s.axes.keys()).collect();
     let (mut varying, mut constant) = (Vec::new(), Vec::new());
+    if let [only] = summarizers(summaries).into_iter().collect::<Vec<_>>()[..] {
+        constant.push(format!("summarizer={only}"));
+    }
     for a in all {
-        let values: std::collections::BTreeSet<Option<&String>> = summaries.iter().map(|s| s.axes.get(a)).collect();
-        let present: Vec<&String> = values.iter().flatten().copied().collect();
         if a == "strategy" || a == "summarizer" {
             continue;
         }
+        let values: std::collections::BTreeSet<Option<&String>> = summaries.iter().map(|s| s.axes.get(a)).collect();
+        let present: Vec<&String> = values.iter().flatten().copied().collect();
         if present.len() > 1 {
             varying.push(a.clone());
         } else if let Some(v) = present.first() {
             constant.push(format!("{a}={v}"));
         }
     }
-    let line = if constant.is_empty() {
+    (varying, constant)
+}
+
+/// The line above a table naming the settings every point shares.
+fn constants_line(constant: &[String]) -> String {
+    if constant.is_empty() {
         String::new()
     } else {
         format!("Same for every point (where it applies): {}.", constant.join(", "))
-    };
-    (varying, line)
+    }
 }
 
 fn render(header: &[String], rows: &[Vec<String>], markdown: bool) -> String {
@@ -373,15 +381,9 @@ fn summarizers(summaries: &[PointSummary]) -> std::collections::BTreeSet<&str> {
 fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String {
     let summaries: Vec<PointSummary> = numbered.iter().map(|(_, s)| s.clone()).collect();
     let summaries = summaries.as_slice();
-    let (varying, mut constant) = split_axes(summaries);
+    let (varying, constant) = split_axes(summaries);
+    let constant = constants_line(&constant);
     let summarizer_varies = summarizers(summaries).len() > 1;
-    if let (false, Some(only)) = (summarizer_varies, summarizers(summaries).first()) {
-        constant = if constant.is_empty() {
-            format!("Same for every point (where it applies): summarizer={only}.")
-        } else {
-            constant.replacen(": ", &format!(": summarizer={only}, "), 1)
-        };
-    }
     let metrics: Vec<&crate::metrics::Metric> = if opts.wide {
         crate::metrics::METRICS.iter().collect()
     } else {
