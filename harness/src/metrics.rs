@@ -11,7 +11,7 @@
 
 use crate::compress::CompressionStatus;
 use crate::pricing::Pricing;
-use crate::replay::{CompressionEvent, ConversationResult};
+use crate::replay::ConversationResult;
 use crate::stats::bootstrap;
 use crate::sweep::{CellResult, ConfigPoint, Plan};
 use serde::{Deserialize, Serialize};
@@ -63,6 +63,9 @@ pub enum Unit {
     Count,
     Tokens,
     Usd,
+    /// Events per 100 requests.
+    #[serde(rename = "per 100 requests")]
+    PerHundred,
 }
 
 /// One conversation's contribution to a figure.
@@ -122,17 +125,8 @@ impl Metric {
     }
 }
 
-fn events_with(r: &ConversationResult, status: CompressionStatus) -> impl Iterator<Item = &CompressionEvent> + '_ {
-    r.events.iter().filter(move |e| e.status == status)
-}
-
 fn count(r: &ConversationResult, status: CompressionStatus) -> f64 {
-    events_with(r, status).count() as f64
-}
-
-/// Events whose strategy reported a smaller history.
-fn is_reduction_event(e: &CompressionEvent) -> bool {
-    matches!(e.status, CompressionStatus::Compressed | CompressionStatus::ContentTruncated)
+    r.events.iter().filter(|e| e.status == status).count() as f64
 }
 
 /// A probe figure of one conversation: hits over probe scorings, as `probes::figures` counts them.
@@ -144,9 +138,9 @@ fn probe_parts(c: &CellResult, figure: &str) -> Option<Parts> {
 /// Every figure the harness reports, in table order. Adding a figure is adding an entry here.
 pub const METRICS: &[Metric] = &[
     Metric {
-        name: "cost_vs_none",
-        header: "cost vs none",
-        formula: "Σ (request_tokens_total + summarizer_tokens_total) / Σ none_request_tokens_total",
+        name: "tokens_vs_none",
+        header: "tokens vs none",
+        formula: "Σ (request_tokens_total + summarizer_tokens_total) / Σ none_request_tokens_total (tokens, not USD: a summarizer token weighs as much as an agent token)",
         unit: Unit::Share,
         better: Better::Lower,
         level: Level::Conversation,
@@ -157,9 +151,22 @@ pub const METRICS: &[Metric] = &[
         },
     },
     Metric {
-        name: "cached_cost_vs_none",
-        header: "cached cost vs none",
-        formula: "Σ cache-aware USD cost (shared prefix at the cached price, + summarizer) / Σ the same for none",
+        name: "usd_vs_none",
+        header: "USD vs none",
+        formula: "Σ cost_usd / Σ none_cost_usd (every input token at the input price, the summarizer at its own prices)",
+        unit: Unit::Share,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let c = o.pricing?.costs(&o.cell.result);
+            Parts::ratio(c.usd, c.none_usd)
+        },
+    },
+    Metric {
+        name: "cached_usd_vs_none",
+        header: "cached USD vs none",
+        formula: "Σ cached_cost_usd / Σ none_cached_cost_usd (each request's prefix shared with the previous one at the cached input price)",
         unit: Unit::Share,
         better: Better::Lower,
         level: Level::Conversation,
@@ -170,23 +177,77 @@ pub const METRICS: &[Metric] = &[
         },
     },
     Metric {
-        name: "mean_reduction",
-        header: "mean reduction",
-        formula: "mean over COMPRESSED and CONTENT_TRUNCATED events of 1 − request_tokens_after / request_tokens_before",
+        name: "reduction",
+        header: "reduction",
+        formula: "1 − Σ request_tokens_after / Σ request_tokens_before over compressions (COMPRESSED and CONTENT_TRUNCATED events): token-weighted",
         unit: Unit::Share,
         better: Better::Higher,
         level: Level::Event,
         aggregation: Aggregation::RatioOfSums,
         parts: |o| {
-            let (n, sum) = o
+            let (before, after) = o
                 .cell
                 .result
-                .events
-                .iter()
-                .filter(|e| is_reduction_event(e))
-                .fold((0.0, 0.0), |(n, s), e| (n + 1.0, s + e.reduction));
+                .compressions()
+                .fold((0.0, 0.0), |(b, a), e| (b + e.request_tokens_before as f64, a + e.request_tokens_after as f64));
+            Parts::ratio(before - after, before)
+        },
+    },
+    Metric {
+        name: "mean_event_reduction",
+        header: "mean event reduction",
+        formula: "unweighted mean over compressions (COMPRESSED and CONTENT_TRUNCATED events) of 1 − request_tokens_after / request_tokens_before: each event counts once, whatever its size",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Event,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let (n, sum) = o.cell.result.compressions().fold((0.0, 0.0), |(n, s), e| (n + 1.0, s + e.reduction));
             Parts::ratio(sum, n)
         },
+    },
+    Metric {
+        name: "compressions_per_100_requests",
+        header: "compressions /100 req",
+        formula: "100 × Σ compressions (COMPRESSED and CONTENT_TRUNCATED events) / Σ requests",
+        unit: Unit::PerHundred,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| {
+            let r = &o.cell.result;
+            Parts::ratio(100.0 * r.compressions().count() as f64, r.requests as f64)
+        },
+    },
+    Metric {
+        name: "storm_events",
+        header: "storm",
+        formula: "Σ compressions whose request_tokens_after is still ≥ trigger_tokens (⌈threshold × window⌉), so the next request compresses again (strategies with a threshold)",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| o.cell.result.trigger_tokens.and(Parts::one(o.cell.result.storm_events() as f64)),
+    },
+    Metric {
+        name: "trigger_below_overhead",
+        header: "trigger ≤ 1st request",
+        formula: "Σ conversations whose first request (system prompt + tools + first turn) is already ≥ trigger_tokens (strategies with a threshold)",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| o.cell.result.trigger_tokens.and(Parts::one(o.cell.result.trigger_below_first_request() as u8 as f64)),
+    },
+    Metric {
+        name: "actionable_conversations",
+        header: "actionable",
+        formula: "Σ conversations the strategy can act on: it compressed, or the uncompressed replay reaches trigger_tokens and has a split candidate after its first Content",
+        unit: Unit::Count,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.actionable() as u8 as f64),
     },
     Metric {
         name: "cache_hit_share",
@@ -209,7 +270,7 @@ pub const METRICS: &[Metric] = &[
         better: Better::Neither,
         level: Level::Conversation,
         aggregation: Aggregation::RatioOfSums,
-        parts: |o| Parts::one(o.cell.result.events.iter().any(is_reduction_event) as u8 as f64),
+        parts: |o| Parts::one(o.cell.result.compressions().next().is_some() as u8 as f64),
     },
     Metric {
         name: "early_only_retention",
@@ -584,6 +645,7 @@ pub fn format_value(m: &Metric, v: f64) -> String {
         Unit::Share => format!("{:.1}%", v * 100.0),
         Unit::Count | Unit::Tokens => format!("{}", v.round() as i64),
         Unit::Usd => format!("{v:.4}"),
+        Unit::PerHundred => format!("{v:.1}"),
     }
 }
 
@@ -650,6 +712,7 @@ impl<T: Serialize> SerdeName for T {
 mod tests {
     use super::*;
     use crate::pricing::Price;
+    use crate::replay::CompressionEvent;
     use crate::sweep::Cell;
 
     fn cell(conv: &str, request: u64, summarizer: u64, none: u64, reductions: &[f64]) -> CellResult {
@@ -681,34 +744,110 @@ mod tests {
         figure(metric(name).unwrap(), &parts).unwrap()
     }
 
-    /// `cost_vs_none` weights conversations by their tokens (a ratio of sums), not a mean of ratios, and
+    /// `tokens_vs_none` weights conversations by their tokens (a ratio of sums), not a mean of ratios, and
     /// counts the summarizer's tokens.
     #[test]
-    fn cost_vs_none_is_a_ratio_of_sums_with_the_summarizer() {
+    fn tokens_vs_none_is_a_ratio_of_sums_with_the_summarizer() {
         let cells = [cell("a", 100, 10, 200, &[]), cell("b", 900, 0, 1000, &[])];
-        let f = figure_of("cost_vs_none", &cells, None);
+        let f = figure_of("tokens_vs_none", &cells, None);
         assert_eq!(f.value, (110.0 + 900.0) / 1200.0);
         assert_ne!(f.value, (110.0 / 200.0 + 0.9) / 2.0);
         assert_eq!(f.n, 2);
         assert!(f.low <= f.value && f.value <= f.high);
         // The per-conversation value (what the gate pairs) is the conversation's own ratio.
         let v = conversation_values(&cells[0], None);
-        assert_eq!(v["cost_vs_none"], 110.0 / 200.0);
+        assert_eq!(v["tokens_vs_none"], 110.0 / 200.0);
         assert_eq!(v["request_tokens_vs_none"], 0.5);
     }
 
     /// An event-level mean is pooled over events (n = events), not a mean of conversation means.
     #[test]
-    fn mean_reduction_is_pooled_over_events() {
+    fn mean_event_reduction_is_pooled_over_events() {
         let cells = [cell("a", 1, 0, 1, &[0.5]), cell("b", 1, 0, 1, &[0.1, 0.1, 0.1]), cell("c", 1, 0, 1, &[])];
-        let f = figure_of("mean_reduction", &cells, None);
+        let f = figure_of("mean_event_reduction", &cells, None);
         assert!((f.value - 0.8 / 4.0).abs() < 1e-12, "{f:?}");
         assert_eq!(f.n, 4);
         // Conversations without events have no value (they are not zeros).
-        assert!(!conversation_values(&cells[2], None).contains_key("mean_reduction"));
+        assert!(!conversation_values(&cells[2], None).contains_key("mean_event_reduction"));
         let share = figure_of("compressing_share", &cells, None);
         assert_eq!((share.value, share.n), (2.0 / 3.0, 3));
         assert_eq!(figure_of("compressed_events", &cells, None).value, 4.0);
+    }
+
+    /// `reduction` weighs events by their size (ratio of sums); `mean_event_reduction` counts each once.
+    #[test]
+    fn reduction_is_token_weighted_and_mean_event_reduction_is_not() {
+        let event = |before: u64, after: u64| CompressionEvent {
+            status: CompressionStatus::Compressed,
+            request_tokens_before: before,
+            request_tokens_after: after,
+            reduction: crate::replay::metrics::reduction(before, after),
+            ..Default::default()
+        };
+        let mut c = cell("a", 1, 0, 1, &[]);
+        c.result.events = vec![event(10_000, 2_000), event(1_000, 900)];
+        let weighted = figure_of("reduction", std::slice::from_ref(&c), None);
+        assert!((weighted.value - (1.0 - 2_900.0 / 11_000.0)).abs() < 1e-12, "{weighted:?}");
+        assert_eq!(weighted.n, 11_000, "n of a ratio of token sums is its denominator");
+        let mean = figure_of("mean_event_reduction", std::slice::from_ref(&c), None);
+        assert!((mean.value - (0.8 + 0.1) / 2.0).abs() < 1e-12, "{mean:?}");
+    }
+
+    /// Storms, the trigger below the first request and actionability follow from the trigger.
+    #[test]
+    fn storms_and_actionability_follow_from_the_trigger() {
+        let event = |after: u64| CompressionEvent {
+            status: CompressionStatus::Compressed,
+            request_tokens_before: 5_000,
+            request_tokens_after: after,
+            ..Default::default()
+        };
+        let mut c = cell("a", 1, 0, 1, &[]);
+        c.result.requests = 8;
+        c.result.first_request_tokens = 3_000;
+        c.result.none_peak_request_tokens = 6_000;
+        c.result.trigger_tokens = Some(4_000);
+        c.result.events = vec![event(4_500), event(3_999), CompressionEvent::default()];
+        let v = conversation_values(&c, None);
+        assert_eq!(v["storm_events"], 1.0);
+        assert_eq!(v["compressions_per_100_requests"], 25.0);
+        assert_eq!(v["trigger_below_overhead"], 0.0);
+        assert_eq!(v["actionable_conversations"], 1.0);
+        c.result.trigger_tokens = Some(3_000);
+        assert_eq!(conversation_values(&c, None)["trigger_below_overhead"], 1.0);
+        // No compression, unsplittable: the reference could not act even where the trigger is reached.
+        c.result.events.clear();
+        c.result.unsplittable = true;
+        assert_eq!(conversation_values(&c, None)["actionable_conversations"], 0.0);
+        c.result.unsplittable = false;
+        assert_eq!(conversation_values(&c, None)["actionable_conversations"], 1.0);
+        c.result.trigger_tokens = Some(7_000);
+        assert_eq!(conversation_values(&c, None)["actionable_conversations"], 0.0);
+        // Strategies without a threshold have no storm or trigger figure.
+        c.result.trigger_tokens = None;
+        assert!(!conversation_values(&c, None).contains_key("storm_events"));
+    }
+
+    /// Two points scored on the same probes: their marginal intervals overlap (conversations differ a lot
+    /// from each other), yet one retains more in every conversation, and only the paired interval sees it.
+    #[test]
+    fn paired_difference_is_significant_where_marginal_intervals_overlap() {
+        let m = metric("early_only_retention").unwrap();
+        let p = |c: usize, hits: f64| (format!("c{c}"), Parts { num: hits, den: 10.0 });
+        // Per-conversation retention spreads from 0 to 0.9; the point keeps one probe more out of ten.
+        let base: Vec<(String, Parts)> = (0..20).map(|c| p(c, (c % 10) as f64)).collect();
+        let better: Vec<(String, Parts)> = (0..20).map(|c| p(c, (c % 10) as f64 + 1.0)).collect();
+        let marginal = |xs: &[(String, Parts)]| figure(m, &xs.iter().map(|x| x.1).collect::<Vec<_>>()).unwrap();
+        let (a, b) = (marginal(&better), marginal(&base));
+        assert!(a.low <= b.high && b.low <= a.high, "marginal intervals overlap: {a:?} {b:?}");
+        let d = paired_difference(m, &better, &base).unwrap();
+        assert!((d.value - 0.1).abs() < 1e-12, "{d:?}");
+        assert!(d.low > 0.0, "the paired interval excludes 0: {d:?}");
+        // Shuffling which conversation each score belongs to destroys the pairing: no longer significant.
+        let shuffled: Vec<(String, Parts)> =
+            (0..20).map(|c| (format!("c{c}"), better[(c * 7 + 3) % 20].1)).collect();
+        let d = paired_difference(m, &shuffled, &base).unwrap();
+        assert!(d.low < 0.0 && d.high > 0.0, "{d:?}");
     }
 
     /// Cache-aware cost: the shared prefix at the cached price; `none` likewise; the ratio of sums.
@@ -724,7 +863,7 @@ mod tests {
         assert!((costs.usd - (1.0 + 1.0)).abs() < 1e-9, "{costs:?}");
         assert!((costs.cached_usd - (0.5 + 0.05 + 1.0)).abs() < 1e-9, "{costs:?}");
         assert!((costs.none_cached_usd - (0.5 + 0.15)).abs() < 1e-9, "{costs:?}");
-        let f = figure_of("cached_cost_vs_none", std::slice::from_ref(&c), Some(&pricing));
+        let f = figure_of("cached_usd_vs_none", std::slice::from_ref(&c), Some(&pricing));
         assert!((f.value - 1.55 / 0.65).abs() < 1e-9);
         assert_eq!(figure_of("cache_hit_share", std::slice::from_ref(&c), None).value, 0.5);
         // Without prices there are no USD figures.
@@ -733,7 +872,7 @@ mod tests {
 
     #[test]
     fn paired_difference_pairs_conversations() {
-        let m = metric("cost_vs_none").unwrap();
+        let m = metric("tokens_vs_none").unwrap();
         let p = |c: &str, n: f64, d: f64| (c.to_string(), Parts { num: n, den: d });
         let point = [p("a", 50.0, 100.0), p("b", 300.0, 300.0), p("x", 1.0, 1.0)];
         let none = [p("a", 100.0, 100.0), p("b", 300.0, 300.0)];

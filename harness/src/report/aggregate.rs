@@ -51,13 +51,10 @@ fn axis_columns(name: &str, values: &[Option<&String>]) -> Vec<Column> {
             vec![
                 Column::new(name.into(), limits.iter().map(|l| l.and_then(|l| l.tokens())).collect::<Vec<_>>()),
                 Column::new(
-                    "token_limit_peak_fraction".into(),
+                    "token_limit_relative".into(),
                     limits
                         .iter()
-                        .map(|l| match l {
-                            Some(crate::replay::TokenLimit::PeakFraction(x)) => Some(*x),
-                            _ => None,
-                        })
+                        .map(|l| l.filter(|l| l.is_relative()).map(|l| l.to_string()))
                         .collect::<Vec<_>>(),
                 ),
             ]
@@ -96,17 +93,21 @@ fn metric_column(name: &str, m: &Metric, values: Vec<Option<f64>>) -> Column {
     }
 }
 
-/// Metrics whose points-frame rows carry paired differences from `none` and from the reference point.
-pub const COMPARED_METRICS: [&str; 4] = ["cost_vs_none", "cached_cost_vs_none", "mean_reduction", "retention"];
+/// Metrics whose points-frame rows carry paired differences from `none` and from the reference point: the
+/// conversation- and probe-level headline figures, defined for every point (`none` included).
+pub const COMPARED_METRICS: [&str; 5] =
+    ["tokens_vs_none", "usd_vs_none", "cached_usd_vs_none", "early_only_retention", "retention"];
 
 /// The reference point comparisons are made against: the first reference (`gemini`) point of the main grid.
 pub fn reference_point(plan: &Plan) -> Option<&ConfigPoint> {
     plan.points.iter().find(|p| p.strategy.kind() == "gemini" && p.slice.is_none())
 }
 
-/// The `none` point comparisons are made against (same slice as the point, or the main grid's).
+/// The `none` point comparisons are made against: the same slice's, else the main grid's (a replay without
+/// compression does not depend on the window, so any `none` of the same conversations pairs).
 pub fn none_point<'a>(plan: &'a Plan, of: &ConfigPoint) -> Option<&'a ConfigPoint> {
-    plan.points.iter().find(|p| p.strategy.kind() == "none" && p.slice == of.slice)
+    let none = |slice: Option<&String>| plan.points.iter().find(move |p| p.strategy.kind() == "none" && p.slice.as_ref() == slice);
+    none(of.slice.as_ref()).or_else(|| none(None))
 }
 
 pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
@@ -187,6 +188,9 @@ pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
         Column::new("none_cached_request_tokens_total".into(), r(&|x| x.none_cached_request_tokens_total)),
         Column::new("peak_request_tokens".into(), r(&|x| x.peak_request_tokens)),
         Column::new("none_peak_request_tokens".into(), r(&|x| x.none_peak_request_tokens)),
+        Column::new("first_request_tokens".into(), r(&|x| x.first_request_tokens)),
+        Column::new("trigger_tokens".into(), cells.iter().map(|c| c.result.trigger_tokens).collect::<Vec<_>>()),
+        Column::new("actionable".into(), cells.iter().map(|c| c.result.actionable()).collect::<Vec<_>>()),
         Column::new("compressed_events".into(), r(&|x| x.compressed_events())),
         Column::new("overflow_events".into(), r(&|x| x.overflow_events)),
         Column::new("window_exceeded_requests".into(), r(&|x| x.window_exceeded_requests)),

@@ -79,8 +79,10 @@ impl Default for Rules {
         let compressed = |metric: &str| Rule { only: Only::Compressed, ..r(metric, Direction::Higher, 0.02, 0.0) };
         Rules {
             rule: vec![
-                r("cost_vs_none", Direction::Lower, 0.01, 0.0),
-                r("mean_reduction", Direction::Higher, 0.02, 0.0),
+                r("tokens_vs_none", Direction::Lower, 0.01, 0.0),
+                r("usd_vs_none", Direction::Lower, 0.01, 0.0),
+                r("reduction", Direction::Higher, 0.02, 0.0),
+                r("storm_events", Direction::Lower, 0.1, 0.0),
                 r("inflated_events", Direction::Lower, 0.1, 0.0),
                 r("empty_summary_events", Direction::Lower, 0.1, 0.0),
                 r("hidden_inflation_events", Direction::Lower, 0.1, 0.0),

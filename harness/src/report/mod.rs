@@ -382,7 +382,7 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
                         .copied()
                         .filter(|p| p.axes.get("threshold") == Some(t) && p.axes.get("preserve_fraction") == Some(keep))
                         .collect();
-                    Some((t.parse().ok()?, pooled(plan, cells, &pts, "mean_reduction")? * 100.0))
+                    Some((t.parse().ok()?, pooled(plan, cells, &pts, "reduction")? * 100.0))
                 })
                 .collect(),
         })
@@ -400,7 +400,7 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
         ),
     );
     // 3. Heatmap: a quality metric versus preserve fraction (rows) and threshold (columns).
-    let metric = if cells.iter().any(|c| c.probes.is_some()) { "retention" } else { "cost_vs_none" };
+    let metric = if cells.iter().any(|c| c.probes.is_some()) { "retention" } else { "tokens_vs_none" };
     let values: Vec<Vec<Option<f64>>> = preserves
         .iter()
         .map(|r| {
@@ -440,7 +440,7 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
     };
     let mut pts = Vec::new();
     for (i, p) in plan.points.iter().enumerate().filter(|(_, p)| p.slice.is_none()) {
-        let x = pooled(plan, cells, &[p], "cost_vs_none");
+        let x = pooled(plan, cells, &[p], "tokens_vs_none");
         let y = pooled(plan, cells, &[p], quality);
         if let (Some(x), Some(y)) = (x, y) {
             pts.push(((i + 1).to_string(), x, y));

@@ -67,7 +67,7 @@ fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<St
         variant.to_string(),
         s.conversations.to_string(),
         total("failed"),
-        pct(s.figure("cost_vs_none").map(|f| f.value)),
+        pct(s.figure("tokens_vs_none").map(|f| f.value)),
         pct(s.figure("early_only_retention").map(|f| f.value)),
         compressions.to_string(),
         total("overflow_events"),

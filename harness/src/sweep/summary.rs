@@ -18,7 +18,7 @@ pub struct PointSummary {
     pub events_by_status: BTreeMap<String, u64>,
     /// Metric name → the point's figure (ratio of sums, pooled mean or total; see the glossary).
     #[serde(flatten)]
-    pub figures: BTreeMap<String, f64>,
+    pub figures: Figures,
     /// Metric name → events (event-level metrics) or conversations the figure is over.
     pub n: BTreeMap<String, usize>,
     /// Metric name → bootstrap 95 % interval (ratio-of-sums metrics over two or more conversations).
@@ -32,6 +32,45 @@ pub struct PointSummary {
     /// Probe figures, when the run scored probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<ProbeSummary>,
+}
+
+/// A point's figures by metric name. Written with counts and token totals as integers (a count is never
+/// `3.0`), every other figure as a float.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures(pub BTreeMap<String, f64>);
+
+impl std::ops::Deref for Figures {
+    type Target = BTreeMap<String, f64>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Serialize for Figures {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use crate::metrics::{Aggregation, Unit};
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (name, &v) in &self.0 {
+            let integer = crate::metrics::metric(name).is_some_and(|m| {
+                m.aggregation == Aggregation::Total && matches!(m.unit, Unit::Count | Unit::Tokens)
+            });
+            if integer && v.fract() == 0.0 && v.abs() < 9.0e15 {
+                m.serialize_entry(name, &(v as i64))?;
+            } else {
+                m.serialize_entry(name, &v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Figures {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Flattened: every other key of the summary arrives here too; figures are the numeric ones.
+        let all = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
+        Ok(Figures(all.into_iter().filter_map(|(k, v)| Some((k, v.as_f64()?))).collect()))
+    }
 }
 
 impl PointSummary {
@@ -194,7 +233,7 @@ pub fn summarize(plan: &Plan, cells: &[CellResult]) -> Vec<PointSummary> {
                 slice: p.slice.clone(),
                 conversations: mine.len(),
                 events_by_status,
-                figures: figures.iter().map(|(k, f)| (k.to_string(), f.value)).collect(),
+                figures: Figures(figures.iter().map(|(k, f)| (k.to_string(), f.value)).collect()),
                 n: figures.iter().map(|(k, f)| (k.to_string(), f.n)).collect(),
                 ci95: figures
                     .iter()
@@ -224,13 +263,16 @@ pub const TABLE_WIDTH: usize = 120;
 
 /// Metrics shown by default, in order, with the priority at which they are dropped to fit the width
 /// (higher goes first); `--wide` shows every metric.
-const DEFAULT_COLUMNS: [(&str, u8); 14] = [
-    ("cost_vs_none", 0),
+const DEFAULT_COLUMNS: [(&str, u8); 17] = [
+    ("tokens_vs_none", 0),
     ("early_only_retention", 0),
-    ("mean_reduction", 1),
+    ("usd_vs_none", 1),
+    ("reduction", 1),
     ("at_risk_retention", 1),
-    ("compressing_share", 1),
-    ("cached_cost_vs_none", 2),
+    ("compressions_per_100_requests", 1),
+    ("storm_events", 1),
+    ("compressing_share", 2),
+    ("cached_usd_vs_none", 2),
     ("failed", 2),
     ("verification_retention_gain", 3),
     ("cache_hit_share", 3),
@@ -417,7 +459,7 @@ fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String
             row.extend(varying.iter().map(|a| s.axes.get(a).cloned().unwrap_or_else(|| "-".into())));
             row.push(s.conversations.to_string());
             for m in &metrics {
-                let ci = opts.intervals && matches!(m.name, "cost_vs_none" | "retention" | "mean_reduction");
+                let ci = opts.intervals && matches!(m.name, "tokens_vs_none" | "retention" | "reduction");
                 row.push(
                     s.figure(m.name).map(|f| crate::metrics::format_figure(m, &f, ci)).unwrap_or_else(|| "-".into()),
                 );
@@ -508,7 +550,7 @@ mod tests {
             axes: [("threshold".to_string(), threshold.to_string())].into_iter().collect(),
             slice: slice.map(String::from),
             conversations: if slice.is_some() { 1 } else { 9 },
-            figures: [("cost_vs_none".to_string(), 0.9)].into_iter().collect(),
+            figures: Figures([("tokens_vs_none".to_string(), 0.9)].into_iter().collect()),
             ..Default::default()
         }
     }

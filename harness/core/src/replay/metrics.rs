@@ -49,6 +49,7 @@ pub struct CompressionEvent {
     pub summarized_contents: usize,
     pub kept_contents: usize,
     pub truncated_outputs: usize,
+    /// The final summary counted with the replay's tokenizer (0 without a summary).
     pub summary_tokens: u64,
     /// The summarised head held a previous `<state_snapshot>` (the anchored instruction was used).
     pub anchored: bool,
@@ -65,6 +66,13 @@ pub struct CompressionEvent {
     pub first_summary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_summary: Option<String>,
+}
+
+impl CompressionEvent {
+    /// The strategy reported a smaller history (COMPRESSED, CONTENT_TRUNCATED).
+    pub fn reduced(&self) -> bool {
+        matches!(self.status, CompressionStatus::Compressed | CompressionStatus::ContentTruncated)
+    }
 }
 
 /// `1 − after/before` (0 when before is 0): the share of the request an event removed (negative: it grew).
@@ -111,6 +119,13 @@ pub struct ConversationResult {
     /// Largest request, with and without compression.
     pub peak_request_tokens: u64,
     pub none_peak_request_tokens: u64,
+    /// The first request (system prompt + tool declarations + first turn): the fixed part of every request.
+    #[serde(default)]
+    pub first_request_tokens: u64,
+    /// The request size at which the strategy's threshold fires (`threshold × window`, rounded up), for
+    /// strategies with a `threshold`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_tokens: Option<u64>,
     /// Summarizer input and output tokens over the whole replay (every pass, every event).
     pub summarizer_input_tokens_total: u64,
     pub summarizer_output_tokens_total: u64,
@@ -130,6 +145,32 @@ impl ConversationResult {
     /// Summarizer input + output tokens, every pass.
     pub fn summarizer_tokens_total(&self) -> u64 {
         self.summarizer_input_tokens_total + self.summarizer_output_tokens_total
+    }
+
+    /// Events whose strategy reported a smaller history (COMPRESSED, CONTENT_TRUNCATED): the compressions.
+    pub fn compressions(&self) -> impl Iterator<Item = &CompressionEvent> + '_ {
+        self.events.iter().filter(|e| e.reduced())
+    }
+
+    /// The first request already reaches the trigger: the strategy fires before the conversation has grown.
+    pub fn trigger_below_first_request(&self) -> bool {
+        self.trigger_tokens.is_some_and(|t| self.first_request_tokens >= t)
+    }
+
+    /// Compressions that leave the request at or above the trigger, so the next request fires again.
+    pub fn storm_events(&self) -> u64 {
+        match self.trigger_tokens {
+            Some(t) => self.compressions().filter(|e| e.request_tokens_after >= t).count() as u64,
+            None => 0,
+        }
+    }
+
+    /// The strategy's trigger fired, or the conversation without compression reaches it and has somewhere
+    /// to split (an unsplittable history gives the reference nothing to cut): a conversation the strategy
+    /// can act on.
+    pub fn actionable(&self) -> bool {
+        self.compressions().next().is_some()
+            || self.trigger_tokens.is_some_and(|t| !self.unsplittable && self.none_peak_request_tokens >= t)
     }
 
     /// Events the strategy reported as COMPRESSED.

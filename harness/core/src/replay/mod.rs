@@ -27,7 +27,7 @@ pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
 pub use registry::register;
 pub use strategy::{Compressor, CompressorSession, Strategy, StrategyError, StrategySpec, TurnInput, TurnOutcome};
-pub use window::{PromptCountOrigin, TokenLimit, Tokenizer};
+pub use window::{PromptCountOrigin, TokenLimit, Tokenizer, WindowBasis, MAX_FIXED_SHARE};
 
 use crate::compress::callers::{overflow_check, OverflowGuard};
 use crate::compress::{curated, CompressionStatus, SplitVariant};
@@ -533,6 +533,16 @@ impl Uncompressed {
     pub fn peak(&self) -> u64 {
         self.requests.iter().copied().max().unwrap_or(self.overhead)
     }
+
+    /// The first request (system prompt + tool declarations + first turn): the fixed part of every request.
+    pub fn first_request(&self) -> u64 {
+        self.requests.first().copied().unwrap_or(self.overhead)
+    }
+
+    /// What a relative window is resolved against.
+    pub fn window_basis(&self) -> WindowBasis {
+        WindowBasis { first_request: self.first_request(), peak: self.peak() }
+    }
 }
 
 /// Replays one conversation through one strategy. Never fails: an error stops this conversation's replay
@@ -584,9 +594,14 @@ pub async fn replay_spec(
         Ok(u) => u,
         Err(e) => return failed(&input, e.to_string()),
     };
-    let limit = settings.token_limit.resolve(uncompressed.peak());
-    match spec.with_token_limit(limit).build() {
-        Ok(strategy) => replay_prepared(input, &uncompressed, strategy.as_ref(), settings, llm, observer).await,
+    let limit = settings.token_limit.resolve(uncompressed.window_basis());
+    let spec = spec.with_token_limit(limit);
+    match spec.build() {
+        Ok(strategy) => {
+            let mut result = replay_prepared(input, &uncompressed, strategy.as_ref(), settings, llm, observer).await;
+            result.trigger_tokens = spec.trigger_tokens();
+            result
+        }
         Err(e) => failed(&input, e.to_string()),
     }
 }
@@ -600,7 +615,7 @@ pub async fn replay_prepared(
     llm: &dyn LanguageModel,
     observer: &mut dyn ReplayObserver,
 ) -> ConversationResult {
-    let token_limit = settings.token_limit.resolve(uncompressed.peak());
+    let token_limit = settings.token_limit.resolve(uncompressed.window_basis());
     let use_recorded = settings.prompt_count_source == PromptCountSource::Recorded
         && input.prompt_count_origin.counts_replayed_context();
     let prompt_count_source = match settings.prompt_count_source {
@@ -618,6 +633,7 @@ pub async fn replay_prepared(
         contents: input.history.len(),
         token_limit,
         none_peak_request_tokens: uncompressed.peak(),
+        first_request_tokens: uncompressed.first_request(),
         prompt_count_source,
         unsplittable,
         split_points,
@@ -695,7 +711,12 @@ pub async fn replay_prepared(
                 None if edited => stored.measured() + overhead + pending_tokens,
                 None => request_before,
             };
-            Some(build_event(i, k, force, &outcome, before_contents, (request_before, request_after), settings))
+            let mut event =
+                build_event(i, k, force, &outcome, before_contents, (request_before, request_after), settings);
+            if let Some(summary) = outcome.trace.as_ref().and_then(|t| t.final_summary.as_deref()) {
+                event.summary_tokens = counted!(counting.text(summary).await);
+            }
+            Some(event)
         } else {
             None
         };
@@ -811,9 +832,6 @@ fn build_event(
         } else {
             t.llm_calls.iter().map(|c| (c.response_chars / 4) as u64).sum()
         };
-        if let Some(s) = &t.final_summary {
-            e.summary_tokens = Estimator::Current.text(&crate::json::JsStr::new(s));
-        }
         if let (Some(first), Some(_)) = (&t.first_summary, &t.verified_summary) {
             let est = |s: &str| Estimator::Current.text(&crate::json::JsStr::new(s)) as i64;
             let final_text = t.final_summary.as_deref().unwrap_or(first);

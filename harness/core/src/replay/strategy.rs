@@ -564,6 +564,18 @@ impl StrategySpec {
         &self.name
     }
 
+    /// The request size at which the spec's threshold fires (`threshold × token_limit`, rounded up: the
+    /// reference compresses when the count is not below the product), read like the window: at the top of
+    /// the parameters or in `settings`. `None` for strategies without a threshold or before the window is set.
+    pub fn trigger_tokens(&self) -> Option<u64> {
+        let read = |m: &Params| Some((m.get("threshold")?.as_f64()?, m.get("token_limit")?.as_u64()?));
+        let (threshold, limit) = read(&self.params).or_else(|| match self.params.get("settings") {
+            Some(Json::Object(s)) => read(s),
+            _ => None,
+        })?;
+        (limit > 0).then(|| (threshold * limit as f64).ceil() as u64)
+    }
+
     /// The spec with its simulated window set to `limit` (a window relative to each conversation is
     /// resolved per replay). Strategies name their window `token_limit`: at the top of their parameters, or
     /// in `settings` for those built on the reference's settings; strategies without one are unchanged.

@@ -67,37 +67,66 @@ impl<'de> Deserialize<'de> for Tokenizer {
     }
 }
 
-/// The simulated context window: a number of tokens, or a fraction of each conversation's uncompressed
-/// peak request (`"peak:0.6"`), so that one setting makes conversations of every size compress.
+/// The simulated context window: a number of tokens, or a window relative to each conversation, so that one
+/// setting makes conversations of every size compress.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TokenLimit {
     Tokens(u64),
-    /// This fraction of the largest request of the conversation replayed without compression.
+    /// `peak:F`: this fraction of the largest request of the conversation replayed without compression. With
+    /// a large fixed part (system prompt + tools) the trigger can sit below the first request, and every
+    /// request compresses (a stress setting: configs/stress-storm.toml).
     PeakFraction(f64),
+    /// `overhead+peak:F`: the fixed part (the first request: system prompt + tool declarations + first turn)
+    /// plus F × the conversation's growth beyond it, and never less than [`MAX_FIXED_SHARE`]⁻¹ × the fixed
+    /// part. Deployed agents spend a few per cent of their window on the fixed part (Gemini CLI: ~2 %, Claude
+    /// Code: ~10 %), so every threshold above [`MAX_FIXED_SHARE`] triggers above the first request, and a
+    /// conversation whose growth is small next to its fixed part never reaches the trigger, as it would not
+    /// in a deployment.
+    FixedPlusGrowth(f64),
+}
+
+/// The largest share of an `overhead+peak:F` window the fixed part of the request may take.
+pub const MAX_FIXED_SHARE: f64 = 0.25;
+
+/// What a relative window is resolved against: the conversation replayed without compression.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowBasis {
+    /// The first request (system prompt + tool declarations + first turn).
+    pub first_request: u64,
+    /// The largest request.
+    pub peak: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("token limit `{0}`: expected a positive number of tokens or `peak:F` with 0 < F <= 10")]
+#[error(
+    "token limit `{0}`: expected a positive number of tokens, `peak:F` or `overhead+peak:F` with 0 < F <= 10"
+)]
 pub struct TokenLimitError(pub String);
 
 impl TokenLimit {
-    /// The window in tokens for a conversation whose uncompressed peak request is `uncompressed_peak`.
-    pub fn resolve(self, uncompressed_peak: u64) -> u64 {
-        match self {
-            TokenLimit::Tokens(n) => n,
-            TokenLimit::PeakFraction(f) => ((f * uncompressed_peak as f64).ceil() as u64).max(1),
-        }
+    /// The window in tokens for a conversation whose uncompressed replay is summarised by `basis`.
+    pub fn resolve(self, basis: WindowBasis) -> u64 {
+        let WindowBasis { first_request: fixed, peak } = basis;
+        let window = match self {
+            TokenLimit::Tokens(n) => return n,
+            TokenLimit::PeakFraction(f) => f * peak as f64,
+            TokenLimit::FixedPlusGrowth(f) => {
+                let growth = peak.saturating_sub(fixed) as f64;
+                (fixed as f64 + f * growth).max(fixed as f64 / MAX_FIXED_SHARE)
+            }
+        };
+        (window.ceil() as u64).max(1)
     }
 
     pub fn is_relative(self) -> bool {
-        matches!(self, TokenLimit::PeakFraction(_))
+        !matches!(self, TokenLimit::Tokens(_))
     }
 
     /// The absolute window, or `None` for a relative one.
     pub fn tokens(self) -> Option<u64> {
         match self {
             TokenLimit::Tokens(n) => Some(n),
-            TokenLimit::PeakFraction(_) => None,
+            _ => None,
         }
     }
 }
@@ -113,6 +142,7 @@ impl std::fmt::Display for TokenLimit {
         match self {
             TokenLimit::Tokens(n) => write!(f, "{n}"),
             TokenLimit::PeakFraction(x) => write!(f, "peak:{}", crate::json::js_format(*x)),
+            TokenLimit::FixedPlusGrowth(x) => write!(f, "overhead+peak:{}", crate::json::js_format(*x)),
         }
     }
 }
@@ -121,9 +151,15 @@ impl std::str::FromStr for TokenLimit {
     type Err = TokenLimitError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || TokenLimitError(s.to_string());
+        let fraction = |f: &str| match f.trim().parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 10.0 => Ok(f),
+            _ => Err(bad()),
+        };
+        if let Some(f) = s.trim().strip_prefix("overhead+peak:") {
+            return fraction(f).map(TokenLimit::FixedPlusGrowth);
+        }
         if let Some(f) = s.trim().strip_prefix("peak:") {
-            let f: f64 = f.trim().parse().map_err(|_| bad())?;
-            return if f > 0.0 && f <= 10.0 { Ok(TokenLimit::PeakFraction(f)) } else { Err(bad()) };
+            return fraction(f).map(TokenLimit::PeakFraction);
         }
         match s.trim().parse::<u64>() {
             Ok(n) if n > 0 => Ok(TokenLimit::Tokens(n)),
@@ -137,7 +173,7 @@ impl Serialize for TokenLimit {
         match self {
             // A number, as before relative windows existed: point ids of absolute windows do not change.
             TokenLimit::Tokens(n) => s.serialize_u64(*n),
-            TokenLimit::PeakFraction(_) => s.serialize_str(&self.to_string()),
+            _ => s.serialize_str(&self.to_string()),
         }
     }
 }
@@ -170,16 +206,47 @@ mod tests {
         }
         let t: T = toml::from_str("l = [16384, \"peak:0.6\", \"4096\"]").unwrap();
         assert_eq!(t.l, [TokenLimit::Tokens(16384), TokenLimit::PeakFraction(0.6), TokenLimit::Tokens(4096)]);
-        assert_eq!(t.l[0].resolve(1_000_000), 16384);
+        let peak = |peak| WindowBasis { first_request: 0, peak };
+        assert_eq!(t.l[0].resolve(peak(1_000_000)), 16384);
         // 0.6 × 10,001 = 6,000.6 → 6,001 (rounded up: a window never below the fraction).
-        assert_eq!(t.l[1].resolve(10_001), 6001);
-        assert_eq!(TokenLimit::PeakFraction(0.5).resolve(0), 1);
+        assert_eq!(t.l[1].resolve(peak(10_001)), 6001);
+        assert_eq!(TokenLimit::PeakFraction(0.5).resolve(peak(0)), 1);
         assert_eq!(serde_json::to_string(&t.l).unwrap(), "[16384,\"peak:0.6\",4096]");
         for bad in ["l = [0]", "l = [\"peak:0\"]", "l = [\"peak:x\"]", "l = [\"half\"]", "l = [-3]"] {
             assert!(toml::from_str::<T>(bad).is_err(), "{bad}");
         }
         let e = toml::from_str::<T>("l = [\"peak:11\"]").err().unwrap().to_string();
         assert!(e.contains("peak:11") && e.contains("peak:F"), "{e}");
+    }
+
+    /// `overhead+peak:F` adds F × the growth to the fixed part, and never lets the fixed part take more than
+    /// a quarter of the window: the trigger of any threshold above 0.25 is above the first request.
+    #[test]
+    fn fixed_plus_growth_keeps_the_trigger_above_the_first_request() {
+        let l: TokenLimit = "overhead+peak:0.6".parse().unwrap();
+        assert_eq!(l, TokenLimit::FixedPlusGrowth(0.6));
+        assert_eq!(l.to_string(), "overhead+peak:0.6");
+        assert_eq!(serde_json::to_string(&l).unwrap(), "\"overhead+peak:0.6\"");
+        assert!(l.is_relative() && l.tokens().is_none());
+        // Growth large next to the fixed part: 1,000 + 0.6 × 99,000.
+        assert_eq!(l.resolve(WindowBasis { first_request: 1_000, peak: 100_000 }), 60_400);
+        // tau-bench-like: the fixed part is half the peak; 5,000 + 0.6 × 5,000 = 8,000 < 4 × 5,000.
+        let w = l.resolve(WindowBasis { first_request: 5_000, peak: 10_000 });
+        assert_eq!(w, 20_000);
+        assert!(0.5 * w as f64 > 5_000.0 && 0.5 * w as f64 > 10_000.0 - 1.0);
+        for bad in ["overhead+peak:0", "overhead+peak:", "overhead+peak:11", "overhead:0.6"] {
+            assert!(bad.parse::<TokenLimit>().is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the conversation, a threshold above the maximum fixed share triggers above the first
+        /// request.
+        #[test]
+        fn trigger_is_above_the_first_request(fixed in 1u64..2_000_000, growth in 0u64..5_000_000, f in 0.01f64..10.0, t in 0.2501f64..1.0) {
+            let w = TokenLimit::FixedPlusGrowth(f).resolve(WindowBasis { first_request: fixed, peak: fixed + growth });
+            proptest::prop_assert!(t * w as f64 > fixed as f64);
+        }
     }
 
     /// The built-in tokenizers keep the names plans already hold; any other name is a model spec.
