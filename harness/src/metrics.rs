@@ -844,8 +844,7 @@ mod tests {
         assert!((d.value - 0.1).abs() < 1e-12, "{d:?}");
         assert!(d.low > 0.0, "the paired interval excludes 0: {d:?}");
         // Shuffling which conversation each score belongs to destroys the pairing: no longer significant.
-        let shuffled: Vec<(String, Parts)> =
-            (0..20).map(|c| (format!("c{c}"), better[(c * 7 + 3) % 20].1)).collect();
+        let shuffled: Vec<(String, Parts)> = (0..20).map(|c| (format!("c{c}"), better[(c * 7 + 3) % 20].1)).collect();
         let d = paired_difference(m, &shuffled, &base).unwrap();
         assert!(d.low < 0.0 && d.high > 0.0, "{d:?}");
     }

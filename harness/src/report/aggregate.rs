@@ -5,7 +5,7 @@
 use crate::metrics::{self, Aggregation, Metric, Unit, METRICS};
 use crate::sweep::{CellResult, ConfigPoint, Plan};
 use polars::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Per-conversation figures by metric name, without USD figures (those need the plan's prices: see
@@ -14,11 +14,13 @@ pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
     metrics::conversation_values(c, None)
 }
 
-/// The three frames of a run.
+/// The frames of a run.
 pub struct Frames {
     pub events: DataFrame,
     pub conversations: DataFrame,
     pub points: DataFrame,
+    /// Headline figures of every point per scope (pooled, actionable, each source).
+    pub scopes: DataFrame,
 }
 
 fn axis_names(plan: &Plan) -> Vec<String> {
@@ -52,10 +54,7 @@ fn axis_columns(name: &str, values: &[Option<&String>]) -> Vec<Column> {
                 Column::new(name.into(), limits.iter().map(|l| l.and_then(|l| l.tokens())).collect::<Vec<_>>()),
                 Column::new(
                     "token_limit_relative".into(),
-                    limits
-                        .iter()
-                        .map(|l| l.filter(|l| l.is_relative()).map(|l| l.to_string()))
-                        .collect::<Vec<_>>(),
+                    limits.iter().map(|l| l.filter(|l| l.is_relative()).map(|l| l.to_string())).collect::<Vec<_>>(),
                 ),
             ]
         }
@@ -106,8 +105,159 @@ pub fn reference_point(plan: &Plan) -> Option<&ConfigPoint> {
 /// The `none` point comparisons are made against: the same slice's, else the main grid's (a replay without
 /// compression does not depend on the window, so any `none` of the same conversations pairs).
 pub fn none_point<'a>(plan: &'a Plan, of: &ConfigPoint) -> Option<&'a ConfigPoint> {
-    let none = |slice: Option<&String>| plan.points.iter().find(move |p| p.strategy.kind() == "none" && p.slice.as_ref() == slice);
+    let none = |slice: Option<&String>| {
+        plan.points.iter().find(move |p| p.strategy.kind() == "none" && p.slice.as_ref() == slice)
+    };
     none(of.slice.as_ref()).or_else(|| none(None))
+}
+
+/// The figures a reader compares strategies on; each is reported per scope ([`scope_figures`]).
+pub const HEADLINE_METRICS: [&str; 7] = [
+    "tokens_vs_none",
+    "usd_vs_none",
+    "cached_usd_vs_none",
+    "early_only_retention",
+    "at_risk_retention",
+    "compressions_per_100_requests",
+    "storm_events",
+];
+
+/// Which of a point's conversations a figure is over.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Every conversation: diluted by those the strategy cannot act on.
+    Pooled,
+    /// The conversations the strategy can act on ([`ConversationResult::actionable`]); a paired difference
+    /// is over those either point can act on.
+    ///
+    /// [`ConversationResult::actionable`]: crate::replay::ConversationResult::actionable
+    Actionable,
+    /// One source's conversations.
+    Source(String),
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Pooled => f.write_str("pooled"),
+            Scope::Actionable => f.write_str("actionable"),
+            Scope::Source(s) => write!(f, "source:{s}"),
+        }
+    }
+}
+
+/// One point's headline figures over one scope, with its paired differences from the reference point.
+#[derive(Clone, Debug)]
+pub struct ScopeFigures {
+    /// Index of the point in the plan.
+    pub point: usize,
+    pub scope: Scope,
+    pub conversations: usize,
+    pub figures: BTreeMap<&'static str, metrics::Figure>,
+    /// Point − reference, paired by conversation (cluster bootstrap over the conversations of the scope;
+    /// for `actionable`, those either point can act on).
+    pub vs_reference: BTreeMap<&'static str, metrics::Figure>,
+}
+
+/// Every point's headline figures per scope: pooled, actionable, then each source.
+pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
+    let sources: BTreeSet<&str> = cells.iter().map(|c| c.source.as_str()).filter(|s| !s.is_empty()).collect();
+    let scopes: Vec<Scope> = [Scope::Pooled, Scope::Actionable]
+        .into_iter()
+        .chain(sources.into_iter().map(|s| Scope::Source(s.to_string())))
+        .collect();
+    let headline: Vec<&metrics::Metric> = HEADLINE_METRICS.iter().filter_map(|m| metrics::metric(m)).collect();
+    let reference = reference_point(plan);
+    let of_point = |p: &ConfigPoint| cells.iter().filter(|c| c.cell.point == p.id).collect::<Vec<_>>();
+    let reference_cells = reference.map(of_point).unwrap_or_default();
+    let reference_pricing = reference.and_then(|r| metrics::point_pricing(plan, r));
+    let parts_of = |cs: &[&CellResult], pricing: Option<&crate::pricing::Pricing>| {
+        metrics::point_parts(cs.iter().copied(), pricing)
+    };
+    let mut out = Vec::new();
+    for (i, p) in plan.points.iter().enumerate() {
+        let pricing = metrics::point_pricing(plan, p);
+        let mine = of_point(p);
+        for scope in &scopes {
+            let in_scope = |c: &CellResult| match scope {
+                Scope::Pooled => true,
+                Scope::Actionable => c.result.actionable(),
+                Scope::Source(s) => c.source == *s,
+            };
+            let own: Vec<&CellResult> = mine.iter().copied().filter(|c| in_scope(c)).collect();
+            if own.is_empty() && scope != &Scope::Pooled {
+                continue;
+            }
+            let parts = parts_of(&own, pricing.as_ref());
+            let figures = headline
+                .iter()
+                .filter_map(|m| {
+                    let ps: Vec<metrics::Parts> = parts.get(m.name)?.iter().map(|x| x.1).collect();
+                    Some((m.name, metrics::figure(m, &ps)?))
+                })
+                .collect();
+            // The conversations a paired difference is over: in scope for either point when the scope
+            // depends on the point (actionable), else the scope's.
+            let paired: BTreeSet<&str> = match scope {
+                Scope::Actionable => own
+                    .iter()
+                    .chain(reference_cells.iter().filter(|c| in_scope(c)))
+                    .map(|c| c.cell.conversation.as_str())
+                    .collect(),
+                _ => mine.iter().filter(|c| in_scope(c)).map(|c| c.cell.conversation.as_str()).collect(),
+            };
+            fn pick<'a>(cs: &[&'a CellResult], paired: &BTreeSet<&str>) -> Vec<&'a CellResult> {
+                cs.iter().copied().filter(|c| paired.contains(c.cell.conversation.as_str())).collect()
+            }
+            let vs_reference = if reference.is_some() {
+                let a = parts_of(&pick(&mine, &paired), pricing.as_ref());
+                let b = parts_of(&pick(&reference_cells, &paired), reference_pricing.as_ref());
+                headline
+                    .iter()
+                    .filter_map(|m| Some((m.name, metrics::paired_difference(m, a.get(m.name)?, b.get(m.name)?)?)))
+                    .collect()
+            } else {
+                BTreeMap::new()
+            };
+            out.push(ScopeFigures { point: i, scope: scope.clone(), conversations: own.len(), figures, vs_reference });
+        }
+    }
+    out
+}
+
+/// `results/scopes.*`: one row per point × scope.
+fn scopes_frame(plan: &Plan, rows: &[ScopeFigures]) -> PolarsResult<DataFrame> {
+    let mut columns = vec![
+        Column::new("point".into(), rows.iter().map(|r| plan.points[r.point].id.clone()).collect::<Vec<_>>()),
+        Column::new(
+            "strategy".into(),
+            rows.iter().map(|r| plan.points[r.point].strategy.kind().to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new("slice".into(), rows.iter().map(|r| plan.points[r.point].slice.clone()).collect::<Vec<_>>()),
+        Column::new("scope".into(), rows.iter().map(|r| r.scope.to_string()).collect::<Vec<_>>()),
+        Column::new("conversations".into(), rows.iter().map(|r| r.conversations as u64).collect::<Vec<_>>()),
+    ];
+    for name in HEADLINE_METRICS {
+        let Some(m) = metrics::metric(name) else { continue };
+        let get = |f: &dyn Fn(&ScopeFigures) -> Option<metrics::Figure>, k: usize| {
+            rows.iter().map(|r| f(r).map(|f| [f.value, f.low, f.high][k])).collect::<Vec<_>>()
+        };
+        let own = |r: &ScopeFigures| r.figures.get(name).copied();
+        let diff = |r: &ScopeFigures| r.vs_reference.get(name).copied();
+        columns.push(metric_column(name, m, get(&own, 0)));
+        columns.push(Column::new(
+            format!("{name}_n").into(),
+            rows.iter().map(|r| own(r).map(|f| f.n as u64)).collect::<Vec<_>>(),
+        ));
+        if m.aggregation == Aggregation::RatioOfSums {
+            columns.push(Column::new(format!("{name}_ci_low").into(), get(&own, 1)));
+            columns.push(Column::new(format!("{name}_ci_high").into(), get(&own, 2)));
+        }
+        for (suffix, k) in [("", 0), ("_ci_low", 1), ("_ci_high", 2)] {
+            columns.push(Column::new(format!("{name}_diff_vs_reference{suffix}").into(), get(&diff, k)));
+        }
+    }
+    DataFrame::new(rows.len(), columns)
 }
 
 pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
@@ -280,7 +430,8 @@ pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
         }
     }
     let points = DataFrame::new(plan.points.len(), columns)?;
-    Ok(Frames { events, conversations, points })
+    let scopes = scopes_frame(plan, &scope_figures(plan, cells))?;
+    Ok(Frames { events, conversations, points, scopes })
 }
 
 /// Writes a frame as Parquet with the `parquet` crate: strings as plain UTF-8 (`Utf8`, not polars'
@@ -323,9 +474,12 @@ fn write_parquet(df: &DataFrame, path: &Path) -> PolarsResult<()> {
 /// Writes every frame as Parquet, CSV and JSON under `dir`.
 pub fn write_frames(frames: &mut Frames, dir: &Path) -> PolarsResult<()> {
     std::fs::create_dir_all(dir)?;
-    for (name, df) in
-        [("events", &mut frames.events), ("conversations", &mut frames.conversations), ("points", &mut frames.points)]
-    {
+    for (name, df) in [
+        ("events", &mut frames.events),
+        ("conversations", &mut frames.conversations),
+        ("points", &mut frames.points),
+        ("scopes", &mut frames.scopes),
+    ] {
         write_parquet(df, &dir.join(format!("{name}.parquet")))?;
         CsvWriter::new(std::fs::File::create(dir.join(format!("{name}.csv")))?).finish(df)?;
         JsonWriter::new(std::fs::File::create(dir.join(format!("{name}.json")))?)

@@ -108,8 +108,10 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
     };
     let reference = aggregate::reference_point(plan);
     let reference_parts = reference.map(parts_of);
-    let compared: Vec<&metrics::Metric> =
-        ["cost_vs_none", "cached_cost_vs_none", "retention"].iter().filter_map(|m| metrics::metric(m)).collect();
+    let compared: Vec<&metrics::Metric> = ["tokens_vs_none", "usd_vs_none", "early_only_retention", "retention"]
+        .iter()
+        .filter_map(|m| metrics::metric(m))
+        .collect();
     let mut header = vec!["#".to_string(), "strategy".to_string(), "convs".to_string()];
     for m in &compared {
         header.push(format!("Δ {}", m.title()));
@@ -135,6 +137,60 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
     Table { header, rows }
 }
 
+/// The default point of each strategy: the first main-grid point of each kind, in plan order.
+pub fn default_points(plan: &Plan) -> Vec<usize> {
+    let mut seen = BTreeSet::new();
+    (0..plan.points.len())
+        .filter(|&i| plan.points[i].slice.is_none() && seen.insert(plan.points[i].strategy.kind()))
+        .collect()
+}
+
+/// A figure for a table cell: value, and the interval when it has one.
+fn figure_cell(name: &str, f: Option<&metrics::Figure>) -> String {
+    match (metrics::metric(name), f) {
+        (Some(m), Some(f)) => metrics::format_figure(m, f, m.unit == metrics::Unit::Share),
+        _ => "–".into(),
+    }
+}
+
+/// Headline figures of each strategy's default point per scope (pooled, actionable, each source), with the
+/// paired differences from the reference point.
+pub fn scopes_table(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> Table {
+    let shown = default_points(plan);
+    let mut header: Vec<String> = ["#", "strategy", "scope", "convs"].map(String::from).to_vec();
+    let own = [
+        "tokens_vs_none",
+        "usd_vs_none",
+        "early_only_retention",
+        "at_risk_retention",
+        "compressions_per_100_requests",
+        "storm_events",
+    ];
+    for name in own {
+        header.push(metrics::metric(name).map(|m| m.title()).unwrap_or_default());
+    }
+    header.push("Δ early-only vs reference (pp)".into());
+    header.push("Δ tokens vs none vs reference (pp)".into());
+    let mut rows = Vec::new();
+    for &i in &shown {
+        for r in scopes.iter().filter(|r| r.point == i) {
+            let mut row = vec![
+                (i + 1).to_string(),
+                plan.points[i].strategy.kind().to_string(),
+                r.scope.to_string(),
+                r.conversations.to_string(),
+            ];
+            for name in own {
+                row.push(figure_cell(name, r.figures.get(name)));
+            }
+            row.push(pp_ci(r.vs_reference.get("early_only_retention").copied()));
+            row.push(pp_ci(r.vs_reference.get("tokens_vs_none").copied()));
+            rows.push(row);
+        }
+    }
+    Table { header, rows }
+}
+
 /// Per source under the reference's default point (the first reference point of the main grid): how many
 /// conversations are unsplittable, how many of the others compress at least once, and what the trigger saw.
 pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
@@ -145,6 +201,9 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
         "splittable compressing",
         "share",
         "window (median tokens)",
+        "trigger ≤ 1st request",
+        "compressions /100 req",
+        "storm events",
         "trigger count",
     ]
     .map(String::from)
@@ -163,6 +222,10 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
             let mut windows: Vec<u64> = cs.iter().map(|c| c.result.token_limit).collect();
             windows.sort_unstable();
             let sources: BTreeSet<&str> = cs.iter().map(|c| c.result.prompt_count_source.as_str()).collect();
+            let below = cs.iter().filter(|c| c.result.trigger_below_first_request()).count();
+            let requests: usize = cs.iter().map(|c| c.result.requests).sum();
+            let compressions: usize = cs.iter().map(|c| c.result.compressions().count()).sum();
+            let storms: u64 = cs.iter().map(|c| c.result.storm_events()).sum();
             vec![
                 if source.is_empty() { "(unreadable)".into() } else { source.to_string() },
                 cs.len().to_string(),
@@ -170,6 +233,13 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
                 format!("{compressing} of {splittable}"),
                 pct((splittable > 0).then(|| compressing as f64 / splittable as f64)),
                 windows.get(windows.len() / 2).map(u64::to_string).unwrap_or_default(),
+                below.to_string(),
+                if requests > 0 {
+                    format!("{:.1}", 100.0 * compressions as f64 / requests as f64)
+                } else {
+                    "–".into()
+                },
+                storms.to_string(),
                 sources.into_iter().collect::<Vec<_>>().join("; "),
             ]
         })
@@ -240,9 +310,76 @@ pub fn corpus(plan: &Plan, cells: &[CellResult]) -> Table {
     }
 }
 
-/// Findings worth a sentence, computed from the data.
-pub fn findings(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
+/// `+1.2 pp [+0.3, +2.1], distinguishable` from a paired difference.
+fn verdict(f: &metrics::Figure) -> String {
+    let distinguishable = f.low > 0.0 || f.high < 0.0;
+    format!(
+        "{:+.1} pp [{:+.1}, {:+.1}], {}",
+        f.value * 100.0,
+        f.low * 100.0,
+        f.high * 100.0,
+        if distinguishable { "distinguishable" } else { "not distinguishable (the paired interval contains 0)" }
+    )
+}
+
+/// Findings on the setup and the paired comparisons, from the scope figures.
+fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
     let mut out = Vec::new();
+    let Some(reference) = aggregate::reference_point(plan) else { return out };
+    let Some(ri) = plan.points.iter().position(|p| p.id == reference.id) else { return out };
+    let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == reference.id).collect();
+    let below = mine.iter().filter(|c| c.result.trigger_below_first_request()).count();
+    let compressions: usize = mine.iter().map(|c| c.result.compressions().count()).sum();
+    let storms: u64 = mine.iter().map(|c| c.result.storm_events()).sum();
+    let per_source: Vec<String> = scopes
+        .iter()
+        .filter(|r| r.point == ri && matches!(r.scope, aggregate::Scope::Source(_)))
+        .filter_map(|r| {
+            let f = r.figures.get("compressions_per_100_requests")?;
+            Some(format!("{} {:.1}", r.scope.to_string().trim_start_matches("source:"), f.value))
+        })
+        .collect();
+    out.push(format!(
+        "Under `{}` (window `{}`): {below} of {} conversations have a trigger at or below their first request; {compressions} compressions, {storms} of them left the request at or above the trigger (storm events); compressions per 100 requests by source: {}.",
+        reference.short_label(),
+        plan.replay.token_limit,
+        mine.len(),
+        per_source.join(", ")
+    ));
+    let get = |i: usize, scope: &aggregate::Scope| scopes.iter().find(|r| r.point == i && &r.scope == scope);
+    if let (Some(pooled), Some(actionable)) =
+        (get(ri, &aggregate::Scope::Pooled), get(ri, &aggregate::Scope::Actionable))
+    {
+        if let (Some(p), Some(a)) = (pooled.figures.get("tokens_vs_none"), actionable.figures.get("tokens_vs_none")) {
+            out.push(format!(
+                "The reference's tokens vs none is {:.1} % pooled over {} conversations and {:.1} % [{:.1}, {:.1}] over the {} it can act on.",
+                p.value * 100.0,
+                pooled.conversations,
+                a.value * 100.0,
+                a.low * 100.0,
+                a.high * 100.0,
+                actionable.conversations
+            ));
+        }
+    }
+    for i in default_points(plan).into_iter().filter(|&i| i != ri) {
+        let kind = plan.points[i].strategy.kind();
+        let mut parts = Vec::new();
+        for scope in [aggregate::Scope::Pooled, aggregate::Scope::Actionable] {
+            if let Some(d) = get(i, &scope).and_then(|r| r.vs_reference.get("early_only_retention")) {
+                parts.push(format!("{scope} {} (n = {} conversations)", verdict(d), d.n));
+            }
+        }
+        if !parts.is_empty() {
+            out.push(format!("Early-only retention, `{kind}` − reference, paired: {}.", parts.join("; ")));
+        }
+    }
+    out
+}
+
+/// Findings worth a sentence, computed from the data.
+pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
+    let mut out = scope_findings(plan, cells, scopes);
     if let Some(p) = aggregate::reference_point(plan) {
         let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
         let unsplittable: Vec<&&CellResult> = mine.iter().filter(|c| c.result.unsplittable).collect();
@@ -546,14 +683,19 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
     md.push_str("## Headline\n\n");
     let _ = writeln!(
         md,
-        "Every token figure is a request as it would be sent (system prompt + tool declarations + history + pending turn) counted with `{}`; *cost vs none* is Σ (request + summarizer tokens) / Σ request tokens of the same conversations without compression (a ratio of sums, lower is cheaper); *cached cost* bills each request's prefix shared with the previous request at the cached input price. Intervals are bootstrap 95 % intervals over conversations. Definitions: `harness/docs/metrics.md`.\n",
-        plan.replay.tokenizer.name()
+        "Every token figure is a request as it would be sent (system prompt + tool declarations + history + pending turn) counted with `{}`; *tokens vs none* is Σ (request + summarizer tokens) / Σ request tokens of the same conversations without compression (a ratio of sums, lower is cheaper); *USD vs none* is the same in USD at the configured prices; *cached USD* bills each request's prefix shared with the previous request at the cached input price. Every figure here is pooled over all conversations; per source and over the conversations a strategy can act on: *Headline by scope*. Intervals are bootstrap 95 % intervals over conversations ({} resamples, seed {:#x}). Definitions: `harness/docs/metrics.md`.\n",
+        plan.replay.tokenizer.name(),
+        crate::stats::BOOTSTRAP_RESAMPLES,
+        crate::stats::BOOTSTRAP_SEED
     );
     md.push_str(&headline(plan, cells, wide, true));
+    let scopes = aggregate::scope_figures(plan, cells);
+    md.push_str("\n\n## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on), over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate), and per source. Δ columns: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on), 95 % cluster-bootstrap intervals.\n\n");
+    md.push_str(&scopes_table(plan, &scopes).markdown());
     let reference = aggregate::reference_point(plan);
     let _ = write!(
         md,
-        "\n\n## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none` of the same window, then minus the reference point (#{} `{}`), paired per conversation: differences in percentage points with bootstrap 95 % intervals.\n\n### All sources\n\n",
+        "\n\n## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none`, then minus the reference point (#{} `{}`), paired per conversation (the same conversations and probes on both sides; cluster bootstrap: conversations resampled jointly): differences in percentage points with 95 % intervals. A difference is *distinguishable* only when its paired interval excludes 0.\n\n### All sources (pooled)\n\n",
         reference.and_then(|r| plan.point_number(&r.id)).map(|n| n.to_string()).unwrap_or_default(),
         reference.map(ConfigPoint::short_label).unwrap_or_default()
     );
@@ -575,7 +717,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
         md.push_str(&t.markdown());
     }
     md.push_str("\n\n");
-    let f = findings(plan, cells);
+    let f = findings(plan, cells, &scopes);
     if !f.is_empty() {
         md.push_str("## Findings\n\n");
         for x in f {

@@ -84,7 +84,7 @@ fn gate_cli(current: &Path) -> std::process::Output {
 fn identical_runs_pass_the_gate() {
     let r = gate::compare(baseline(), baseline(), &gate::Rules::default()).unwrap();
     assert!(r.passed());
-    assert!(r.checks.iter().any(|c| c.metric == "cost_vs_none" && c.verdict == gate::Verdict::Pass));
+    assert!(r.checks.iter().any(|c| c.metric == "tokens_vs_none" && c.verdict == gate::Verdict::Pass));
 }
 
 #[test]
@@ -98,9 +98,9 @@ fn a_planted_regression_fails_with_exit_1_and_junit() {
     let out = gate_cli(&dir);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(md.contains("compactbench gate: FAIL") && md.contains("cost_vs_none"), "{md}");
+    assert!(md.contains("compactbench gate: FAIL") && md.contains("tokens_vs_none"), "{md}");
     let junit = std::fs::read_to_string(dir.join("gate-junit.xml")).unwrap();
-    assert!(junit.contains("<failure message=\"cost_vs_none") && junit.contains("<testsuites"));
+    assert!(junit.contains("<failure message=\"tokens_vs_none") && junit.contains("<testsuites"));
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn report_rebuilds_results_and_markdown() {
     // Points frame: one row per configuration, with intervals.
     let points = std::fs::read_to_string(dir.join("results/points.csv")).unwrap();
     assert_eq!(points.lines().count(), 1 + plan.points.len());
-    assert!(points.lines().next().unwrap().contains("cost_vs_none_ci_low"));
+    assert!(points.lines().next().unwrap().contains("tokens_vs_none_ci_low"));
     check_results_agree(&dir);
     check_parquet_schema(&dir);
 }
@@ -190,7 +190,7 @@ fn check_parquet_schema(dir: &Path) {
     assert_eq!(ty(&points, "threshold"), DataType::Float64);
     assert_eq!(ty(&points, "verification"), DataType::Boolean);
     assert_eq!(ty(&points, "token_limit"), DataType::UInt64);
-    assert_eq!(ty(&points, "cost_vs_none"), DataType::Float64);
+    assert_eq!(ty(&points, "tokens_vs_none"), DataType::Float64);
     assert_eq!(ty(&points, "compressed_events"), DataType::Int64);
     assert_eq!(ty(&points, "strategy"), DataType::Utf8);
     let convs = schema("conversations");
@@ -219,7 +219,7 @@ fn csv(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
     lines.map(|l| header.iter().cloned().zip(l.split(',').map(String::from)).collect()).collect()
 }
 
-/// The acceptance checks on the results files: every event's reduction is 1 − after/before; `cost_vs_none`
+/// The acceptance checks on the results files: every event's reduction is 1 − after/before; `tokens_vs_none`
 /// recomputed from conversations.csv equals points.csv and summary.json.
 fn check_results_agree(dir: &Path) {
     let events = csv(&dir.join("results/events.csv"));
@@ -240,11 +240,31 @@ fn check_results_agree(dir: &Path) {
         let sum = |k: &str| mine.iter().map(|c| c[k].parse::<f64>().unwrap()).sum::<f64>();
         let recomputed =
             (sum("request_tokens_total") + sum("summarizer_tokens_total")) / sum("none_request_tokens_total");
-        let in_points: f64 = p["cost_vs_none"].parse().unwrap();
+        let in_points: f64 = p["tokens_vs_none"].parse().unwrap();
         let in_summary = summary.as_array().unwrap().iter().find(|s| s["point"] == p["point"].as_str()).unwrap()
-            ["cost_vs_none"]
+            ["tokens_vs_none"]
             .as_f64()
             .unwrap();
         assert!((recomputed - in_points).abs() < 1e-9 && (in_points - in_summary).abs() < 1e-12, "{p:?}");
+        // Counts are integers in summary.json, as in the CSV.
+        let s = summary.as_array().unwrap().iter().find(|s| s["point"] == p["point"].as_str()).unwrap();
+        assert!(s["compressed_events"].is_u64() && s["failed"].is_u64(), "{s}");
+        // Every paired-difference column is filled on every main-grid row.
+        if p["slice"].is_empty() {
+            for (k, v) in p.iter().filter(|(k, _)| k.contains("_diff_vs_")) {
+                assert!(!v.is_empty(), "{k} empty: {p:?}");
+            }
+        }
+    }
+    // Over the actionable conversations, from conversations.csv: the same as scopes.csv.
+    let scopes = csv(&dir.join("results/scopes.csv"));
+    for s in scopes.iter().filter(|s| s["scope"] == "actionable") {
+        let mine: Vec<_> = convs.iter().filter(|c| c["point"] == s["point"] && c["actionable"] == "true").collect();
+        assert_eq!(mine.len().to_string(), s["conversations"], "{s:?}");
+        let sum = |k: &str| mine.iter().map(|c| c[k].parse::<f64>().unwrap()).sum::<f64>();
+        let recomputed =
+            (sum("request_tokens_total") + sum("summarizer_tokens_total")) / sum("none_request_tokens_total");
+        let in_scopes: f64 = s["tokens_vs_none"].parse().unwrap();
+        assert!((recomputed - in_scopes).abs() < 1e-9, "{s:?}");
     }
 }
