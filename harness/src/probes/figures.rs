@@ -546,52 +546,9 @@ fn fmt_gain(r: &Rate) -> String {
     }
 }
 
-/// Early-only retention of each reference point against drop-oldest at the same threshold: the paired
-/// difference over the same conversations and probes (cluster bootstrap). *Distinguishable* only when its
-/// interval excludes 0; overlapping marginal intervals decide nothing.
-fn comparisons(plan: &crate::sweep::Plan, cells: &[CellResult]) -> String {
-    use std::fmt::Write;
-    let Some(m) = crate::metrics::metric("early_only_retention") else { return String::new() };
-    let parts = |p: &crate::sweep::ConfigPoint| {
-        crate::metrics::point_parts(
-            cells.iter().filter(|c| c.cell.point == p.id),
-            crate::metrics::point_pricing(plan, p).as_ref(),
-        )
-        .remove(m.name)
-    };
-    let main = |kind: &'static str| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.kind() == kind);
-    let mut out = String::new();
-    for d in main("drop-oldest") {
-        let Some(dp) = parts(d) else { continue };
-        for g in main("gemini").filter(|g| g.axes.get("threshold") == d.axes.get("threshold")) {
-            let Some(diff) = parts(g).and_then(|gp| crate::metrics::paired_difference(m, &gp, &dp)) else {
-                continue;
-            };
-            let verdict = if diff.low > 0.0 || diff.high < 0.0 {
-                "distinguishable"
-            } else {
-                "not distinguishable (the paired interval contains 0)"
-            };
-            let _ = writeln!(
-                out,
-                "- Early-only retention, {} − {}: {:+.1} pp [{:+.1}, {:+.1}] over {} conversations, {verdict}.",
-                g.short_label(),
-                d.short_label(),
-                diff.value * 100.0,
-                diff.low * 100.0,
-                diff.high * 100.0,
-                diff.n
-            );
-        }
-    }
-    if !out.is_empty() {
-        out.insert_str(0, "\nPaired differences (same conversations and probes, cluster bootstrap):\n\n");
-    }
-    out
-}
-
 /// The report's probe section: headline per point, then breakdowns (source, kind, origin, ordinal).
-pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> String {
+/// `comparisons` (Markdown) goes after the headline tables.
+pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult], comparisons: &str) -> String {
     use std::fmt::Write;
     let figs = all_point_figures(plan, cells);
     if figs.iter().all(|(_, f)| f.is_none()) {
@@ -634,7 +591,7 @@ pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Stri
             fmt_gain(&f.verification_retention_gain)
         );
     }
-    md.push_str(&comparisons(plan, cells));
+    md.push_str(comparisons);
     for by in ["source", "kind", "origin", "ordinal"] {
         let _ = writeln!(md, "\n### By {by}\n");
         md.push_str("| # | figure | value | rate |\n|---|---|---|---|\n");

@@ -60,6 +60,15 @@ fn pp_ci(f: Option<metrics::Figure>) -> String {
     }
 }
 
+/// A paired difference of a count per conversation, with its interval.
+fn count_ci(f: Option<metrics::Figure>) -> String {
+    match f {
+        Some(f) if f.low < f.high => format!("{:+.2} [{:+.2}, {:+.2}]", f.value, f.low, f.high),
+        Some(f) => format!("{:+.2}", f.value),
+        None => "–".into(),
+    }
+}
+
 /// Axes whose value differs between points (the columns worth showing).
 pub fn varying_axes(points: &[&ConfigPoint]) -> Vec<String> {
     let all: BTreeSet<&String> = points.iter().flat_map(|p| p.axes.keys()).collect();
@@ -108,7 +117,7 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
     };
     let reference = aggregate::reference_point(plan);
     let reference_parts = reference.map(parts_of);
-    let compared: Vec<&metrics::Metric> = ["tokens_vs_none", "usd_vs_none", "early_only_retention", "retention"]
+    let compared: Vec<&metrics::Metric> = ["tokens_vs_none", "usd_vs_none", "early_only_retention"]
         .iter()
         .filter_map(|m| metrics::metric(m))
         .collect();
@@ -145,50 +154,49 @@ pub fn default_points(plan: &Plan) -> Vec<usize> {
         .collect()
 }
 
-/// A figure for a table cell: value, and the interval when it has one.
-fn figure_cell(name: &str, f: Option<&metrics::Figure>) -> String {
+/// A figure for a table cell: value, and the interval of a share (n is in `results/scopes.csv`).
+fn figure_cell(name: &str, f: Option<&metrics::Figure>, with_ci: bool) -> String {
     match (metrics::metric(name), f) {
-        (Some(m), Some(f)) => metrics::format_figure(m, f, m.unit == metrics::Unit::Share),
+        (Some(m), Some(f)) if with_ci && m.unit == metrics::Unit::Share && f.low < f.high => {
+            format!("{} [{:.1}, {:.1}]", metrics::format_value(m, f.value), f.low * 100.0, f.high * 100.0)
+        }
+        (Some(m), Some(f)) => metrics::format_value(m, f.value),
         _ => "–".into(),
     }
 }
 
 /// Headline figures of each strategy's default point per scope (pooled, actionable, each source), with the
-/// paired differences from the reference point.
-pub fn scopes_table(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> Table {
+/// paired differences from the reference point: one table for cost, one for quality and storms (each fits
+/// 120 columns; points by `#`).
+pub fn scopes_tables(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> [Table; 3] {
     let shown = default_points(plan);
-    let mut header: Vec<String> = ["#", "strategy", "scope", "convs"].map(String::from).to_vec();
-    let own = [
-        "tokens_vs_none",
-        "usd_vs_none",
-        "early_only_retention",
-        "at_risk_retention",
-        "compressions_per_100_requests",
-        "storm_events",
+    let groups: [(&[&str], &str, &str); 3] = [
+        (&["tokens_vs_none", "usd_vs_none", "cached_usd_vs_none"], "tokens_vs_none", "Δ tokens − ref. (pp)"),
+        (&["early_only_retention", "at_risk_retention"], "early_only_retention", "Δ early-only − ref. (pp)"),
+        (&["compressions_per_100_requests", "storm_events"], "storm_events", "Δ storms − ref. (per conv.)"),
     ];
-    for name in own {
-        header.push(metrics::metric(name).map(|m| m.title()).unwrap_or_default());
-    }
-    header.push("Δ early-only vs reference (pp)".into());
-    header.push("Δ tokens vs none vs reference (pp)".into());
-    let mut rows = Vec::new();
-    for &i in &shown {
-        for r in scopes.iter().filter(|r| r.point == i) {
-            let mut row = vec![
-                (i + 1).to_string(),
-                plan.points[i].strategy.kind().to_string(),
-                r.scope.to_string(),
-                r.conversations.to_string(),
-            ];
-            for name in own {
-                row.push(figure_cell(name, r.figures.get(name)));
+    groups.map(|(own, diff, diff_header)| {
+        let mut header: Vec<String> = ["#", "scope", "convs"].map(String::from).to_vec();
+        header.extend(own.iter().map(|n| metrics::metric(n).map(|m| m.title()).unwrap_or_default()));
+        header.push(diff_header.to_string());
+        let mut rows = Vec::new();
+        for &i in &shown {
+            for r in scopes.iter().filter(|r| r.point == i) {
+                let scope = match &r.scope {
+                    aggregate::Scope::Source(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let mut row = vec![(i + 1).to_string(), scope, r.conversations.to_string()];
+                // Intervals on the compared figure and the retention figures (the USD ratios follow the
+                // token ratio's; their intervals are in results/scopes.csv).
+                row.extend(own.iter().map(|n| figure_cell(n, r.figures.get(n), !n.contains("usd"))));
+                let d = r.vs_reference.get(diff).copied();
+                row.push(if diff == "storm_events" { count_ci(d) } else { pp_ci(d) });
+                rows.push(row);
             }
-            row.push(pp_ci(r.vs_reference.get("early_only_retention").copied()));
-            row.push(pp_ci(r.vs_reference.get("tokens_vs_none").copied()));
-            rows.push(row);
         }
-    }
-    Table { header, rows }
+        Table { header, rows }
+    })
 }
 
 /// Per source under the reference's default point (the first reference point of the main grid): how many
@@ -200,11 +208,8 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
         "unsplittable",
         "splittable compressing",
         "share",
-        "window (median tokens)",
-        "trigger ≤ 1st request",
-        "compressions /100 req",
-        "storm events",
-        "trigger count",
+        "median window",
+        "trigger sees",
     ]
     .map(String::from)
     .to_vec();
@@ -222,10 +227,6 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
             let mut windows: Vec<u64> = cs.iter().map(|c| c.result.token_limit).collect();
             windows.sort_unstable();
             let sources: BTreeSet<&str> = cs.iter().map(|c| c.result.prompt_count_source.as_str()).collect();
-            let below = cs.iter().filter(|c| c.result.trigger_below_first_request()).count();
-            let requests: usize = cs.iter().map(|c| c.result.requests).sum();
-            let compressions: usize = cs.iter().map(|c| c.result.compressions().count()).sum();
-            let storms: u64 = cs.iter().map(|c| c.result.storm_events()).sum();
             vec![
                 if source.is_empty() { "(unreadable)".into() } else { source.to_string() },
                 cs.len().to_string(),
@@ -233,14 +234,36 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
                 format!("{compressing} of {splittable}"),
                 pct((splittable > 0).then(|| compressing as f64 / splittable as f64)),
                 windows.get(windows.len() / 2).map(u64::to_string).unwrap_or_default(),
-                below.to_string(),
-                if requests > 0 {
-                    format!("{:.1}", 100.0 * compressions as f64 / requests as f64)
-                } else {
-                    "–".into()
-                },
-                storms.to_string(),
                 sources.into_iter().collect::<Vec<_>>().join("; "),
+            ]
+        })
+        .collect();
+    Table { header, rows }
+}
+
+/// Per source under the reference's default point: where the trigger sits and how often it fires.
+pub fn triggers_table(plan: &Plan, cells: &[CellResult]) -> Table {
+    let header = ["source", "convs", "requests", "trigger ≤ 1st request", "compressions", "per 100 requests", "storms"]
+        .map(String::from)
+        .to_vec();
+    let Some(reference) = aggregate::reference_point(plan) else { return Table { header, rows: Vec::new() } };
+    let mut by_source: BTreeMap<&str, Vec<&CellResult>> = BTreeMap::new();
+    for c in cells.iter().filter(|c| c.cell.point == reference.id) {
+        by_source.entry(c.source.as_str()).or_default().push(c);
+    }
+    let rows = by_source
+        .into_iter()
+        .map(|(source, cs)| {
+            let requests: usize = cs.iter().map(|c| c.result.requests).sum();
+            let compressions: usize = cs.iter().map(|c| c.result.compressions().count()).sum();
+            vec![
+                if source.is_empty() { "(unreadable)".into() } else { source.to_string() },
+                cs.len().to_string(),
+                requests.to_string(),
+                cs.iter().filter(|c| c.result.trigger_below_first_request()).count().to_string(),
+                compressions.to_string(),
+                if requests > 0 { format!("{:.1}", 100.0 * compressions as f64 / requests as f64) } else { "–".into() },
+                cs.iter().map(|c| c.result.storm_events()).sum::<u64>().to_string(),
             ]
         })
         .collect();
@@ -408,6 +431,50 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
                 "`{label}`: {hidden} events reported a smaller history while the request grew (hidden inflation), {deflated} were discarded as inflated while the request would have shrunk (hidden deflation)."
             ));
         }
+    }
+    out
+}
+
+/// Early-only retention of each reference point against drop-oldest at the same threshold: the paired
+/// difference over the same conversations and probes (cluster bootstrap). *Distinguishable* only when its
+/// interval excludes 0; overlapping marginal intervals decide nothing.
+fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
+    use std::fmt::Write;
+    let Some(m) = metrics::metric("early_only_retention") else { return String::new() };
+    let parts = |p: &ConfigPoint| {
+        metrics::point_parts(
+            cells.iter().filter(|c| c.cell.point == p.id),
+            metrics::point_pricing(plan, p).as_ref(),
+        )
+        .remove(m.name)
+    };
+    let main = |kind: &'static str| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.kind() == kind);
+    let mut out = String::new();
+    for d in main("drop-oldest") {
+        let Some(dp) = parts(d) else { continue };
+        for g in main("gemini").filter(|g| g.axes.get("threshold") == d.axes.get("threshold")) {
+            let Some(diff) = parts(g).and_then(|gp| metrics::paired_difference(m, &gp, &dp)) else {
+                continue;
+            };
+            let verdict = if diff.low > 0.0 || diff.high < 0.0 {
+                "distinguishable"
+            } else {
+                "not distinguishable (the paired interval contains 0)"
+            };
+            let _ = writeln!(
+                out,
+                "- Early-only retention, {} − {}: {:+.1} pp [{:+.1}, {:+.1}] over {} conversations, {verdict}.",
+                g.short_label(),
+                d.short_label(),
+                diff.value * 100.0,
+                diff.low * 100.0,
+                diff.high * 100.0,
+                diff.n
+            );
+        }
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "\nPaired differences (same conversations and probes, cluster bootstrap):\n\n");
     }
     out
 }
@@ -690,8 +757,14 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
     );
     md.push_str(&headline(plan, cells, wide, true));
     let scopes = aggregate::scope_figures(plan, cells);
-    md.push_str("\n\n## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on), over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate), and per source. Δ columns: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on), 95 % cluster-bootstrap intervals.\n\n");
-    md.push_str(&scopes_table(plan, &scopes).markdown());
+    md.push_str("\n\n## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on), over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate), and per source. Points by `#` (the headline table's numbers); Δ: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on), 95 % cluster-bootstrap intervals; n of every figure in `results/scopes.csv`.\n\n");
+    let [cost, quality, storms] = scopes_tables(plan, &scopes);
+    md.push_str("Cost:\n\n");
+    md.push_str(&cost.markdown());
+    md.push_str("\n\nWhat the history keeps:\n\n");
+    md.push_str(&quality.markdown());
+    md.push_str("\n\nHow often it compresses, and compressions that leave the request at or above the trigger:\n\n");
+    md.push_str(&storms.markdown());
     let reference = aggregate::reference_point(plan);
     let _ = write!(
         md,
@@ -710,8 +783,10 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
         md.push_str(&comparisons(plan, cells, source, Against::Reference).markdown());
     }
     md.push_str("\n\n## Sources under the reference point\n\n");
-    md.push_str("Unsplittable: the recorded history has no split candidate (a user turn without function responses) after its first Content. *Trigger count*: what the trigger saw as the last prompt count.\n\n");
+    md.push_str("Unsplittable: the recorded history has no split candidate (a user turn without function responses) after its first Content. *Trigger sees*: what the trigger saw as the last prompt count.\n\n");
     md.push_str(&sources_table(plan, cells).markdown());
+    md.push_str("\n\nWhere the trigger sits and how often it fires. *Trigger ≤ 1st request*: conversations whose first request (system prompt + tools + first turn) already reaches the trigger (`trigger_below_overhead`). *Compressions*: COMPRESSED and CONTENT_TRUNCATED events. *Storms*: compressions that leave the request at or above the trigger, so the next request compresses again (`storm_events`).\n\n");
+    md.push_str(&triggers_table(plan, cells).markdown());
     if let Some(t) = split_variants_table(plan, cells) {
         md.push_str("\n\nWhere each historical `findCompressSplitPoint` variant would split the unsplittable histories (the history before the last request, keeping 30 %):\n\n");
         md.push_str(&t.markdown());
@@ -725,7 +800,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
         }
         md.push('\n');
     }
-    md.push_str(&crate::probes::figures::markdown_section(plan, cells));
+    md.push_str(&crate::probes::figures::markdown_section(plan, cells, &probe_comparisons(plan, cells)));
     if let Some(t) = systems::per_system(plan, cells) {
         md.push_str("## Per system\n\n");
         md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Cumulative tokens vs none*: the sum of every request's size against the same replay without compression; *retention at end*: share of probes whose answer is still in the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *overflows*: requests larger than the window.\n\n");
