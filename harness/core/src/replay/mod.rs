@@ -27,8 +27,8 @@ pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
 pub use registry::register;
 pub use strategy::{
-    Compressor, CompressorSession, RecordedCompaction, SessionContext, Strategy, StrategyError, StrategySpec, TurnInput,
-    TurnOutcome,
+    Compressor, CompressorSession, RecordedCompaction, SessionContext, Strategy, StrategyError, StrategySpec,
+    TurnInput, TurnOutcome,
 };
 pub use window::{PromptCountOrigin, TokenLimit, Tokenizer};
 

@@ -255,6 +255,8 @@ pub(crate) struct HistoryBuilder {
     tokens: Vec<Option<u64>>,
     /// Call id → tool name of calls seen so far (ids can be reused: the latest wins).
     calls: HashMap<String, String>,
+    /// The next push starts a new Content even when the role repeats (a recorded compaction lies between).
+    sealed: bool,
 }
 
 impl HistoryBuilder {
@@ -263,7 +265,8 @@ impl HistoryBuilder {
         if parts.is_empty() {
             return;
         }
-        if let Some(last) = self.history.last_mut() {
+        let sealed = std::mem::take(&mut self.sealed);
+        if let Some(last) = self.history.last_mut().filter(|_| !sealed) {
             if crate::history::role(last) == Some(role) {
                 if let Some(existing) = last.get_mut("parts").and_then(Value::as_array_mut) {
                     existing.extend(parts);
@@ -279,6 +282,17 @@ impl HistoryBuilder {
         if !text.trim().is_empty() {
             self.push(role, vec![crate::history::text_part(text)]);
         }
+    }
+
+    /// Number of Contents so far: the index the next Content will have.
+    pub fn contents(&self) -> usize {
+        self.history.len()
+    }
+
+    /// Ends the current Content: what is pushed next starts a new one, so an index taken now (a recorded
+    /// compaction's `at`) separates what came before from what comes after.
+    pub fn seal(&mut self) {
+        self.sealed = true;
     }
 
     pub fn last_role(&self) -> Option<&str> {

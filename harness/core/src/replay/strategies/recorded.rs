@@ -132,8 +132,7 @@ mod tests {
         let mut seen = Seen::default();
         let llm = crate::llm::ScriptedModel::new(["unused"]);
         let observer: &mut dyn ReplayObserver = &mut seen;
-        let result =
-            futures::executor::block_on(replay_observed(input, strategy.as_ref(), &settings, &llm, observer));
+        let result = futures::executor::block_on(replay_observed(input, strategy.as_ref(), &settings, &llm, observer));
         (result, seen)
     }
 
