@@ -90,6 +90,12 @@ fn compactions_round_trip_and_are_absent_from_files_without_them() {
     }
     let plain = only(import_fixture("claude-code.jsonl", Format::ClaudeCode));
     assert!(conversation_to_value(&plain).get("recordedCompactions").is_none());
+    // The manifest counts them, and says nothing where there are none.
+    let compacted = only(import_fixture("claude-code-compacted.jsonl", Format::ClaudeCode));
+    let manifest = crate::manifest_value("d", &[("a.json".into(), &compacted), ("b.json".into(), &plain)]);
+    let entries = manifest.get("conversations").and_then(Value::as_array).unwrap();
+    assert_eq!(entries[0].get("recordedCompactions").and_then(Value::as_f64), Some(1.0));
+    assert!(entries[1].get("recordedCompactions").is_none());
 }
 
 /// A shipped conversation file is rewritten byte for byte: the new member changes nothing for sources
