@@ -71,6 +71,9 @@ fn compaction_to_value(c: &RecordedCompaction) -> Value {
     if !c.kept.is_empty() {
         v.insert("kept", Value::Array(c.kept.clone()));
     }
+    if !c.preserved.is_empty() {
+        v.insert("preserved", Value::Array(c.preserved.clone()));
+    }
     if let Some(e) = &c.extra {
         v.insert("extra", e.clone());
     }
@@ -110,22 +113,8 @@ fn compactions_from_value(
             return Err(DatasetError::field(file, &iat.key("at"), "compactions must be in history order"));
         }
         let summary = get_str(item, "summary", &iat, file, true)?.unwrap_or_default();
-        let kept = match item.get("kept") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(k @ Value::Array(items)) => {
-                history::validate_shape(k).map_err(|e| {
-                    DatasetError::at(file, e.path.replacen('$', &iat.key("kept").to_string(), 1), e.message)
-                })?;
-                items.clone()
-            }
-            Some(k) => {
-                return Err(DatasetError::field(
-                    file,
-                    &iat.key("kept"),
-                    format!("expected an array, found {}", k.kind()),
-                ))
-            }
-        };
+        let kept = contents_member(item, "kept", &iat, file)?;
+        let preserved = contents_member(item, "preserved", &iat, file)?;
         let extra = match item.get("extra") {
             None | Some(Value::Null) => None,
             Some(e @ Value::Object(_)) => Some(e.clone()),
@@ -137,9 +126,22 @@ fn compactions_from_value(
                 ))
             }
         };
-        out.push(RecordedCompaction { at: index, summary, kept, extra });
+        out.push(RecordedCompaction { at: index, summary, kept, preserved, extra });
     }
     Ok(out)
+}
+
+/// An optional `Content[]` member of a compaction (`kept`, `preserved`).
+fn contents_member(item: &Value, key: &str, at: &JsonPath, file: &str) -> Result<Vec<Value>, DatasetError> {
+    match item.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(k @ Value::Array(items)) => {
+            history::validate_shape(k)
+                .map_err(|e| DatasetError::at(file, e.path.replacen('$', &at.key(key).to_string(), 1), e.message))?;
+            Ok(items.clone())
+        }
+        Some(k) => Err(DatasetError::field(file, &at.key(key), format!("expected an array, found {}", k.kind()))),
+    }
 }
 
 /// Writes a conversation file (2-space JSON, final newline), creating parent directories.

@@ -130,20 +130,24 @@ pub struct RecordedCompaction {
     /// Index in the recorded history of the first Content the compaction did not cover: the agent replaced
     /// its history (everything before `history[at]`, as compacted so far) before the request that follows.
     pub at: usize,
-    /// The summary the agent wrote; it continued from `kept` followed by this text as a user turn.
+    /// The summary the agent wrote; it continued from `kept`, this text as a user turn, then `preserved`.
     pub summary: String,
-    /// Contents the agent carried over verbatim, before the summary (Codex keeps its initial context and
-    /// recent user messages; Claude Code keeps nothing).
+    /// Contents the agent carried over verbatim before the summary (Codex keeps its initial context and
+    /// recent user messages).
     pub kept: Vec<Content>,
+    /// Contents the agent carried over verbatim after the summary (Claude Code's preserved segment: the
+    /// newest messages before the compaction).
+    pub preserved: Vec<Content>,
     /// What the recording says about the event (trigger, token counts before and after): a JSON object.
     pub extra: Option<crate::json::Value>,
 }
 
 impl RecordedCompaction {
-    /// The history the agent continued from: `kept`, then the summary as a user turn.
+    /// The history the agent continued from: `kept`, the summary as a user turn, `preserved`.
     pub fn history(&self) -> Vec<Content> {
         let mut out = self.kept.clone();
         out.push(crate::history::user_text(&self.summary));
+        out.extend(self.preserved.iter().cloned());
         out
     }
 }

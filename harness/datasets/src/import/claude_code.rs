@@ -58,12 +58,19 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let chain = main_chain(&lines);
     let mut b = HistoryBuilder::default();
     let mut recorded_compactions = Vec::new();
-    // The metadata of a boundary whose summary line has not come yet.
-    let mut boundary: Option<Option<Value>> = None;
+    // A boundary whose summary line has not come yet: its metadata and preserved lines.
+    let mut boundary: Option<(Option<Value>, Vec<usize>)> = None;
+    // A preserved segment is on the chain twice (before the boundary, and moved after the summary).
+    let mut done = vec![false; lines.len()];
+    let by_uuid = uuid_index(&lines);
     for &i in &chain {
         let line = &lines[i];
+        if std::mem::replace(&mut done[i], true) {
+            continue;
+        }
         if is_compact_boundary(&line.record) {
-            boundary = Some(line.record.get("compactMetadata").filter(|m| m.as_object().is_some()).cloned());
+            let metadata = line.record.get("compactMetadata").filter(|m| m.as_object().is_some()).cloned();
+            boundary = Some((metadata, preserved_lines(&line.record, &by_uuid)));
             continue;
         }
         if line.record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
@@ -72,9 +79,20 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
                 super::req(&line.record, "message", &JsonPath::root(), file).map_err(|e| e.on_line(line.number))?;
             let summary = content_text(message.get("content").unwrap_or(&Value::Null), &at.key("content"), file)
                 .map_err(|e| e.on_line(line.number))?;
+            let (extra, preserved_at) = boundary.take().unwrap_or_default();
+            let mut preserved = b.fork();
+            for &p in &preserved_at {
+                let l = &lines[p];
+                convert_line(&l.record, file, &mut preserved).map_err(|e| e.on_line(l.number))?;
+            }
             b.seal();
-            let extra = boundary.take().flatten();
-            recorded_compactions.push(RecordedCompaction { at: b.contents(), summary, kept: Vec::new(), extra });
+            recorded_compactions.push(RecordedCompaction {
+                at: b.contents(),
+                summary,
+                kept: Vec::new(),
+                preserved: preserved.finish().0,
+                extra,
+            });
             continue;
         }
         convert_line(&line.record, file, &mut b).map_err(|e| e.on_line(line.number))?;
@@ -112,14 +130,29 @@ fn is_compact_boundary(record: &Value) -> bool {
         && record.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
 }
 
-/// Indexes of the lines on the path from the root to the last line, in order. Lines without a `uuid`
-/// (older transcripts) are taken in file order.
-fn main_chain(lines: &[Line]) -> Vec<usize> {
+fn uuid_index(lines: &[Line]) -> HashMap<String, usize> {
     let uuid = |l: &Line| l.record.get("uuid").and_then(Value::as_str).map(str::to_string);
-    if lines.iter().any(|l| uuid(l).is_none()) {
+    lines.iter().enumerate().filter_map(|(i, l)| Some((uuid(l)?, i))).collect()
+}
+
+/// The lines of a boundary's preserved segment (`compactMetadata.preservedMessages.uuids`, newer
+/// versions: the newest messages, kept verbatim after the summary), in order; empty when it has none.
+fn preserved_lines(boundary: &Value, by_uuid: &HashMap<String, usize>) -> Vec<usize> {
+    let uuids = boundary.get("compactMetadata").and_then(|m| m.get("preservedMessages")).and_then(|p| p.get("uuids"));
+    let uuids = uuids.and_then(Value::as_array).unwrap_or_default();
+    uuids.iter().filter_map(|u| by_uuid.get(u.as_str()?).copied()).collect()
+}
+
+/// Indexes of the lines on the path from the root to the last line, in order. Lines without a `uuid`
+/// (older transcripts) are taken in file order. A compact boundary starts a new root: the path goes on at
+/// the message it follows (`logicalParentUuid`); when the boundary preserved a segment (which then hangs
+/// after the summary), at the segment's head's parent, followed by the segment, so that the segment is on
+/// the path twice, before the boundary and after the summary.
+fn main_chain(lines: &[Line]) -> Vec<usize> {
+    if lines.iter().any(|l| l.record.get("uuid").and_then(Value::as_str).is_none()) {
         return (0..lines.len()).collect();
     }
-    let by_uuid: HashMap<String, usize> = lines.iter().enumerate().filter_map(|(i, l)| Some((uuid(l)?, i))).collect();
+    let by_uuid = uuid_index(lines);
     let mut chain = Vec::new();
     let mut visited = vec![false; lines.len()];
     let mut current = Some(lines.len() - 1);
@@ -129,9 +162,18 @@ fn main_chain(lines: &[Line]) -> Vec<usize> {
         }
         chain.push(i);
         let record = &lines[i].record;
-        let parent = |key: &str| record.get(key).and_then(Value::as_str).and_then(|p| by_uuid.get(p).copied());
-        // A compact boundary starts a new root; the message it follows is its logical parent.
-        current = parent("parentUuid").or_else(|| parent("logicalParentUuid").filter(|_| is_compact_boundary(record)));
+        let parent_of = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).and_then(|p| by_uuid.get(p).copied());
+        current = parent_of(record, "parentUuid");
+        if current.is_none() && is_compact_boundary(record) {
+            let preserved = preserved_lines(record, &by_uuid);
+            current = match preserved.first() {
+                Some(&head) => {
+                    chain.extend(preserved.iter().rev());
+                    parent_of(&lines[head].record, "parentUuid")
+                }
+                None => parent_of(record, "logicalParentUuid"),
+            };
+        }
     }
     chain.reverse();
     chain

@@ -111,7 +111,7 @@ fn compaction(p: &Value, at: &JsonPath, file: &str, index: usize) -> Result<Opti
             Value::num(p.get("replacement_history").and_then(Value::as_array).map_or(0, <[Value]>::len) as f64),
         )])
     });
-    Ok(Some(RecordedCompaction { at: index, summary, kept: kept.finish().0, extra }))
+    Ok(Some(RecordedCompaction { at: index, summary, kept: kept.finish().0, preserved: Vec::new(), extra }))
 }
 
 fn convert_line(

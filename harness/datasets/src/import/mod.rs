@@ -113,6 +113,9 @@ pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
         if v.get("messages").is_some() || v.get("traj").is_some() {
             return Ok(Format::OpenaiChat);
         }
+        if v.get("parentUuid").is_some() {
+            return Ok(Format::ClaudeCode); // a one-line Claude Code transcript
+        }
         if v.get("sessionId").is_some() {
             // A one-line JSONL session (metadata only) is also a JSON object.
             return Ok(Format::GeminiJsonl);
@@ -124,6 +127,11 @@ pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
         let Ok(v) = json::parse_str(line) else { continue };
         let kind = v.get("type").and_then(Value::as_str);
         if matches!(kind, Some("user" | "assistant")) && v.get("message").is_some() {
+            return Ok(Format::ClaudeCode);
+        }
+        // Claude Code 2.x opens with bookkeeping lines (`file-history-snapshot`, `queue-operation`, hook
+        // `progress`) that carry a `sessionId` like Gemini CLI's metadata line, but also a `parentUuid`.
+        if v.get("parentUuid").is_some() || matches!(kind, Some("file-history-snapshot" | "queue-operation")) {
             return Ok(Format::ClaudeCode);
         }
         if v.get("$set").is_some() || v.get("$rewindTo").is_some() || v.get("sessionId").is_some() {
@@ -282,6 +290,11 @@ impl HistoryBuilder {
         if !text.trim().is_empty() {
             self.push(role, vec![crate::history::text_part(text)]);
         }
+    }
+
+    /// An empty builder that knows this one's tool calls (to convert Contents kept apart from the history).
+    pub fn fork(&self) -> HistoryBuilder {
+        HistoryBuilder { calls: self.calls.clone(), ..Default::default() }
     }
 
     /// Number of Contents so far: the index the next Content will have.

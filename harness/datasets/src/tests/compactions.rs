@@ -164,3 +164,59 @@ fn recorded_replays_the_imported_compaction_where_the_agent_made_it() {
     assert_eq!(recorded.final_history_contents, 4);
     assert!(recorded.final_history_tokens < none.final_history_tokens);
 }
+
+/// claude-code-log's fixture of a compaction that preserved the newest messages (Claude Code 2.1): the
+/// segment is moved after the summary, and the boundary's logical parent is the segment's tail.
+#[test]
+fn claude_code_preserved_segment_is_kept_after_the_summary_and_in_the_history_once() {
+    let imported = import_fixture("claude-code-log-dag_compact_after_rewind_preserved.jsonl", Format::ClaudeCode);
+    // The rewound first attempt is the abandoned branch.
+    assert_eq!(
+        imported.warnings,
+        ["claude-code-log-dag_compact_after_rewind_preserved.jsonl: 2 message line(s) on abandoned branches skipped"]
+    );
+    let c = only(imported);
+    let texts: Vec<String> = c.history.iter().map(history::visible_text).collect();
+    assert_eq!(
+        texts,
+        [
+            "Start",
+            "Ready",
+            "Second attempt",
+            "Second answer",
+            "Keep going",
+            "Kept going",
+            "After compaction",
+            "Final answer"
+        ]
+    );
+    let [rc] = c.recorded_compactions.as_slice() else { panic!("{:?}", c.recorded_compactions) };
+    assert_eq!(rc.at, 6);
+    assert!(rc.summary.ends_with("Summary: the user asked for a plan."));
+    let preserved: Vec<String> = rc.preserved.iter().map(history::visible_text).collect();
+    assert_eq!(preserved, ["Second answer", "Keep going", "Kept going"]);
+    assert_eq!(rc.preserved, c.history[3..6]);
+    // What the agent continued from: the summary, then the preserved segment.
+    let continued: Vec<String> = rc.history().iter().map(history::visible_text).collect();
+    assert_eq!(continued[1..], preserved[..]);
+    assert!(continued[0].starts_with("This session is being continued"));
+    assert_eq!(rc.extra.as_ref().and_then(|e| e.get("trigger")).and_then(Value::as_str), Some("auto"));
+    assert_valid(&c);
+}
+
+/// The first lines of a Claude Code 2.1 session as Entire checkpoints store them (entireio/cli, MIT): no
+/// message before the hook `progress` line, whose `sessionId` must not make it a Gemini CLI log.
+#[test]
+fn claude_code_2x_bookkeeping_lines_are_detected() {
+    let head = concat!(
+        r#"{"type":"file-history-snapshot","messageId":"70b5c0bb-8166-4a51-8fe6-23d11b812593","snapshot":{"messageId":"70b5c0bb-8166-4a51-8fe6-23d11b812593","trackedFileBackups":{},"timestamp":"2026-02-05T00:19:56.705Z"},"isSnapshotUpdate":false}"#,
+        "\n",
+        r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/Users/alex/workspace/cli/.worktrees/4","sessionId":"f022dad1-9896-4a6c-bb91-0d1efb580b70","version":"2.1.31","gitBranch":"gtrrz-victor/restructure-entire-session-files","type":"progress","data":{"type":"hook_progress","hookEvent":"SessionStart","hookName":"SessionStart:startup","command":"${CLAUDE_PLUGIN_ROOT}/hooks/session-start.sh"},"parentToolUseID":"fede6a7e-4076-46d5-a709-e7710c802f17","toolUseID":"fede6a7e-4076-46d5-a709-e7710c802f17","timestamp":"2026-02-05T00:19:43.589Z","uuid":"aa236d0d-8ae3-4f1c-9bf3-53533b1dd340"}"#,
+        "\n",
+    );
+    assert_eq!(crate::import::detect(head.as_bytes(), "full.jsonl").unwrap(), Format::ClaudeCode);
+    assert_eq!(
+        crate::import::detect(&head.as_bytes()[head.find('\n').unwrap() + 1..], "full.jsonl").unwrap(),
+        Format::ClaudeCode
+    );
+}

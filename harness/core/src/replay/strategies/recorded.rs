@@ -1,6 +1,7 @@
 //! The agent's own compactions, replayed: where the recording holds a compaction the agent made (Claude
 //! Code's compact summary, a Codex `compacted` item), the stored history becomes what the agent continued
-//! from (its kept Contents, then its summary as a user turn) at the request where it did; otherwise nothing
+//! from (Contents it kept, its summary as a user turn, Contents it preserved) at the request where it did;
+//! otherwise nothing
 //! is compressed. Conversations without recorded compactions replay exactly as `none`.
 //!
 //! The compactions reach the session through [`SessionContext`] (the replay hands each session its
@@ -88,7 +89,7 @@ impl CompressorSession for RecordedSession {
         let trace = CompressTrace {
             final_summary: Some(c.summary.clone()),
             summarized_contents: turn.stored.len(),
-            kept_contents: c.kept.len(),
+            kept_contents: c.kept.len() + c.preserved.len(),
             ..Default::default()
         };
         let mut outcome = TurnOutcome::summarized(orig, new, new_history, trace);
@@ -151,7 +152,7 @@ mod tests {
     }
 
     fn compaction(at: usize, summary: &str, kept: Vec<Content>) -> RecordedCompaction {
-        RecordedCompaction { at, summary: summary.into(), kept, extra: None }
+        RecordedCompaction { at, summary: summary.into(), kept, ..Default::default() }
     }
 
     /// The history as the replay stores it (same roles merged).
