@@ -1,7 +1,7 @@
 //! The canonical conversation file: reading, writing and finding them.
 
 use super::layout::Layout;
-use super::{error::utf8, Conversation, ConversationMeta, DatasetError};
+use super::{error::utf8, Conversation, ConversationMeta, DatasetError, RecordedCompaction};
 use crate::history;
 use crate::json::{self, JsonPath, Value};
 use std::path::{Path, PathBuf};
@@ -58,8 +58,90 @@ pub fn conversation_to_value(c: &Conversation) -> Value {
         let counts = c.recorded_prompt_tokens.iter().map(|n| n.map_or(Value::Null, |n| Value::num(n as f64))).collect();
         v.insert("recordedPromptTokens", Value::Array(counts));
     }
+    // Absent when empty, so files of sources without compactions stay as they were.
+    if !c.recorded_compactions.is_empty() {
+        v.insert("recordedCompactions", Value::Array(c.recorded_compactions.iter().map(compaction_to_value).collect()));
+    }
     v.insert("history", Value::Array(c.history.clone()));
     v
+}
+
+fn compaction_to_value(c: &RecordedCompaction) -> Value {
+    let mut v = Value::object([("at", Value::num(c.at as f64)), ("summary", Value::str(&c.summary))]);
+    if !c.kept.is_empty() {
+        v.insert("kept", Value::Array(c.kept.clone()));
+    }
+    if !c.preserved.is_empty() {
+        v.insert("preserved", Value::Array(c.preserved.clone()));
+    }
+    if let Some(e) = &c.extra {
+        v.insert("extra", e.clone());
+    }
+    v
+}
+
+/// Reads `recordedCompactions`: objects `{at, summary, kept?, extra?}` with `at` ascending and at most the
+/// history's length.
+fn compactions_from_value(
+    v: Option<&Value>,
+    history_len: usize,
+    file: &str,
+) -> Result<Vec<RecordedCompaction>, DatasetError> {
+    let at = JsonPath::root().key("recordedCompactions");
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(t) => return Err(DatasetError::field(file, &at, format!("expected an array, found {}", t.kind()))),
+    };
+    let mut out: Vec<RecordedCompaction> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let iat = at.index(i);
+        if item.as_object().is_none() {
+            return Err(DatasetError::field(file, &iat, format!("expected an object, found {}", item.kind())));
+        }
+        let index = match item.get("at").and_then(Value::as_f64) {
+            Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= history_len as f64 => x as usize,
+            _ => {
+                return Err(DatasetError::field(
+                    file,
+                    &iat.key("at"),
+                    format!("expected an integer from 0 to the history's length ({history_len})"),
+                ))
+            }
+        };
+        if out.last().is_some_and(|p| p.at > index) {
+            return Err(DatasetError::field(file, &iat.key("at"), "compactions must be in history order"));
+        }
+        let summary = get_str(item, "summary", &iat, file, true)?.unwrap_or_default();
+        let kept = contents_member(item, "kept", &iat, file)?;
+        let preserved = contents_member(item, "preserved", &iat, file)?;
+        let extra = match item.get("extra") {
+            None | Some(Value::Null) => None,
+            Some(e @ Value::Object(_)) => Some(e.clone()),
+            Some(e) => {
+                return Err(DatasetError::field(
+                    file,
+                    &iat.key("extra"),
+                    format!("expected an object, found {}", e.kind()),
+                ))
+            }
+        };
+        out.push(RecordedCompaction { at: index, summary, kept, preserved, extra });
+    }
+    Ok(out)
+}
+
+/// An optional `Content[]` member of a compaction (`kept`, `preserved`).
+fn contents_member(item: &Value, key: &str, at: &JsonPath, file: &str) -> Result<Vec<Value>, DatasetError> {
+    match item.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(k @ Value::Array(items)) => {
+            history::validate_shape(k)
+                .map_err(|e| DatasetError::at(file, e.path.replacen('$', &at.key(key).to_string(), 1), e.message))?;
+            Ok(items.clone())
+        }
+        Some(k) => Err(DatasetError::field(file, &at.key(key), format!("expected an array, found {}", k.kind()))),
+    }
 }
 
 /// Writes a conversation file (2-space JSON, final newline), creating parent directories.
@@ -198,13 +280,14 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
             ))
         }
     }
+    let recorded_compactions = compactions_from_value(v.get("recordedCompactions"), history_len, file)?;
     // Moved out, not copied: a conversation is never held twice while it loads.
     let mut v = v;
     let history = match v.get_mut("history").map(|h| std::mem::replace(h, Value::Null)) {
         Some(Value::Array(items)) => items,
         _ => Vec::new(),
     };
-    Ok(Conversation { meta, system_instruction, tools, history, recorded_prompt_tokens })
+    Ok(Conversation { meta, system_instruction, tools, history, recorded_prompt_tokens, recorded_compactions })
 }
 
 /// Parses a conversation file held in memory.

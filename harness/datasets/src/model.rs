@@ -4,6 +4,7 @@
 use crate::history::Content;
 use crate::json::Value;
 pub use crate::replay::PromptCountOrigin;
+pub use crate::replay::RecordedCompaction;
 use crate::replay::ReplayInput;
 
 /// Where a conversation came from. Importers fill `id`, `format` and `extra`; provenance (source, licence,
@@ -41,6 +42,8 @@ pub struct Conversation {
     /// Prompt token count the API reported for the request that produced each Content (aligned with
     /// `history`; `None` where unknown). Empty when the source records no counts at all.
     pub recorded_prompt_tokens: Vec<Option<u64>>,
+    /// The agent's own compactions, in history order (`at` ascending); empty for sources that record none.
+    pub recorded_compactions: Vec<RecordedCompaction>,
 }
 
 impl Conversation {
@@ -69,6 +72,7 @@ impl Conversation {
             prompt_count_origin: self.prompt_count_origin(),
             system_instruction: self.system_instruction.as_deref(),
             tools: self.tools.as_ref(),
+            recorded_compactions: &self.recorded_compactions,
         }
     }
 }

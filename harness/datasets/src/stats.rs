@@ -116,6 +116,10 @@ pub fn manifest_value(name: &str, entries: &[(String, &Conversation)]) -> Value 
             e.insert(k, v);
         }
         e.insert("recordedPromptTokens", Value::Bool(c.has_recorded_tokens()));
+        // Only where there are any, so the manifests of sources without them stay as they were.
+        if !c.recorded_compactions.is_empty() {
+            e.insert("recordedCompactions", Value::num(c.recorded_compactions.len() as f64));
+        }
         items.push(e);
     }
     let mut t = Value::object([("conversations", Value::num(totals.conversations as f64))]);

@@ -37,6 +37,21 @@ pub fn validate_conversation(c: &Conversation) -> Vec<Problem> {
             format!("{} entries for {} Contents", c.recorded_prompt_tokens.len(), c.history.len()),
         );
     }
+    let compactions = JsonPath::root().key("recordedCompactions");
+    for (i, rc) in c.recorded_compactions.iter().enumerate() {
+        if rc.at > c.history.len() {
+            push(
+                &compactions.index(i).key("at"),
+                format!("{} is past the history's {} Contents", rc.at, c.history.len()),
+            );
+        }
+        if i > 0 && c.recorded_compactions[i - 1].at > rc.at {
+            push(&compactions.index(i).key("at"), "compactions must be in history order".into());
+        }
+        if rc.summary.trim().is_empty() {
+            push(&compactions.index(i).key("summary"), "empty summary".into());
+        }
+    }
     // Calls not answered yet: (id, name).
     let mut open_calls: Vec<(Option<String>, String)> = Vec::new();
     for (i, content) in c.history.iter().enumerate() {

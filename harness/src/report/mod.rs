@@ -117,10 +117,8 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
     };
     let reference = aggregate::reference_point(plan);
     let reference_parts = reference.map(parts_of);
-    let compared: Vec<&metrics::Metric> = ["tokens_vs_none", "usd_vs_none", "early_only_retention"]
-        .iter()
-        .filter_map(|m| metrics::metric(m))
-        .collect();
+    let compared: Vec<&metrics::Metric> =
+        ["tokens_vs_none", "usd_vs_none", "early_only_retention"].iter().filter_map(|m| metrics::metric(m)).collect();
     let mut header = vec!["#".to_string(), "strategy".to_string(), "convs".to_string()];
     for m in &compared {
         header.push(format!("Δ {}", m.title()));
@@ -202,17 +200,10 @@ pub fn scopes_tables(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> [Table;
 /// Per source under the reference's default point (the first reference point of the main grid): how many
 /// conversations are unsplittable, how many of the others compress at least once, and what the trigger saw.
 pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
-    let header = [
-        "source",
-        "convs",
-        "unsplittable",
-        "splittable compressing",
-        "share",
-        "median window",
-        "trigger sees",
-    ]
-    .map(String::from)
-    .to_vec();
+    let header =
+        ["source", "convs", "unsplittable", "splittable compressing", "share", "median window", "trigger sees"]
+            .map(String::from)
+            .to_vec();
     let Some(reference) = aggregate::reference_point(plan) else { return Table { header, rows: Vec::new() } };
     let mut by_source: BTreeMap<&str, Vec<&CellResult>> = BTreeMap::new();
     for c in cells.iter().filter(|c| c.cell.point == reference.id) {
@@ -262,7 +253,11 @@ pub fn triggers_table(plan: &Plan, cells: &[CellResult]) -> Table {
                 requests.to_string(),
                 cs.iter().filter(|c| c.result.trigger_below_first_request()).count().to_string(),
                 compressions.to_string(),
-                if requests > 0 { format!("{:.1}", 100.0 * compressions as f64 / requests as f64) } else { "–".into() },
+                if requests > 0 {
+                    format!("{:.1}", 100.0 * compressions as f64 / requests as f64)
+                } else {
+                    "–".into()
+                },
                 cs.iter().map(|c| c.result.storm_events()).sum::<u64>().to_string(),
             ]
         })
@@ -442,11 +437,8 @@ fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     use std::fmt::Write;
     let Some(m) = metrics::metric("early_only_retention") else { return String::new() };
     let parts = |p: &ConfigPoint| {
-        metrics::point_parts(
-            cells.iter().filter(|c| c.cell.point == p.id),
-            metrics::point_pricing(plan, p).as_ref(),
-        )
-        .remove(m.name)
+        metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), metrics::point_pricing(plan, p).as_ref())
+            .remove(m.name)
     };
     let main = |kind: &'static str| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.kind() == kind);
     let mut out = String::new();

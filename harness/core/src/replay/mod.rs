@@ -26,7 +26,10 @@ pub mod window;
 pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use metrics::{CompressionEvent, ConversationResult, VerificationDelta};
 pub use registry::register;
-pub use strategy::{Compressor, CompressorSession, Strategy, StrategyError, StrategySpec, TurnInput, TurnOutcome};
+pub use strategy::{
+    Compressor, CompressorSession, RecordedCompaction, SessionContext, Strategy, StrategyError, StrategySpec,
+    TurnInput, TurnOutcome,
+};
 pub use window::{PromptCountOrigin, TokenLimit, Tokenizer, WindowBasis, MAX_FIXED_SHARE};
 
 use crate::compress::callers::{overflow_check, OverflowGuard};
@@ -121,6 +124,8 @@ pub struct ReplayInput<'a> {
     /// The agent's system prompt and tool declarations, when recorded (part of every request).
     pub system_instruction: Option<&'a str>,
     pub tools: Option<&'a Value>,
+    /// The agent's own compactions, sorted by `at` (handed to the session, see [`SessionContext`]).
+    pub recorded_compactions: &'a [RecordedCompaction],
 }
 
 impl<'a> ReplayInput<'a> {
@@ -133,6 +138,7 @@ impl<'a> ReplayInput<'a> {
             prompt_count_origin: PromptCountOrigin::None,
             system_instruction: None,
             tools: None,
+            recorded_compactions: &[],
         }
     }
 }
@@ -644,7 +650,7 @@ pub async fn replay_prepared(
         Ok(c) => c,
         Err(e) => return ConversationResult { error: Some(e.to_string()), ..result },
     };
-    let mut session = strategy.start();
+    let mut session = strategy.start_for(SessionContext { recorded_compactions: input.recorded_compactions });
     let overhead = uncompressed.overhead;
     let mut stored = Stored::new(counting);
     if let Some(env) = &settings.env_text {
@@ -689,6 +695,7 @@ pub async fn replay_prepared(
                     force,
                     prompt_id: format!("{}-{i}", input.id),
                     changed_from,
+                    turn: i,
                 },
                 llm,
             )

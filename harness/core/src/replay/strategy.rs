@@ -30,6 +30,9 @@ pub struct TurnInput<'a> {
     /// first request and after the strategy replaced the history): a session that keeps state about the
     /// history only needs to look at `stored[changed_from..]`.
     pub changed_from: usize,
+    /// Index in the recorded history of the model turn this request produces: where the replay is in the
+    /// recording, for sessions that act on recorded data ([`SessionContext`]).
+    pub turn: usize,
 }
 
 /// What a strategy did.
@@ -120,9 +123,53 @@ pub trait CompressorSession: Send {
     ) -> Result<TurnOutcome, StrategyError>;
 }
 
+/// One compaction the recorded agent made itself (Claude Code's compact summary, a Codex `compacted` item),
+/// kept with the conversation as data so a replay can apply it where the agent did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordedCompaction {
+    /// Index in the recorded history of the first Content the compaction did not cover: the agent replaced
+    /// its history (everything before `history[at]`, as compacted so far) before the request that follows.
+    pub at: usize,
+    /// The summary the agent wrote; it continued from `kept`, this text as a user turn, then `preserved`.
+    pub summary: String,
+    /// Contents the agent carried over verbatim before the summary (Codex keeps its initial context and
+    /// recent user messages).
+    pub kept: Vec<Content>,
+    /// Contents the agent carried over verbatim after the summary (Claude Code's preserved segment: the
+    /// newest messages before the compaction).
+    pub preserved: Vec<Content>,
+    /// What the recording says about the event (trigger, token counts before and after): a JSON object.
+    pub extra: Option<crate::json::Value>,
+}
+
+impl RecordedCompaction {
+    /// The history the agent continued from: `kept`, the summary as a user turn, `preserved`.
+    pub fn history(&self) -> Vec<Content> {
+        let mut out = self.kept.clone();
+        out.push(crate::history::user_text(&self.summary));
+        out.extend(self.preserved.iter().cloned());
+        out
+    }
+}
+
+/// What a session may know of its conversation beyond the turns the replay shows it. Strategies compress
+/// from what they are shown; the only per-conversation data handed over is the agent's own recorded
+/// compactions, for the `recorded` strategy, which replays them instead of compressing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionContext<'a> {
+    /// Sorted by `at`; empty for most sources.
+    pub recorded_compactions: &'a [RecordedCompaction],
+}
+
 /// A strategy with its knob values fixed: makes a fresh session per conversation.
 pub trait Compressor: Send + Sync {
     fn start(&self) -> Box<dyn CompressorSession>;
+
+    /// A session for one conversation, given what is recorded with it. The replay calls this; strategies
+    /// that need nothing but the turns (all but `recorded`) keep this default.
+    fn start_for(&self, _conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        self.start()
+    }
 }
 
 impl<F: Fn() -> Box<dyn CompressorSession> + Send + Sync> Compressor for F {

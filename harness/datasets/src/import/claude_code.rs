@@ -6,13 +6,20 @@
 //! from the last message back to the root. `content` is a string or blocks: `text`, `thinking`,
 //! `tool_use {id, name, input}` and `tool_result {tool_use_id, content, is_error?}`. Assistant
 //! `usage.input_tokens + cache_creation_input_tokens + cache_read_input_tokens` is the prompt size.
+//!
+//! Compaction (`/compact` or auto-compact) writes a `system` line with `subtype: "compact_boundary"`
+//! (`parentUuid: null`, `logicalParentUuid` = the last message before it, `compactMetadata {trigger,
+//! preTokens}`), then a user line with `isCompactSummary: true` whose text is what the agent continued
+//! from. The chain follows `logicalParentUuid` across the boundary, so the history is the whole session
+//! uncompressed; the summary is not a turn of it but a [`RecordedCompaction`] at the index of the next
+//! Content (older transcripts have the summary line without a boundary).
 
 use super::{
     as_object, content_text, function_response_part, opt_count, opt_str, stem_id, Format, HistoryBuilder, Imported,
 };
 use crate::error::utf8;
 use crate::json::{self, JsonPath, Value};
-use crate::{Conversation, ConversationMeta, DatasetError};
+use crate::{Conversation, ConversationMeta, DatasetError, RecordedCompaction};
 use std::collections::HashMap;
 
 struct Line {
@@ -34,7 +41,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         let root = JsonPath::root();
         as_object(&record, &root, file).map_err(|e| e.on_line(number))?;
         let kind = opt_str(&record, "type", &root, file).map_err(|e| e.on_line(number))?;
-        if !matches!(kind.as_deref(), Some("user" | "assistant")) {
+        if !matches!(kind.as_deref(), Some("user" | "assistant")) && !is_compact_boundary(&record) {
             continue;
         }
         if record.get("isSidechain").and_then(Value::as_bool) == Some(true) {
@@ -50,12 +57,53 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     }
     let chain = main_chain(&lines);
     let mut b = HistoryBuilder::default();
+    let mut recorded_compactions = Vec::new();
+    // A boundary whose summary line has not come yet: its metadata and preserved lines.
+    let mut boundary: Option<(Option<Value>, Vec<usize>)> = None;
+    // A preserved segment is on the chain twice (before the boundary, and moved after the summary).
+    let mut done = vec![false; lines.len()];
+    let by_uuid = uuid_index(&lines);
     for &i in &chain {
         let line = &lines[i];
+        if std::mem::replace(&mut done[i], true) {
+            continue;
+        }
+        if is_compact_boundary(&line.record) {
+            let metadata = line.record.get("compactMetadata").filter(|m| m.as_object().is_some()).cloned();
+            boundary = Some((metadata, preserved_lines(&line.record, &by_uuid)));
+            continue;
+        }
+        if line.record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+            let at = JsonPath::root().key("message");
+            let message =
+                super::req(&line.record, "message", &JsonPath::root(), file).map_err(|e| e.on_line(line.number))?;
+            let summary = content_text(message.get("content").unwrap_or(&Value::Null), &at.key("content"), file)
+                .map_err(|e| e.on_line(line.number))?;
+            let (extra, preserved_at) = boundary.take().unwrap_or_default();
+            let mut preserved = b.fork();
+            for &p in &preserved_at {
+                let l = &lines[p];
+                convert_line(&l.record, file, &mut preserved).map_err(|e| e.on_line(l.number))?;
+            }
+            b.seal();
+            recorded_compactions.push(RecordedCompaction {
+                at: b.contents(),
+                summary,
+                kept: Vec::new(),
+                preserved: preserved.finish().0,
+                extra,
+            });
+            continue;
+        }
         convert_line(&line.record, file, &mut b).map_err(|e| e.on_line(line.number))?;
     }
+    if boundary.is_some() {
+        imported.warnings.push(format!("{file}: the last compact boundary has no summary line; ignored"));
+    }
     let (history, recorded_prompt_tokens) = b.finish();
-    let skipped = lines.len() - chain.len();
+    let mut on_chain = vec![false; lines.len()];
+    chain.iter().for_each(|&i| on_chain[i] = true);
+    let skipped = lines.iter().zip(&on_chain).filter(|(l, &on)| !on && !is_compact_boundary(&l.record)).count();
     if skipped > 0 {
         imported.warnings.push(format!("{file}: {skipped} message line(s) on abandoned branches skipped"));
     }
@@ -66,18 +114,45 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         extra: session_id.map(|s| Value::object([("sessionId", Value::str(&s))])),
         ..Default::default()
     };
-    imported.conversations.push(Conversation { meta, history, recorded_prompt_tokens, ..Default::default() });
+    imported.conversations.push(Conversation {
+        meta,
+        history,
+        recorded_prompt_tokens,
+        recorded_compactions,
+        ..Default::default()
+    });
     Ok(imported)
 }
 
-/// Indexes of the lines on the path from the root to the last line, in order. Lines without a `uuid`
-/// (older transcripts) are taken in file order.
-fn main_chain(lines: &[Line]) -> Vec<usize> {
+/// A `system` line marking a compaction (its parent is `logicalParentUuid`).
+fn is_compact_boundary(record: &Value) -> bool {
+    record.get("type").and_then(Value::as_str) == Some("system")
+        && record.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
+}
+
+fn uuid_index(lines: &[Line]) -> HashMap<String, usize> {
     let uuid = |l: &Line| l.record.get("uuid").and_then(Value::as_str).map(str::to_string);
-    if lines.iter().any(|l| uuid(l).is_none()) {
+    lines.iter().enumerate().filter_map(|(i, l)| Some((uuid(l)?, i))).collect()
+}
+
+/// The lines of a boundary's preserved segment (`compactMetadata.preservedMessages.uuids`, newer
+/// versions: the newest messages, kept verbatim after the summary), in order; empty when it has none.
+fn preserved_lines(boundary: &Value, by_uuid: &HashMap<String, usize>) -> Vec<usize> {
+    let uuids = boundary.get("compactMetadata").and_then(|m| m.get("preservedMessages")).and_then(|p| p.get("uuids"));
+    let uuids = uuids.and_then(Value::as_array).unwrap_or_default();
+    uuids.iter().filter_map(|u| by_uuid.get(u.as_str()?).copied()).collect()
+}
+
+/// Indexes of the lines on the path from the root to the last line, in order. Lines without a `uuid`
+/// (older transcripts) are taken in file order. A compact boundary starts a new root: the path goes on at
+/// the message it follows (`logicalParentUuid`); when the boundary preserved a segment (which then hangs
+/// after the summary), at the segment's head's parent, followed by the segment, so that the segment is on
+/// the path twice, before the boundary and after the summary.
+fn main_chain(lines: &[Line]) -> Vec<usize> {
+    if lines.iter().any(|l| l.record.get("uuid").and_then(Value::as_str).is_none()) {
         return (0..lines.len()).collect();
     }
-    let by_uuid: HashMap<String, usize> = lines.iter().enumerate().filter_map(|(i, l)| Some((uuid(l)?, i))).collect();
+    let by_uuid = uuid_index(lines);
     let mut chain = Vec::new();
     let mut visited = vec![false; lines.len()];
     let mut current = Some(lines.len() - 1);
@@ -86,7 +161,19 @@ fn main_chain(lines: &[Line]) -> Vec<usize> {
             break; // a cycle: malformed parents
         }
         chain.push(i);
-        current = lines[i].record.get("parentUuid").and_then(Value::as_str).and_then(|p| by_uuid.get(p).copied());
+        let record = &lines[i].record;
+        let parent_of = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).and_then(|p| by_uuid.get(p).copied());
+        current = parent_of(record, "parentUuid");
+        if current.is_none() && is_compact_boundary(record) {
+            let preserved = preserved_lines(record, &by_uuid);
+            current = match preserved.first() {
+                Some(&head) => {
+                    chain.extend(preserved.iter().rev());
+                    parent_of(&lines[head].record, "parentUuid")
+                }
+                None => parent_of(record, "logicalParentUuid"),
+            };
+        }
     }
     chain.reverse();
     chain

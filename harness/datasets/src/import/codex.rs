@@ -5,6 +5,13 @@
 //! `function_call_output {call_id, output}`, `custom_tool_call` / `custom_tool_call_output`,
 //! `local_shell_call`, `reasoning {summary: [{text}]}`. `event_msg` `token_count` events carry the
 //! prompt size (`info.last_token_usage.input_tokens`) of the request just answered.
+//!
+//! A `compacted` line is the agent's own compaction: `{message, replacement_history?}`, the summary and
+//! (newer versions) the history the agent continued from, whose last item is the summary as a user message.
+//! It becomes a [`RecordedCompaction`] at the index of the next Content, keeping the replacement's
+//! `message` items before the summary (developer messages go to the system instruction, other items are
+//! dropped); the history itself stays the uncompressed stream. A `compacted` line without a summary
+//! (remote compaction, whose summary is encrypted) is skipped with a warning.
 
 use super::{
     args_from_string, as_object, content_text, function_response_part, opt_count, opt_str, req, req_str, stem_id,
@@ -12,19 +19,34 @@ use super::{
 };
 use crate::error::utf8;
 use crate::json::{self, JsonPath, Value};
-use crate::{Conversation, ConversationMeta, DatasetError};
+use crate::{Conversation, ConversationMeta, DatasetError, RecordedCompaction};
 
 pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let text = utf8(bytes, file)?;
     let mut b = HistoryBuilder::default();
     let mut system: Vec<String> = Vec::new();
     let mut extra = Value::empty_object();
+    let mut compactions: Vec<RecordedCompaction> = Vec::new();
+    let mut warnings = Vec::new();
     let mut any = false;
     for (n, raw) in text.split('\n').enumerate() {
         if raw.trim().is_empty() {
             continue;
         }
         let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(n + 1))?;
+        if record.get("type").and_then(Value::as_str) == Some("compacted") {
+            let at = JsonPath::root().key("payload");
+            let payload = req(&record, "payload", &JsonPath::root(), file).map_err(|e| e.on_line(n + 1))?;
+            match compaction(payload, &at, file, b.contents()).map_err(|e| e.on_line(n + 1))? {
+                Some(c) => {
+                    b.seal();
+                    compactions.push(c);
+                }
+                None => warnings.push(format!("{file}: line {}: compacted item without a summary; skipped", n + 1)),
+            }
+            any = true;
+            continue;
+        }
         convert_line(&record, file, &mut b, &mut system, &mut extra).map_err(|e| e.on_line(n + 1))?;
         any = true;
     }
@@ -40,8 +62,56 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         ..Default::default()
     };
     let system_instruction = (!system.is_empty()).then(|| system.join("\n\n"));
-    let conversation = Conversation { meta, system_instruction, tools: None, history, recorded_prompt_tokens };
-    Ok(Imported { conversations: vec![conversation], warnings: Vec::new() })
+    let conversation = Conversation {
+        meta,
+        system_instruction,
+        tools: None,
+        history,
+        recorded_prompt_tokens,
+        recorded_compactions: compactions,
+    };
+    Ok(Imported { conversations: vec![conversation], warnings })
+}
+
+/// A `compacted` payload as a compaction at history index `at`; `None` when it holds no summary.
+fn compaction(p: &Value, at: &JsonPath, file: &str, index: usize) -> Result<Option<RecordedCompaction>, DatasetError> {
+    as_object(p, at, file)?;
+    let summary = opt_str(p, "message", at, file)?.unwrap_or_default();
+    if summary.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut turns: Vec<(&str, String)> = Vec::new();
+    if let Some(items) = p.get("replacement_history").filter(|v| !v.is_null()) {
+        let rat = at.key("replacement_history");
+        for (i, item) in super::as_array(items, &rat, file)?.iter().enumerate() {
+            let iat = rat.index(i);
+            as_object(item, &iat, file)?;
+            if item.get("type").and_then(Value::as_str) != Some("message") {
+                continue;
+            }
+            let text = content_text(item.get("content").unwrap_or(&Value::Null), &iat.key("content"), file)?;
+            match item.get("role").and_then(Value::as_str) {
+                Some("user") => turns.push(("user", text)),
+                Some("assistant") => turns.push(("model", text)),
+                _ => {}
+            }
+        }
+        // The summary closes the replacement; it is `summary` itself, not a kept turn.
+        if turns.last().is_some_and(|(role, t)| *role == "user" && t.trim() == summary.trim()) {
+            turns.pop();
+        }
+    }
+    let mut kept = HistoryBuilder::default();
+    for (role, text) in &turns {
+        kept.push_text(role, text);
+    }
+    let extra = p.get("replacement_history").is_some_and(|h| !h.is_null()).then(|| {
+        Value::object([(
+            "replacementHistoryItems",
+            Value::num(p.get("replacement_history").and_then(Value::as_array).map_or(0, <[Value]>::len) as f64),
+        )])
+    });
+    Ok(Some(RecordedCompaction { at: index, summary, kept: kept.finish().0, preserved: Vec::new(), extra }))
 }
 
 fn convert_line(
@@ -80,7 +150,7 @@ fn convert_line(
             }
             Ok(())
         }
-        "turn_context" | "compacted" => Ok(()),
+        "turn_context" => Ok(()),
         other => Err(DatasetError::field(file, &root.key("type"), format!("unknown rollout line type {other:?}"))),
     }
 }

@@ -113,6 +113,9 @@ pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
         if v.get("messages").is_some() || v.get("traj").is_some() {
             return Ok(Format::OpenaiChat);
         }
+        if v.get("parentUuid").is_some() {
+            return Ok(Format::ClaudeCode); // a one-line Claude Code transcript
+        }
         if v.get("sessionId").is_some() {
             // A one-line JSONL session (metadata only) is also a JSON object.
             return Ok(Format::GeminiJsonl);
@@ -124,6 +127,11 @@ pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
         let Ok(v) = json::parse_str(line) else { continue };
         let kind = v.get("type").and_then(Value::as_str);
         if matches!(kind, Some("user" | "assistant")) && v.get("message").is_some() {
+            return Ok(Format::ClaudeCode);
+        }
+        // Claude Code 2.x opens with bookkeeping lines (`file-history-snapshot`, `queue-operation`, hook
+        // `progress`) that carry a `sessionId` like Gemini CLI's metadata line, but also a `parentUuid`.
+        if v.get("parentUuid").is_some() || matches!(kind, Some("file-history-snapshot" | "queue-operation")) {
             return Ok(Format::ClaudeCode);
         }
         if v.get("$set").is_some() || v.get("$rewindTo").is_some() || v.get("sessionId").is_some() {
@@ -255,6 +263,8 @@ pub(crate) struct HistoryBuilder {
     tokens: Vec<Option<u64>>,
     /// Call id → tool name of calls seen so far (ids can be reused: the latest wins).
     calls: HashMap<String, String>,
+    /// The next push starts a new Content even when the role repeats (a recorded compaction lies between).
+    sealed: bool,
 }
 
 impl HistoryBuilder {
@@ -263,7 +273,8 @@ impl HistoryBuilder {
         if parts.is_empty() {
             return;
         }
-        if let Some(last) = self.history.last_mut() {
+        let sealed = std::mem::take(&mut self.sealed);
+        if let Some(last) = self.history.last_mut().filter(|_| !sealed) {
             if crate::history::role(last) == Some(role) {
                 if let Some(existing) = last.get_mut("parts").and_then(Value::as_array_mut) {
                     existing.extend(parts);
@@ -279,6 +290,22 @@ impl HistoryBuilder {
         if !text.trim().is_empty() {
             self.push(role, vec![crate::history::text_part(text)]);
         }
+    }
+
+    /// An empty builder that knows this one's tool calls (to convert Contents kept apart from the history).
+    pub fn fork(&self) -> HistoryBuilder {
+        HistoryBuilder { calls: self.calls.clone(), ..Default::default() }
+    }
+
+    /// Number of Contents so far: the index the next Content will have.
+    pub fn contents(&self) -> usize {
+        self.history.len()
+    }
+
+    /// Ends the current Content: what is pushed next starts a new one, so an index taken now (a recorded
+    /// compaction's `at`) separates what came before from what comes after.
+    pub fn seal(&mut self) {
+        self.sealed = true;
     }
 
     pub fn last_role(&self) -> Option<&str> {

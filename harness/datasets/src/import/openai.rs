@@ -214,5 +214,5 @@ pub(crate) fn convert_messages(
         meta.extra = Some(Value::object([("exit", exit)]));
     }
     let system_instruction = (!system.is_empty()).then(|| system.join("\n\n"));
-    Ok(Conversation { meta, system_instruction, tools: None, history, recorded_prompt_tokens })
+    Ok(Conversation { meta, system_instruction, tools: None, history, recorded_prompt_tokens, ..Default::default() })
 }

@@ -1,5 +1,6 @@
 //! Dataset tests: importers on real files and fixtures, malformed input, the canonical file, validation.
 
+mod compactions;
 mod importers;
 mod malformed;
 

@@ -244,7 +244,14 @@ pub mod fixtures {
 
     /// One request to a session, as the replay makes it.
     pub fn turn(stored: &[Content], last_prompt_tokens: u64) -> crate::replay::TurnInput<'_> {
-        crate::replay::TurnInput { stored, last_prompt_tokens, force: false, prompt_id: "t-1".into(), changed_from: 0 }
+        crate::replay::TurnInput {
+            stored,
+            last_prompt_tokens,
+            force: false,
+            prompt_id: "t-1".into(),
+            changed_from: 0,
+            turn: stored.len(),
+        }
     }
 
     /// A strategy's session from knob values (the rest default), through the registry as a sweep builds it.

@@ -14,6 +14,7 @@ pub mod none;
 pub mod observation_masking;
 pub mod opencode;
 pub mod openhands;
+pub mod recorded;
 pub mod truncation_only;
 
 use crate::replay::strategy::Strategy;
@@ -36,5 +37,6 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
         Arc::new(openhands::OpenHandsAmortized),
         Arc::new(langchain::LangChain),
         Arc::new(exec::Exec),
+        Arc::new(recorded::Recorded),
     ]
 }

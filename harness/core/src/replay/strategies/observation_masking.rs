@@ -189,6 +189,7 @@ mod tests {
                 force: false,
                 prompt_id: "t".into(),
                 changed_from,
+                turn: stored.len(),
             };
             let out = futures::executor::block_on(session.before_request(turn, &model)).unwrap();
             masked_total += out.edits.len();
