@@ -276,3 +276,50 @@ fn config_errors_name_the_key_and_the_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(err.contains("bad.toml") && err.contains("threshhold"), "{err}");
 }
+
+/// The relative window of `configs/stress-storm.toml` (`peak:0.6`) puts the trigger at or below the first
+/// request of most tau-bench conversations (system prompt + tools + first turn), and the reference then
+/// compresses at most requests, most compressions leaving the request above the trigger. The default
+/// `overhead+peak:0.6` keeps every trigger above the first request and compresses far less often.
+#[test]
+fn the_stress_window_storms_on_tau_bench_and_the_default_window_does_not() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join("datasets/tau-bench"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("manifest.json"))
+        .collect();
+    paths.sort();
+    let conversations: Vec<datasets::Conversation> =
+        paths.iter().map(|p| datasets::load_conversation(p).unwrap()).collect();
+    let llm = ExtractiveModel::new();
+    // The reference's default point, as the default config sweeps it.
+    let config = compactbench::sweep::SweepConfig::load(&repo().join("configs/default.toml")).unwrap();
+    let reference = config.points().unwrap().into_iter().next().unwrap();
+    assert_eq!(reference.strategy.kind(), "gemini");
+    let tally = |window: TokenLimit| {
+        let settings = ReplaySettings { token_limit: window, ..config.replay.clone() };
+        let (mut below, mut storms, mut compressions, mut requests) = (0, 0, 0, 0);
+        for c in &conversations {
+            let r = futures::executor::block_on(compactbench::replay::replay_spec(
+                c.replay_input(&c.meta.id),
+                &reference.strategy,
+                &settings,
+                &llm,
+                &mut compactbench::replay::NoObserver,
+            ));
+            assert!(r.error.is_none(), "{:?}", r.error);
+            assert_eq!(r.trigger_tokens, Some((0.5 * r.token_limit as f64).ceil() as u64));
+            below += r.trigger_below_first_request() as u64;
+            storms += r.storm_events();
+            compressions += r.compressions().count() as u64;
+            requests += r.requests as u64;
+        }
+        (below, storms, compressions, requests)
+    };
+    let (below, storms, compressions, requests) = tally(TokenLimit::PeakFraction(0.6));
+    assert!(below * 2 > conversations.len() as u64, "{below} of {}", conversations.len());
+    assert!(compressions * 2 > requests && storms * 4 > compressions * 3, "{storms}/{compressions}/{requests}");
+    let (below, storms, compressions, requests) = tally(TokenLimit::FixedPlusGrowth(0.6));
+    assert_eq!(below, 0);
+    assert!(compressions * 4 <= requests && storms * 4 < compressions.max(1), "{storms}/{compressions}/{requests}");
+}
