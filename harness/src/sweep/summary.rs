@@ -474,7 +474,7 @@ fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String
     }
     out.push_str(&text);
     let mut notes = vec![
-        "↓ lower is better, ↑ higher is better; ratios are ratios of sums over the point's conversations (`convs`), means marked (n=…) are over compression events".to_string(),
+        "↓ lower is better, ↑ higher is better; figures are pooled over all the point's conversations (`convs`; per source and over the conversations a strategy can act on: report.md, results/scopes.csv), ratios as ratios of sums, means marked (n=…) over compression events".to_string(),
     ];
     if dropped > 0 {
         notes.push(format!("{dropped} more columns with --wide"));
