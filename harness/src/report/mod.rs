@@ -795,7 +795,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
     md.push_str(&crate::probes::figures::markdown_section(plan, cells, &probe_comparisons(plan, cells)));
     if let Some(t) = systems::per_system(plan, cells) {
         md.push_str("## Per system\n\n");
-        md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Cumulative tokens vs none*: the sum of every request's size against the same replay without compression; *retention at end*: share of probes whose answer is still in the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *overflows*: requests larger than the window.\n\n");
+        md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Tokens vs none*: the sum of every request's size and the summarizer's tokens against the same replay without compression; *early-only retention*: share of the probes whose answer only the early history holds that are still answerable from the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *storms*: compressions that left the request at or above the strategy's own trigger (– where the trigger is not a token count); *overflows*: requests larger than the window.\n\n");
         md.push_str(&t.markdown());
         md.push_str("\n\n");
     }

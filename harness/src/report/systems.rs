@@ -1,5 +1,6 @@
 //! The per-system table: each strategy that models another agent's policy (and the reference and `none`
-//! beside them), with its cost, what it kept, how often it compressed and how often the window overflowed.
+//! beside them), with its cost, what it kept, how often it compressed, how often a compression left the
+//! request above its own trigger (a storm) and how often the window overflowed.
 
 use super::Table;
 use crate::sweep::summary::{summarize, PointSummary};
@@ -44,9 +45,10 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
         "variant",
         "cells",
         "failed",
-        "cost vs none ↓",
+        "tokens vs none ↓",
         "early-only retention ↑",
         "compressions",
+        "storms ↓",
         "overflows ↓",
     ];
     let mut rows = Vec::new();
@@ -70,6 +72,7 @@ fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<St
         pct(s.figure("tokens_vs_none").map(|f| f.value)),
         pct(s.figure("early_only_retention").map(|f| f.value)),
         compressions.to_string(),
+        s.figure("storm_events").map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "–".into()),
         total("overflow_events"),
     ]
 }

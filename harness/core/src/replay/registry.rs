@@ -18,6 +18,11 @@ impl StrategySpec {
                 .unwrap_or(StrategyError::Unknown { name: self.name.clone(), known: String::new() })),
         }
     }
+
+    /// The request size at which this point's trigger fires ([`Strategy::trigger_tokens`]).
+    pub fn trigger_tokens(&self) -> Option<u64> {
+        registry().into_iter().find(|s| s.name() == self.name)?.trigger_tokens(&self.params)
+    }
 }
 
 static REGISTRY: LazyLock<RwLock<Vec<Arc<dyn Strategy>>>> = LazyLock::new(|| RwLock::new(strategies::builtin()));

@@ -206,6 +206,25 @@ pub trait Strategy: Send + Sync {
     }
     /// Parameters of one point → the compressor.
     fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError>;
+    /// The smallest last prompt count at which a session with these parameters (window set) compresses,
+    /// when its trigger is a token count; `None` when it is not (event counts, done-message budgets) or
+    /// the window is unset. Storms and actionability are measured against it. The default reads a
+    /// `threshold` × `token_limit` trigger that fires when the count is not below the product.
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        threshold_trigger(params)
+    }
+}
+
+/// `⌈threshold × token_limit⌉` from a point's parameters (at the top, or in `settings` for strategies built
+/// on the reference's settings): the trigger of a strategy that compresses when the count is not below
+/// the product. `None` without both, or before the window is set.
+pub fn threshold_trigger(params: &Params) -> Option<u64> {
+    let read = |m: &Params| Some((m.get("threshold")?.as_f64()?, m.get("token_limit")?.as_u64()?));
+    let (threshold, limit) = read(params).or_else(|| match params.get("settings") {
+        Some(Json::Object(s)) => read(s),
+        _ => None,
+    })?;
+    (limit > 0).then(|| (threshold * limit as f64).ceil() as u64)
 }
 
 /// Parses a point's parameters into a strategy's typed parameter struct.
@@ -609,18 +628,6 @@ impl StrategySpec {
     /// The registry name (`gemini`, `exec`, …).
     pub fn kind(&self) -> &str {
         &self.name
-    }
-
-    /// The request size at which the spec's threshold fires (`threshold × token_limit`, rounded up: the
-    /// reference compresses when the count is not below the product), read like the window: at the top of
-    /// the parameters or in `settings`. `None` for strategies without a threshold or before the window is set.
-    pub fn trigger_tokens(&self) -> Option<u64> {
-        let read = |m: &Params| Some((m.get("threshold")?.as_f64()?, m.get("token_limit")?.as_u64()?));
-        let (threshold, limit) = read(&self.params).or_else(|| match self.params.get("settings") {
-            Some(Json::Object(s)) => read(s),
-            _ => None,
-        })?;
-        (limit > 0).then(|| (threshold * limit as f64).ceil() as u64)
     }
 
     /// The spec with its simulated window set to `limit` (a window relative to each conversation is

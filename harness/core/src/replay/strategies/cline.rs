@@ -83,6 +83,15 @@ impl Strategy for Cline {
             ),
         ]
     }
+    /// Summary mode: ⌈trigger_ratio × window⌉; truncate mode: the context-window guard's allowed size.
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        let p: ClineParams = parse_params(self.name(), params).ok()?;
+        (p.token_limit > 0).then(|| match p.mode {
+            Mode::Truncate => max_allowed_size(p.token_limit),
+            Mode::Summary => (p.trigger_ratio * p.token_limit as f64).ceil() as u64,
+        })
+    }
+
     fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
         let p: ClineParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("cline", &format!("cline:{n}"));

@@ -60,6 +60,12 @@ impl Strategy for Codex {
             prompt_knob("summary_prompt", "codex:prompt_handoff", "the compaction prompt"),
         ]
     }
+    /// `auto_compact_token_limit`: compacts when the count is not below ⌊trigger_fraction × window⌋.
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        let p: CodexParams = parse_params(self.name(), params).ok()?;
+        (p.token_limit > 0).then_some((p.trigger_fraction * p.token_limit as f64) as u64)
+    }
+
     fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
         let p: CodexParams = parse_params(self.name(), params)?;
         let prompt = section(self.name(), &p.summary_prompt)?;

@@ -48,6 +48,13 @@ impl Strategy for Goose {
             "compact above this share of the window (≤0 or ≥1: off)",
         )]
     }
+    /// Compacts strictly above threshold × window (off outside (0, 1)).
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        let p: GooseParams = parse_params(self.name(), params).ok()?;
+        (p.token_limit > 0 && p.threshold > 0.0 && p.threshold < 1.0)
+            .then(|| (p.threshold * p.token_limit as f64).floor() as u64 + 1)
+    }
+
     fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
         let p: GooseParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("goose", &format!("goose:{n}"));

@@ -51,6 +51,12 @@ impl Strategy for LangChain {
             ),
         ]
     }
+    /// Summarises when the request reaches `max_tokens_before_summary`, whatever the window.
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        let p: LangChainParams = parse_params(self.name(), params).ok()?;
+        Some(p.max_tokens_before_summary)
+    }
+
     fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
         let p: LangChainParams = parse_params(self.name(), params)?;
         let prompt = section("langchain", "langchain:middleware_summary_prompt")?;

@@ -40,3 +40,61 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
         Arc::new(recorded::Recorded),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::common::fixtures::{run, Recorder};
+    use crate::compress::CompressionStatus;
+    use crate::history;
+
+    /// Every strategy whose trigger is a token count says where it is, and its session agrees: one token
+    /// below, no compression; at the trigger, it acts.
+    #[test]
+    fn declared_triggers_are_where_sessions_fire() {
+        let words = |i: usize| format!("turn {i}: {}", "the build log says the parser failed on line 42 ".repeat(40));
+        let stored: Vec<history::Content> =
+            (0..12).map(|i| history::text_content(if i % 2 == 0 { "user" } else { "model" }, &words(i))).collect();
+        let llm = Recorder::new("<state_snapshot>summary</state_snapshot>");
+        // About 6k tokens of history in a window of 8k.
+        let window = 8_000;
+        let of_knobs = |name: &str, knobs: serde_json::Value| {
+            let def = crate::replay::registry::find(name).unwrap();
+            let mut params = crate::replay::strategy::Params::new();
+            params.insert("token_limit".into(), window.into());
+            params.insert("max_output_tokens".into(), serde_json::Value::Null);
+            for k in def.knobs() {
+                params.insert(k.name.into(), knobs.get(k.name).cloned().unwrap_or(k.default.clone()));
+            }
+            crate::replay::StrategySpec { name: name.into(), params }
+        };
+        let specs = [
+            super::drop_oldest::spec(super::drop_oldest::DropOldestParams {
+                threshold: 0.5,
+                keep_fraction: 0.3,
+                token_limit: window,
+            }),
+            of_knobs("codex", serde_json::json!({})),
+            of_knobs("cline", serde_json::json!({"preserve_recent": 1000})),
+            of_knobs("cline", serde_json::json!({"mode": "truncate"})),
+            of_knobs("opencode", serde_json::json!({"prune": false, "reserved": 1000})),
+            of_knobs("langchain", serde_json::json!({"max_tokens_before_summary": 3000, "messages_to_keep": 4})),
+            of_knobs("goose", serde_json::json!({})),
+        ];
+        for spec in specs {
+            let trigger = spec.trigger_tokens().unwrap_or_else(|| panic!("{spec:?}: no trigger"));
+            let status = |last: u64| {
+                let mut s = spec.build().unwrap().start();
+                run(s.as_mut(), &stored, last, &llm).info.compression_status
+            };
+            assert_eq!(status(trigger - 1), CompressionStatus::Noop, "{} below {trigger}", spec.name);
+            assert_ne!(status(trigger), CompressionStatus::Noop, "{} at {trigger}", spec.name);
+        }
+        // Event-count and budget triggers declare none.
+        for name in ["observation-masking", "openhands", "aider", "none"] {
+            let def = crate::replay::registry::find(name).unwrap();
+            let mut params = crate::replay::strategy::Params::new();
+            params.insert("token_limit".into(), window.into());
+            assert_eq!(def.trigger_tokens(&params), None, "{name}");
+        }
+    }
+}

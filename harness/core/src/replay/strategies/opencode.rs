@@ -65,6 +65,12 @@ impl Strategy for OpenCode {
             Knob::integer("tool_result_chars", 2_000, 1, "tool result characters in the serialised head"),
         ]
     }
+    /// Compacts when the count reaches the usable window (window − reserved).
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        let p: OpenCodeParams = parse_params(self.name(), params).ok()?;
+        (p.token_limit > 0).then(|| p.token_limit.saturating_sub(p.reserved))
+    }
+
     fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
         let p: OpenCodeParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("opencode", &format!("opencode:{n}"));
