@@ -691,6 +691,19 @@ pub fn glossary_markdown() -> String {
             ser(&m.aggregation)
         ));
     }
+    s.push_str(&format!(
+        "\n## Columns derived from every figure\n\n\
+         | column | what it is |\n|---|---|\n\
+         | `NAME_n` | events, probe scorings or conversations the figure is over (see *level*) |\n\
+         | `NAME_ci_low`, `NAME_ci_high` | 95 % cluster-bootstrap interval: conversations resampled with replacement, {} resamples, seed {:#x} |\n\
+         | `NAME_diff_vs_none`, `NAME_diff_vs_reference` (+ `_ci_low`, `_ci_high`) | the point's figure minus `none`'s (the same slice's, else the main grid's) or the reference point's (the first `gemini` point of the main grid), over the conversations both have, the interval from resampling those conversations jointly (a paired cluster bootstrap: the same conversations and probes on both sides); totals are compared as a mean per conversation. A difference is *distinguishable* when its interval excludes 0 |\n\
+         | `scope` (`results/scopes.*`) | which conversations a row is over: `pooled` (all), `actionable` (those the strategy can act on: it compressed, or the uncompressed replay reaches `trigger_tokens` and has a split candidate after its first Content; a paired difference is over those either point can act on), `source:NAME` |\n\
+         | `first_request_tokens` (conversations) | the first request: system prompt + tool declarations + first turn, the fixed part of every request |\n\
+         | `trigger_tokens` (conversations) | the smallest last prompt count at which the strategy compresses (its own trigger: ⌈threshold × window⌉ for the reference), null where the trigger is not a token count |\n\
+         | `window_tokens` (conversations) | the simulated window of this replay: a number, `peak:F` (F × the largest uncompressed request) or `overhead+peak:F` (the first request + F × the growth beyond it, at least 4 × the first request) resolved for the conversation |\n",
+        crate::stats::BOOTSTRAP_RESAMPLES,
+        crate::stats::BOOTSTRAP_SEED
+    ));
     s
 }
 
