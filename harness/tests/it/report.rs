@@ -268,3 +268,30 @@ fn check_results_agree(dir: &Path) {
         assert!((recomputed - in_scopes).abs() < 1e-9, "{s:?}");
     }
 }
+
+/// The committed baseline runs on a window a deployment could have: at the reference's default point no
+/// conversation has its trigger at or below its first request, and no source compresses more than 25 times
+/// per 100 requests (the `peak:0.6` window compressed tau-bench at 244 of 285 requests).
+#[test]
+fn the_baseline_keeps_triggers_above_the_first_request_and_compressions_rare() {
+    let dir = repo().join("reports/baseline/results");
+    let points = csv(&dir.join("points.csv"));
+    let reference = &points.iter().find(|p| p["strategy"] == "gemini" && p["slice"].is_empty()).unwrap()["point"];
+    let convs: Vec<_> = csv(&dir.join("conversations.csv")).into_iter().filter(|c| &c["point"] == reference).collect();
+    assert_eq!(convs.len(), 89);
+    assert!(convs.iter().all(|c| c["trigger_below_overhead"] == "0"));
+    let events = csv(&dir.join("events.csv"));
+    let mut per_source: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for c in &convs {
+        per_source.entry(c["source"].clone()).or_default().0 += c["requests"].parse::<u64>().unwrap();
+    }
+    for e in events.iter().filter(|e| &e["point"] == reference) {
+        if e["status"] == "COMPRESSED" || e["status"] == "CONTENT_TRUNCATED" {
+            per_source.get_mut(&e["source"]).unwrap().1 += 1;
+        }
+    }
+    for (source, (requests, compressions)) in &per_source {
+        assert!(compressions * 100 <= 25 * requests, "{source}: {compressions} compressions in {requests} requests");
+    }
+    assert!(per_source.values().any(|(_, c)| *c > 0), "the reference compresses somewhere: {per_source:?}");
+}
