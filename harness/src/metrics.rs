@@ -120,6 +120,11 @@ impl Metric {
         }
     }
 
+    /// A count or a token total: written as an integer in every output.
+    pub fn is_integer(&self) -> bool {
+        self.aggregation == Aggregation::Total && matches!(self.unit, Unit::Count | Unit::Tokens)
+    }
+
     pub fn conversation_value(&self, o: &Observation<'_>) -> Option<f64> {
         (self.parts)(o).and_then(Parts::value)
     }

@@ -2,7 +2,7 @@
 //! point. Every figure comes from [`crate::metrics`]; this module lays them out as typed frames: numeric
 //! axes as numbers (null where the strategy has no such knob), counts as integers, flags as booleans.
 
-use crate::metrics::{self, Aggregation, Metric, Unit, METRICS};
+use crate::metrics::{self, Aggregation, Metric, METRICS};
 use crate::sweep::{CellResult, ConfigPoint, Plan};
 use polars::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,11 +84,10 @@ fn point_columns(axes: &[String], points: &[Option<&ConfigPoint>]) -> Vec<Column
 
 /// A metric's values as a column of its unit's type (counts as integers).
 fn metric_column(name: &str, m: &Metric, values: Vec<Option<f64>>) -> Column {
-    match m.unit {
-        Unit::Count | Unit::Tokens if m.aggregation == Aggregation::Total => {
-            Column::new(name.into(), values.iter().map(|v| v.map(|v| v.round() as i64)).collect::<Vec<_>>())
-        }
-        _ => Column::new(name.into(), values),
+    if m.is_integer() {
+        Column::new(name.into(), values.iter().map(|v| v.map(|v| v.round() as i64)).collect::<Vec<_>>())
+    } else {
+        Column::new(name.into(), values)
     }
 }
 
@@ -167,54 +166,67 @@ pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
         .chain(sources.into_iter().map(|s| Scope::Source(s.to_string())))
         .collect();
     let headline: Vec<&metrics::Metric> = HEADLINE_METRICS.iter().filter_map(|m| metrics::metric(m)).collect();
-    let reference = reference_point(plan);
-    let of_point = |p: &ConfigPoint| cells.iter().filter(|c| c.cell.point == p.id).collect::<Vec<_>>();
-    let reference_cells = reference.map(of_point).unwrap_or_default();
-    let reference_pricing = reference.and_then(|r| metrics::point_pricing(plan, r));
-    let parts_of = |cs: &[&CellResult], pricing: Option<&crate::pricing::Pricing>| {
-        metrics::point_parts(cs.iter().copied(), pricing)
+    // Each cell's parts once (probe figures walk every scoring): every scope and pairing picks from them.
+    let pricing: BTreeMap<&str, Option<crate::pricing::Pricing>> =
+        plan.points.iter().map(|p| (p.id.as_str(), metrics::point_pricing(plan, p))).collect();
+    let cell_parts: Vec<BTreeMap<&'static str, metrics::Parts>> = cells
+        .iter()
+        .map(|c| {
+            let o =
+                metrics::Observation { cell: c, pricing: pricing.get(c.cell.point.as_str()).and_then(Option::as_ref) };
+            headline.iter().filter_map(|m| Some((m.name, (m.parts)(&o)?))).collect()
+        })
+        .collect();
+    let of_point = |p: &ConfigPoint| (0..cells.len()).filter(|&k| cells[k].cell.point == p.id).collect::<Vec<_>>();
+    // A metric's parts over some cells, named by conversation (what `paired_difference` pairs on).
+    let gather = |ks: &mut dyn Iterator<Item = usize>, m: &str| -> Vec<(String, metrics::Parts)> {
+        ks.filter_map(|k| Some((cells[k].cell.conversation.clone(), *cell_parts[k].get(m)?))).collect()
     };
+    let reference = reference_point(plan);
+    let reference_cells = reference.map(of_point).unwrap_or_default();
     let mut out = Vec::new();
     for (i, p) in plan.points.iter().enumerate() {
-        let pricing = metrics::point_pricing(plan, p);
         let mine = of_point(p);
         for scope in &scopes {
-            let in_scope = |c: &CellResult| match scope {
+            let in_scope = |k: &usize| match scope {
                 Scope::Pooled => true,
-                Scope::Actionable => c.result.actionable(),
-                Scope::Source(s) => c.source == *s,
+                Scope::Actionable => cells[*k].result.actionable(),
+                Scope::Source(s) => cells[*k].source == *s,
             };
-            let own: Vec<&CellResult> = mine.iter().copied().filter(|c| in_scope(c)).collect();
+            let own: Vec<usize> = mine.iter().copied().filter(in_scope).collect();
             if own.is_empty() && scope != &Scope::Pooled {
                 continue;
             }
-            let parts = parts_of(&own, pricing.as_ref());
             let figures = headline
                 .iter()
                 .filter_map(|m| {
-                    let ps: Vec<metrics::Parts> = parts.get(m.name)?.iter().map(|x| x.1).collect();
+                    let ps: Vec<metrics::Parts> =
+                        gather(&mut own.iter().copied(), m.name).into_iter().map(|x| x.1).collect();
                     Some((m.name, metrics::figure(m, &ps)?))
                 })
                 .collect();
             // The conversations a paired difference is over: in scope for either point when the scope
             // depends on the point (actionable), else the scope's.
-            let paired: BTreeSet<&str> = match scope {
-                Scope::Actionable => own
-                    .iter()
-                    .chain(reference_cells.iter().filter(|c| in_scope(c)))
-                    .map(|c| c.cell.conversation.as_str())
-                    .collect(),
-                _ => mine.iter().filter(|c| in_scope(c)).map(|c| c.cell.conversation.as_str()).collect(),
+            let paired: BTreeSet<&str> = own
+                .iter()
+                .chain(reference_cells.iter().filter(|k| *scope == Scope::Actionable && in_scope(k)))
+                .map(|&k| cells[k].cell.conversation.as_str())
+                .collect();
+            let pick = |ks: &[usize]| {
+                ks.iter().copied().filter(|&k| paired.contains(cells[k].cell.conversation.as_str())).collect::<Vec<_>>()
             };
-            fn pick<'a>(cs: &[&'a CellResult], paired: &BTreeSet<&str>) -> Vec<&'a CellResult> {
-                cs.iter().copied().filter(|c| paired.contains(c.cell.conversation.as_str())).collect()
-            }
+            let (a, b) = (pick(&mine), pick(&reference_cells));
             let vs_reference = if reference.is_some() {
-                let a = parts_of(&pick(&mine, &paired), pricing.as_ref());
-                let b = parts_of(&pick(&reference_cells, &paired), reference_pricing.as_ref());
                 headline
                     .iter()
-                    .filter_map(|m| Some((m.name, metrics::paired_difference(m, a.get(m.name)?, b.get(m.name)?)?)))
+                    .filter_map(|m| {
+                        let d = metrics::paired_difference(
+                            m,
+                            &gather(&mut a.iter().copied(), m.name),
+                            &gather(&mut b.iter().copied(), m.name),
+                        )?;
+                        Some((m.name, d))
+                    })
                     .collect()
             } else {
                 BTreeMap::new()
@@ -260,7 +272,9 @@ fn scopes_frame(plan: &Plan, rows: &[ScopeFigures]) -> PolarsResult<DataFrame> {
     DataFrame::new(rows.len(), columns)
 }
 
-pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
+/// The frames of a run; `scopes` are its [`scope_figures`] (computed once by the caller, which also reports
+/// them in Markdown).
+pub fn frames(plan: &Plan, cells: &[CellResult], scopes: &[ScopeFigures]) -> PolarsResult<Frames> {
     let points: BTreeMap<&str, &ConfigPoint> = plan.points.iter().map(|p| (p.id.as_str(), p)).collect();
     let axes = axis_names(plan);
     let point_of = |c: &CellResult| points.get(c.cell.point.as_str()).copied();
@@ -430,7 +444,7 @@ pub fn frames(plan: &Plan, cells: &[CellResult]) -> PolarsResult<Frames> {
         }
     }
     let points = DataFrame::new(plan.points.len(), columns)?;
-    let scopes = scopes_frame(plan, &scope_figures(plan, cells))?;
+    let scopes = scopes_frame(plan, scopes)?;
     Ok(Frames { events, conversations, points, scopes })
 }
 

@@ -197,6 +197,27 @@ pub fn scopes_tables(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> [Table;
     })
 }
 
+/// The cells of the reference's default point (the first reference point of the main grid) by source;
+/// empty without a reference point.
+fn reference_cells_by_source<'a>(plan: &Plan, cells: &'a [CellResult]) -> BTreeMap<&'a str, Vec<&'a CellResult>> {
+    let mut by_source: BTreeMap<&str, Vec<&CellResult>> = BTreeMap::new();
+    if let Some(reference) = aggregate::reference_point(plan) {
+        for c in cells.iter().filter(|c| c.cell.point == reference.id) {
+            by_source.entry(c.source.as_str()).or_default().push(c);
+        }
+    }
+    by_source
+}
+
+/// A source as tables name it (cells whose conversation could not be read have none).
+fn source_label(source: &str) -> String {
+    if source.is_empty() {
+        "(unreadable)".into()
+    } else {
+        source.to_string()
+    }
+}
+
 /// Per source under the reference's default point (the first reference point of the main grid): how many
 /// conversations are unsplittable, how many of the others compress at least once, and what the trigger saw.
 pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
@@ -204,12 +225,7 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
         ["source", "convs", "unsplittable", "splittable compressing", "share", "median window", "trigger sees"]
             .map(String::from)
             .to_vec();
-    let Some(reference) = aggregate::reference_point(plan) else { return Table { header, rows: Vec::new() } };
-    let mut by_source: BTreeMap<&str, Vec<&CellResult>> = BTreeMap::new();
-    for c in cells.iter().filter(|c| c.cell.point == reference.id) {
-        by_source.entry(c.source.as_str()).or_default().push(c);
-    }
-    let rows = by_source
+    let rows = reference_cells_by_source(plan, cells)
         .into_iter()
         .map(|(source, cs)| {
             let unsplittable = cs.iter().filter(|c| c.result.unsplittable).count();
@@ -219,7 +235,7 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
             windows.sort_unstable();
             let sources: BTreeSet<&str> = cs.iter().map(|c| c.result.prompt_count_source.as_str()).collect();
             vec![
-                if source.is_empty() { "(unreadable)".into() } else { source.to_string() },
+                source_label(source),
                 cs.len().to_string(),
                 unsplittable.to_string(),
                 format!("{compressing} of {splittable}"),
@@ -237,18 +253,13 @@ pub fn triggers_table(plan: &Plan, cells: &[CellResult]) -> Table {
     let header = ["source", "convs", "requests", "trigger ≤ 1st request", "compressions", "per 100 requests", "storms"]
         .map(String::from)
         .to_vec();
-    let Some(reference) = aggregate::reference_point(plan) else { return Table { header, rows: Vec::new() } };
-    let mut by_source: BTreeMap<&str, Vec<&CellResult>> = BTreeMap::new();
-    for c in cells.iter().filter(|c| c.cell.point == reference.id) {
-        by_source.entry(c.source.as_str()).or_default().push(c);
-    }
-    let rows = by_source
+    let rows = reference_cells_by_source(plan, cells)
         .into_iter()
         .map(|(source, cs)| {
             let requests: usize = cs.iter().map(|c| c.result.requests).sum();
             let compressions: usize = cs.iter().map(|c| c.result.compressions().count()).sum();
             vec![
-                if source.is_empty() { "(unreadable)".into() } else { source.to_string() },
+                source_label(source),
                 cs.len().to_string(),
                 requests.to_string(),
                 cs.iter().filter(|c| c.result.trigger_below_first_request()).count().to_string(),
@@ -311,13 +322,7 @@ pub fn corpus(plan: &Plan, cells: &[CellResult]) -> Table {
     let rows = by_source
         .into_iter()
         .map(|(s, (n, req, tok, peak))| {
-            vec![
-                if s.is_empty() { "(unreadable)".into() } else { s },
-                n.to_string(),
-                req.to_string(),
-                tok.to_string(),
-                peak.to_string(),
-            ]
+            vec![source_label(&s), n.to_string(), req.to_string(), tok.to_string(), peak.to_string()]
         })
         .collect();
     Table {
@@ -696,7 +701,8 @@ pub enum ReportError {
 pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
     let plan = sweep::runner::load_plan(run_dir)?;
     let cells = sweep::collect(run_dir, &plan);
-    let mut frames = aggregate::frames(&plan, &cells)
+    let scopes = aggregate::scope_figures(&plan, &cells);
+    let mut frames = aggregate::frames(&plan, &cells, &scopes)
         .map_err(|source| ReportError::Aggregate { run_dir: run_dir.to_path_buf(), source })?;
     let results = run_dir.join("results");
     aggregate::write_frames(&mut frames, &results)
@@ -704,7 +710,7 @@ pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
     crate::probes::figures::write_probe_rows(&plan, &cells, &results)
         .map_err(|source| ReportError::Results { path: results.join("probes.csv"), source })?;
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
-    let md = markdown(run_dir, &plan, &cells, &plots, wide);
+    let md = markdown(run_dir, &plan, &cells, &scopes, &plots, wide);
     let markdown_path = run_dir.join("report.md");
     crate::fsutil::write_atomic(&markdown_path, md.as_bytes())?;
     let terminal = format!("{}\n\n{}", headline(&plan, &cells, wide, false), sources_table(&plan, &cells).terminal());
@@ -735,7 +741,14 @@ pub fn cell_count(plan: &Plan, cells: &[CellResult]) -> String {
     format!("{} of {expected} cells ({}; × {} repeat(s)).", cells.len(), parts.join(" + "), plan.repeats)
 }
 
-fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList, wide: bool) -> String {
+fn markdown(
+    run_dir: &Path,
+    plan: &Plan,
+    cells: &[CellResult],
+    scopes: &[aggregate::ScopeFigures],
+    plots: &PlotList,
+    wide: bool,
+) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# compactbench report: {}\n", plan.name);
     let _ = writeln!(md, "{}\n", cell_count(plan, cells));
@@ -748,9 +761,8 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
         crate::stats::BOOTSTRAP_SEED
     );
     md.push_str(&headline(plan, cells, wide, true));
-    let scopes = aggregate::scope_figures(plan, cells);
     md.push_str("\n\n## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on), over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate), and per source. Points by `#` (the headline table's numbers); Δ: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on), 95 % cluster-bootstrap intervals; n of every figure in `results/scopes.csv`.\n\n");
-    let [cost, quality, storms] = scopes_tables(plan, &scopes);
+    let [cost, quality, storms] = scopes_tables(plan, scopes);
     md.push_str("Cost:\n\n");
     md.push_str(&cost.markdown());
     md.push_str("\n\nWhat the history keeps:\n\n");
@@ -784,7 +796,7 @@ fn markdown(run_dir: &Path, plan: &Plan, cells: &[CellResult], plots: &PlotList,
         md.push_str(&t.markdown());
     }
     md.push_str("\n\n");
-    let f = findings(plan, cells, &scopes);
+    let f = findings(plan, cells, scopes);
     if !f.is_empty() {
         md.push_str("## Findings\n\n");
         for x in f {

@@ -48,12 +48,10 @@ impl std::ops::Deref for Figures {
 
 impl Serialize for Figures {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use crate::metrics::{Aggregation, Unit};
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(self.0.len()))?;
         for (name, &v) in &self.0 {
-            let integer = crate::metrics::metric(name)
-                .is_some_and(|m| m.aggregation == Aggregation::Total && matches!(m.unit, Unit::Count | Unit::Tokens));
+            let integer = crate::metrics::metric(name).is_some_and(crate::metrics::Metric::is_integer);
             if integer && v.fract() == 0.0 && v.abs() < 9.0e15 {
                 m.serialize_entry(name, &(v as i64))?;
             } else {

@@ -122,8 +122,9 @@ pub struct ConversationResult {
     /// The first request (system prompt + tool declarations + first turn): the fixed part of every request.
     #[serde(default)]
     pub first_request_tokens: u64,
-    /// The request size at which the strategy's threshold fires (`threshold × window`, rounded up), for
-    /// strategies with a `threshold`.
+    /// The smallest last prompt count at which the strategy compresses, as it declares it
+    /// (`Strategy::trigger_tokens`: ⌈threshold × window⌉ for the reference); `None` where its trigger is not a
+    /// token count, or for replays not started from a spec (`replay_spec` sets it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_tokens: Option<u64>,
     /// Summarizer input and output tokens over the whole replay (every pass, every event).
