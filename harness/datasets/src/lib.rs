@@ -13,6 +13,7 @@ mod file;
 pub mod import;
 pub mod layout;
 mod model;
+pub mod raw;
 mod stats;
 mod validate;
 

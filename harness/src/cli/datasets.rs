@@ -1,9 +1,9 @@
 //! `compactbench datasets …`: import, list, stats, validate, export, manifest.
 
-use crate::datasets::import::{self, Format};
+use crate::datasets::import::Format;
 use crate::datasets::{
     export_history, find_conversations, load_conversation, validate_conversation, write_conversation, write_manifest,
-    Conversation, DatasetError,
+    Conversation,
 };
 use crate::datasets::{ConversationStats, Totals};
 use crate::exit::CliError;
@@ -63,7 +63,7 @@ pub struct ImportArgs {
     /// Input format (default: detected per file).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Files to import.
+    /// Files to import (`.gz` read as they are), or directories searched for agent logs.
     #[arg(required = true)]
     pub sources: Vec<PathBuf>,
     /// Dataset directory to write (`datasets/NAME`).
@@ -172,11 +172,23 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
     let mut skipped_empty = 0usize;
     let mut written = 0usize;
     let mut ids: HashSet<String> = HashSet::new();
-    'files: for src in &a.sources {
+    // Directories are searched for agent logs; `.gz` files are read as they are.
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    for src in &a.sources {
+        match crate::datasets::raw::raw_files(src) {
+            Ok((root, found)) => files.extend(found.into_iter().map(|p| {
+                let name = crate::datasets::raw::relative_name(&p, &root);
+                (p, name)
+            })),
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+            }
+        }
+    }
+    'files: for (src, name) in &files {
         let file = src.display().to_string();
-        let result = std::fs::read(src)
-            .map_err(|e| DatasetError::io(&file, e))
-            .and_then(|bytes| import::import_bytes(&bytes, &file, a.format));
+        let result = crate::datasets::raw::import_file(src, name, a.format, None);
         let (format, imported) = match result {
             Ok(r) => r,
             Err(e) => {
@@ -197,8 +209,10 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
         }
         for mut c in imported.conversations {
             if c.history.is_empty() {
-                eprintln!("warning: {file}: conversation {:?} has no turns; skipped", c.meta.id);
+                // Never dropped silently: an empty conversation is a failed import with its reason.
+                eprintln!("error: {file}: conversation {:?} has no turns; not imported", c.meta.id);
                 skipped_empty += 1;
+                failed += 1;
                 continue;
             }
             if a.min_chars.is_some_and(|min| ConversationStats::of(&c).characters < min) {
@@ -241,14 +255,14 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
     if write_failed > 0 {
         return Err(CliError::failure(format!("{write_failed} conversation(s) could not be written")).into());
     }
-    if failed > 0 {
-        return Err(CliError::bad_input(format!("{failed} of {} file(s) failed to import", a.sources.len())).into());
-    }
     if written == 0 && skipped_empty > 0 {
         return Err(CliError::bad_input(format!(
             "nothing imported: {skipped_empty} conversation(s) had no turns (wrong --format?)"
         ))
         .into());
+    }
+    if failed > 0 {
+        return Err(CliError::bad_input(format!("{failed} file(s) or conversation(s) failed to import")).into());
     }
     Ok(())
 }

@@ -27,11 +27,35 @@ struct Line {
     record: Value,
 }
 
+/// Line kinds Claude Code writes besides messages; they are bookkeeping, skipped without a warning. Any
+/// other kind (a newer version's) is skipped too, and counted in a warning.
+/// The text before a tool result whose call the recording does not hold.
+pub(crate) const ORPHAN_RESULT: &str = "[tool result; its call is not in the recording]";
+
+pub(crate) const BOOKKEEPING_KINDS: &[&str] = &[
+    "system",
+    "progress",
+    "summary",
+    "file-history-snapshot",
+    "file-history-delta",
+    "queue-operation",
+    "attachment",
+    "last-prompt",
+    "mode",
+    "permission-mode",
+    "ai-title",
+    "custom-title",
+    "agent-name",
+    "bridge-session",
+    "pr-link",
+];
+
 pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let text = utf8(bytes, file)?;
     let mut imported = Imported::default();
     let mut lines: Vec<Line> = Vec::new();
     let mut session_id: Option<String> = None;
+    let mut unknown_kinds: std::collections::BTreeMap<String, usize> = Default::default();
     for (n, raw) in text.split('\n').enumerate() {
         let number = n + 1;
         if raw.trim().is_empty() {
@@ -40,19 +64,29 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(number))?;
         let root = JsonPath::root();
         as_object(&record, &root, file).map_err(|e| e.on_line(number))?;
-        let kind = opt_str(&record, "type", &root, file).map_err(|e| e.on_line(number))?;
-        if !matches!(kind.as_deref(), Some("user" | "assistant")) && !is_compact_boundary(&record) {
+        let kind = opt_str(&record, "type", &root, file).map_err(|e| e.on_line(number))?.unwrap_or_default();
+        let is_message = matches!(kind.as_str(), "user" | "assistant");
+        if !is_message && !BOOKKEEPING_KINDS.contains(&kind.as_str()) {
+            *unknown_kinds.entry(if kind.is_empty() { "(no type)".into() } else { kind.clone() }).or_default() += 1;
+        }
+        // Every line that carries a uuid is a node of the tree (the chain runs through progress and system
+        // lines); messages without one (older transcripts) are taken in file order.
+        if !is_message && record.get("uuid").and_then(Value::as_str).is_none() {
             continue;
         }
         if record.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             continue; // a sub-agent's conversation, not the main one
         }
-        if session_id.is_none() {
+        if session_id.is_none() && is_message {
             session_id = opt_str(&record, "sessionId", &root, file).map_err(|e| e.on_line(number))?;
         }
         lines.push(Line { number, record });
     }
-    if lines.is_empty() {
+    if !unknown_kinds.is_empty() {
+        let list: Vec<String> = unknown_kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        imported.warnings.push(format!("{file}: line kinds this importer does not know, skipped: {}", list.join(", ")));
+    }
+    if !lines.iter().any(is_message) {
         return Err(DatasetError::whole(file, "no user or assistant lines; not a Claude Code transcript"));
     }
     let chain = main_chain(&lines);
@@ -63,6 +97,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     // A preserved segment is on the chain twice (before the boundary, and moved after the summary).
     let mut done = vec![false; lines.len()];
     let by_uuid = uuid_index(&lines);
+    let mut orphan_results = 0usize;
     for &i in &chain {
         let line = &lines[i];
         if std::mem::replace(&mut done[i], true) {
@@ -73,6 +108,9 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
             boundary = Some((metadata, preserved_lines(&line.record, &by_uuid)));
             continue;
         }
+        if !is_message(line) {
+            continue;
+        }
         if line.record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
             let at = JsonPath::root().key("message");
             let message =
@@ -81,9 +119,10 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
                 .map_err(|e| e.on_line(line.number))?;
             let (extra, preserved_at) = boundary.take().unwrap_or_default();
             let mut preserved = b.fork();
-            for &p in &preserved_at {
+            for &p in preserved_at.iter().filter(|&&p| is_message(&lines[p])) {
                 let l = &lines[p];
-                convert_line(&l.record, file, &mut preserved).map_err(|e| e.on_line(l.number))?;
+                orphan_results +=
+                    convert_line(&l.record, file, &mut preserved, &mut imported).map_err(|e| e.on_line(l.number))?;
             }
             b.seal();
             recorded_compactions.push(RecordedCompaction {
@@ -95,15 +134,21 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
             });
             continue;
         }
-        convert_line(&line.record, file, &mut b).map_err(|e| e.on_line(line.number))?;
+        orphan_results +=
+            convert_line(&line.record, file, &mut b, &mut imported).map_err(|e| e.on_line(line.number))?;
     }
     if boundary.is_some() {
         imported.warnings.push(format!("{file}: the last compact boundary has no summary line; ignored"));
     }
+    if orphan_results > 0 {
+        imported.warnings.push(format!(
+            "{file}: {orphan_results} tool result(s) answer a call the file does not hold; kept as text"
+        ));
+    }
     let (history, recorded_prompt_tokens) = b.finish();
     let mut on_chain = vec![false; lines.len()];
     chain.iter().for_each(|&i| on_chain[i] = true);
-    let skipped = lines.iter().zip(&on_chain).filter(|(l, &on)| !on && !is_compact_boundary(&l.record)).count();
+    let skipped = lines.iter().zip(&on_chain).filter(|(l, &on)| !on && is_message(l)).count();
     if skipped > 0 {
         imported.warnings.push(format!("{file}: {skipped} message line(s) on abandoned branches skipped"));
     }
@@ -122,6 +167,10 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         ..Default::default()
     });
     Ok(imported)
+}
+
+fn is_message(line: &Line) -> bool {
+    matches!(line.record.get("type").and_then(Value::as_str), Some("user" | "assistant"))
 }
 
 /// A `system` line marking a compaction (its parent is `logicalParentUuid`).
@@ -143,46 +192,63 @@ fn preserved_lines(boundary: &Value, by_uuid: &HashMap<String, usize>) -> Vec<us
     uuids.iter().filter_map(|u| by_uuid.get(u.as_str()?).copied()).collect()
 }
 
-/// Indexes of the lines on the path from the root to the last line, in order. Lines without a `uuid`
-/// (older transcripts) are taken in file order. A compact boundary starts a new root: the path goes on at
-/// the message it follows (`logicalParentUuid`); when the boundary preserved a segment (which then hangs
-/// after the summary), at the segment's head's parent, followed by the segment, so that the segment is on
-/// the path twice, before the boundary and after the summary.
+/// Indexes of the lines on the path from the root to the last message, in order, through every line
+/// kind that carries a uuid. Messages without a `uuid` (older transcripts) are taken in file order.
+///
+/// A compact boundary starts a new root: the path goes on at the message it follows
+/// (`logicalParentUuid`); when the boundary preserved a segment (which then hangs after the summary), at
+/// the segment's head's parent, followed by the segment, so that the segment is on the path twice, before
+/// the boundary and after the summary. Claude Code does not write every line it links to (some progress
+/// lines are missing): a parent that is not in the file is bridged to the nearest earlier line not yet on
+/// the path.
 fn main_chain(lines: &[Line]) -> Vec<usize> {
-    if lines.iter().any(|l| l.record.get("uuid").and_then(Value::as_str).is_none()) {
-        return (0..lines.len()).collect();
+    if lines.iter().any(|l| is_message(l) && l.record.get("uuid").and_then(Value::as_str).is_none()) {
+        return (0..lines.len()).filter(|&i| is_message(&lines[i])).collect();
     }
     let by_uuid = uuid_index(lines);
     let mut chain = Vec::new();
     let mut visited = vec![false; lines.len()];
-    let mut current = Some(lines.len() - 1);
+    let mut current = (0..lines.len()).rev().find(|&i| is_message(&lines[i]));
     while let Some(i) = current {
         if std::mem::replace(&mut visited[i], true) {
             break; // a cycle: malformed parents
         }
         chain.push(i);
         let record = &lines[i].record;
-        let parent_of = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).and_then(|p| by_uuid.get(p).copied());
-        current = parent_of(record, "parentUuid");
-        if current.is_none() && is_compact_boundary(record) {
-            let preserved = preserved_lines(record, &by_uuid);
-            current = match preserved.first() {
-                Some(&head) => {
-                    chain.extend(preserved.iter().rev());
-                    parent_of(&lines[head].record, "parentUuid")
-                }
-                None => parent_of(record, "logicalParentUuid"),
-            };
+        let key = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).map(str::to_string);
+        // The parent line, bridged to the nearest earlier unvisited line when it is not in the file.
+        let resolve = |uuid: Option<String>, from: usize, visited: &[bool]| match uuid {
+            None => None,
+            Some(u) => by_uuid.get(&u).copied().or_else(|| (0..from).rev().find(|&j| !visited[j])),
+        };
+        let mut parent = key(record, "parentUuid");
+        if parent.is_none() {
+            let preserved = if is_compact_boundary(record) { preserved_lines(record, &by_uuid) } else { Vec::new() };
+            if let Some(&head) = preserved.first() {
+                chain.extend(preserved.iter().rev());
+                current = resolve(key(&lines[head].record, "parentUuid"), head, &visited);
+                continue;
+            }
+            parent = key(record, "logicalParentUuid");
         }
+        current = resolve(parent, i, &visited);
     }
     chain.reverse();
     chain
 }
 
-fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<(), DatasetError> {
+/// Converts one message line; returns how many of its tool results answer no call seen so far (kept as
+/// text: their call lies in a line the file does not hold).
+fn convert_line(
+    record: &Value,
+    file: &str,
+    b: &mut HistoryBuilder,
+    imported: &mut Imported,
+) -> Result<usize, DatasetError> {
     let root = JsonPath::root();
+    let mut orphans = 0;
     if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
-        return Ok(()); // injected context (command caveats), not a turn
+        return Ok(0); // injected context (command caveats), not a turn
     }
     let at = root.key("message");
     let message = as_object(super::req(record, "message", &root, file)?, &at, file)?;
@@ -231,15 +297,15 @@ fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<()
                     }
                     Some("tool_result") => {
                         let id = super::req_str(block, "tool_use_id", &bat, file)?;
-                        let Some(name) = b.call_name(&id).map(str::to_string) else {
-                            return Err(DatasetError::field(
-                                file,
-                                &bat.key("tool_use_id"),
-                                format!("tool result answers no earlier tool_use (no call has id {id:?})"),
-                            ));
-                        };
                         let output =
                             content_text(block.get("content").unwrap_or(&Value::Null), &bat.key("content"), file)?;
+                        let Some(name) = b.call_name(&id).map(str::to_string) else {
+                            // Its call is not in the file (a line Claude Code did not write): kept as text,
+                            // since a functionResponse must answer a functionCall.
+                            orphans += 1;
+                            parts.push(crate::history::text_part(&format!("{ORPHAN_RESULT}\n{output}")));
+                            continue;
+                        };
                         let key = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
                             "error"
                         } else {
@@ -251,13 +317,10 @@ fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<()
                     Some("image") | Some("document") => {
                         parts.push(crate::history::text_part("[image]"));
                     }
-                    Some(other) => {
-                        return Err(DatasetError::field(
-                            file,
-                            &bat.key("type"),
-                            format!("unknown content block type {other:?}"),
-                        ))
-                    }
+                    Some(other) => imported.warnings.push(format!(
+                        "{file}: {}: content block type {other:?} is not known to this importer; skipped",
+                        bat
+                    )),
                     None => return Err(DatasetError::field(file, &bat.key("type"), "missing")),
                 }
             }
@@ -280,5 +343,5 @@ fn convert_line(record: &Value, file: &str, b: &mut HistoryBuilder) -> Result<()
             }
         }
     }
-    Ok(())
+    Ok(orphans)
 }

@@ -29,6 +29,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let mut compactions: Vec<RecordedCompaction> = Vec::new();
     let mut warnings = Vec::new();
     let mut any = false;
+    let mut unknown_kinds: std::collections::BTreeMap<String, usize> = Default::default();
     for (n, raw) in text.split('\n').enumerate() {
         if raw.trim().is_empty() {
             continue;
@@ -47,11 +48,19 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
             any = true;
             continue;
         }
+        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(kind, "session_meta" | "response_item" | "event_msg" | "turn_context") {
+            *unknown_kinds.entry(kind.to_string()).or_insert(0usize) += 1;
+        }
         convert_line(&record, file, &mut b, &mut system, &mut extra).map_err(|e| e.on_line(n + 1))?;
         any = true;
     }
     if !any {
         return Err(DatasetError::whole(file, "empty file; not a Codex rollout"));
+    }
+    if !unknown_kinds.is_empty() {
+        let list: Vec<String> = unknown_kinds.iter().map(|(k, n)| format!("{k:?} ×{n}")).collect();
+        warnings.push(format!("{file}: rollout line kinds this importer does not know, skipped: {}", list.join(", ")));
     }
     let (history, recorded_prompt_tokens) = b.finish();
     let meta = ConversationMeta {
@@ -73,19 +82,32 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     Ok(Imported { conversations: vec![conversation], warnings })
 }
 
-/// A `compacted` payload as a compaction at history index `at`; `None` when it holds no summary.
+/// The summary text a recorded Codex compaction carries when its summary is not readable (0.140+ writes an
+/// empty `message` and an encrypted `compaction` item): what Codex kept is then its verbatim messages plus
+/// a summary of unknown content, so scoring the recorded point gives a lower bound.
+pub const OPAQUE_SUMMARY: &str = "[Codex compaction summary: encrypted in the recording; its content is unknown]";
+
+/// A `compacted` payload as a compaction at history index `at`; `None` when it holds neither a summary nor a
+/// replacement history.
 fn compaction(p: &Value, at: &JsonPath, file: &str, index: usize) -> Result<Option<RecordedCompaction>, DatasetError> {
     as_object(p, at, file)?;
-    let summary = opt_str(p, "message", at, file)?.unwrap_or_default();
-    if summary.trim().is_empty() {
+    let mut summary = opt_str(p, "message", at, file)?.unwrap_or_default();
+    let replacement = p.get("replacement_history").filter(|v| !v.is_null());
+    let opaque = summary.trim().is_empty();
+    if opaque && replacement.is_none() {
         return Ok(None);
     }
     let mut turns: Vec<(&str, String)> = Vec::new();
-    if let Some(items) = p.get("replacement_history").filter(|v| !v.is_null()) {
+    let mut opaque_items = 0usize;
+    if let Some(items) = replacement {
         let rat = at.key("replacement_history");
         for (i, item) in super::as_array(items, &rat, file)?.iter().enumerate() {
             let iat = rat.index(i);
             as_object(item, &iat, file)?;
+            if item.get("type").and_then(Value::as_str) == Some("compaction") {
+                opaque_items += 1;
+                continue;
+            }
             if item.get("type").and_then(Value::as_str) != Some("message") {
                 continue;
             }
@@ -105,12 +127,23 @@ fn compaction(p: &Value, at: &JsonPath, file: &str, index: usize) -> Result<Opti
     for (role, text) in &turns {
         kept.push_text(role, text);
     }
-    let extra = p.get("replacement_history").is_some_and(|h| !h.is_null()).then(|| {
-        Value::object([(
-            "replacementHistoryItems",
-            Value::num(p.get("replacement_history").and_then(Value::as_array).map_or(0, <[Value]>::len) as f64),
-        )])
+    let extra = replacement.map(|h| {
+        let mut extra =
+            Value::object([("replacementHistoryItems", Value::num(h.as_array().map_or(0, <[Value]>::len) as f64))]);
+        if opaque {
+            extra.insert("summaryOpaque", Value::Bool(true));
+            extra.insert("opaqueCompactionItems", Value::num(opaque_items as f64));
+        }
+        for key in ["window_number", "window_id"] {
+            if let Some(v) = p.get(key).filter(|v| !v.is_null()) {
+                extra.insert(key, v.clone());
+            }
+        }
+        extra
     });
+    if opaque {
+        summary = OPAQUE_SUMMARY.to_string();
+    }
     Ok(Some(RecordedCompaction { at: index, summary, kept: kept.finish().0, preserved: Vec::new(), extra }))
 }
 
@@ -151,7 +184,8 @@ fn convert_line(
             Ok(())
         }
         "turn_context" => Ok(()),
-        other => Err(DatasetError::field(file, &root.key("type"), format!("unknown rollout line type {other:?}"))),
+        // A kind a newer version added: skipped and counted by the caller.
+        _ => Ok(()),
     }
 }
 
@@ -202,13 +236,7 @@ fn response_item(
         }
         "function_call_output" | "custom_tool_call_output" => {
             let id = req_str(p, "call_id", at, file)?;
-            let Some(name) = b.call_name(&id).map(str::to_string) else {
-                return Err(DatasetError::field(
-                    file,
-                    &at.key("call_id"),
-                    format!("tool output answers no earlier call (no call has id {id:?})"),
-                ));
-            };
+            let name = b.call_name(&id).map(str::to_string);
             // `output` is a string, or `{content, success?}` in some versions.
             let output = match p.get("output") {
                 Some(Value::Object(_)) => {
@@ -218,8 +246,15 @@ fn response_item(
                 Some(v) => content_text(v, &at.key("output"), file)?,
                 None => String::new(),
             };
-            let response = Value::object([("output", Value::str(&output))]);
-            b.push("user", vec![function_response_part(Some(&id), &name, response)]);
+            match name {
+                Some(name) => {
+                    let response = Value::object([("output", Value::str(&output))]);
+                    b.push("user", vec![function_response_part(Some(&id), &name, response)]);
+                }
+                // Its call is not in the rollout (a resumed session): kept as text, since a
+                // functionResponse must answer a functionCall.
+                None => b.push_text("user", &format!("{}\n{output}", super::claude_code::ORPHAN_RESULT)),
+            }
         }
         // Web searches and other server-side items are not part of the replayable text.
         _ => {}

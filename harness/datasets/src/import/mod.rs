@@ -130,8 +130,9 @@ pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
             return Ok(Format::ClaudeCode);
         }
         // Claude Code 2.x opens with bookkeeping lines (`file-history-snapshot`, `queue-operation`, hook
-        // `progress`) that carry a `sessionId` like Gemini CLI's metadata line, but also a `parentUuid`.
-        if v.get("parentUuid").is_some() || matches!(kind, Some("file-history-snapshot" | "queue-operation")) {
+        // `progress`, `custom-title`, `agent-name`, …) that carry a `sessionId` like Gemini CLI's metadata
+        // line; they have a `parentUuid` or one of Claude Code's line kinds.
+        if v.get("parentUuid").is_some() || kind.is_some_and(|k| claude_code::BOOKKEEPING_KINDS.contains(&k)) {
             return Ok(Format::ClaudeCode);
         }
         if v.get("$set").is_some() || v.get("$rewindTo").is_some() || v.get("sessionId").is_some() {

@@ -78,13 +78,22 @@ fn tool_response_without_a_call_is_an_error() {
         r#"{"messages": [{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "call_9", "content": "out"}]}"#,
     );
     assert!(m.contains("$.messages[1].tool_call_id") && m.contains("call_9"), "{m}");
-    let m = err(
-        Format::ClaudeCode,
-        "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":\"x\"}]}}",
-    );
-    assert!(m.contains("line 1") && m.contains("tool_use_id"), "{m}");
-    let m = err(Format::Codex, "{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"x\"}}");
-    assert!(m.contains("call_id"), "{m}");
+}
+
+#[test]
+fn agent_log_tool_result_without_its_call_is_kept_as_text() {
+    // Claude Code does not write every line, and a resumed Codex rollout starts mid-session: the result of
+    // a call the file does not hold keeps its content, as text (a functionResponse must answer a call).
+    let claude = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":\"x1\"}]}}";
+    let codex = "{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"x1\"}}";
+    for (format, text) in [(Format::ClaudeCode, claude), (Format::Codex, codex)] {
+        let imported = format.parse(text.as_bytes(), "s.jsonl").unwrap();
+        let c = &imported.conversations[0];
+        assert_eq!(super::outline(c), "user:text", "{format:?}");
+        let shown = crate::history::visible_text(&c.history[0]);
+        assert!(shown.contains("its call is not in the recording") && shown.ends_with("x1"), "{shown}");
+        assert!(crate::validate_conversation(c).is_empty());
+    }
 }
 
 #[test]

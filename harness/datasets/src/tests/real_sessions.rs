@@ -1,0 +1,120 @@
+//! The importers on the long real sessions in `../shared/datasets-raw` (read in place, never copied into
+//! the repository), checked against the independent readers in `../shared/tools`, which were written apart
+//! from these importers: the imported content must be 95–105 % of the reading and every compaction of the
+//! active branch must be recorded.
+//!
+//! The shared folder sits beside the checkout in CI and in every session (`COMPACTBENCH_SHARED` points
+//! elsewhere); without it these tests fail rather than pass unchecked.
+
+use crate::history;
+use crate::json::{self, Value};
+use crate::raw;
+use crate::Conversation;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub(super) fn shared_dir() -> PathBuf {
+    match std::env::var_os("COMPACTBENCH_SHARED") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+    }
+}
+
+/// What an independent reader says of each session: (content characters, compactions), by file stem.
+fn reading(tool: &str, files: &[PathBuf]) -> BTreeMap<String, (u64, u64)> {
+    let script = shared_dir().join("tools").join(tool);
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .args(files)
+        .output()
+        .unwrap_or_else(|e| panic!("python3 {}: {e}", script.display()));
+    assert!(out.status.success(), "{}: {}", script.display(), String::from_utf8_lossy(&out.stderr));
+    let v = json::parse(&out.stdout).expect("the reader prints JSON");
+    let Value::Object(map) = v else { panic!("the reader prints an object") };
+    map.iter()
+        .map(|(k, r)| {
+            let n = |key: &str| r.get(key).and_then(Value::as_f64).unwrap_or(-1.0) as u64;
+            (k.to_string(), (n("chars"), n("compactions")))
+        })
+        .collect()
+}
+
+/// Characters (code points, as Python counts them) of the content a conversation holds: text and
+/// thoughts, call arguments as JSON, response outputs, and the system instruction.
+pub(super) fn content_chars(c: &Conversation) -> u64 {
+    let mut n = c.system_instruction.as_deref().map_or(0, |s| s.chars().count());
+    for p in history::all_parts(&c.history) {
+        if let Some(t) = history::part_text(p) {
+            n += t.to_str_lossy().chars().count();
+        } else if let Some(call) = history::function_call(p) {
+            n += call.get("args").map_or(0, |a| json::to_string(a).chars().count());
+        } else if let Some(r) = history::function_response(p) {
+            let response = r.get("response");
+            for key in ["output", "error"] {
+                if let Some(s) = response.and_then(|o| o.get(key)).and_then(Value::as_str) {
+                    n += s.chars().count();
+                }
+            }
+        }
+    }
+    n as usize as u64
+}
+
+fn corpus(dir: &str) -> Vec<PathBuf> {
+    let root = shared_dir().join("datasets-raw").join(dir);
+    assert!(root.is_dir(), "{} is missing: the real-session tests need ../shared beside the checkout", root.display());
+    let (_, files) = raw::raw_files(&root).unwrap();
+    assert!(!files.is_empty(), "no sessions in {}", root.display());
+    files
+}
+
+/// Imports each file and compares it with the reader; returns (sessions, compactions recorded).
+fn check_against_reader(dir: &str, tool: &str) -> (usize, usize) {
+    let files = corpus(dir);
+    let expected = reading(tool, &files);
+    let mut problems = Vec::new();
+    let mut compactions = 0;
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let stem = name.split('.').next().unwrap().to_string();
+        let (_, imported) = raw::import_file(path, &name, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let [c] = imported.conversations.as_slice() else { panic!("{name}: one conversation per session") };
+        assert!(!c.history.is_empty(), "{name}: no turns");
+        let (chars, expected_compactions) = expected[&stem];
+        let got = content_chars(c);
+        let ratio = got as f64 / chars as f64;
+        if !(0.95..=1.05).contains(&ratio) {
+            problems.push(format!("{name}: {got} characters imported, {chars} read independently ({ratio:.3})"));
+        }
+        if c.recorded_compactions.len() as u64 != expected_compactions {
+            problems.push(format!(
+                "{name}: {} compactions recorded, {expected_compactions} on the active branch",
+                c.recorded_compactions.len()
+            ));
+        }
+        assert_eq!(c.meta.path.as_deref(), Some(name.as_str()), "provenance is the file's name, not a machine path");
+        compactions += c.recorded_compactions.len();
+        assert!(
+            super::super::validate_conversation(c).is_empty(),
+            "{name}: {:?}",
+            super::super::validate_conversation(c)
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    (files.len(), compactions)
+}
+
+#[test]
+fn claude_code_long_sessions_import_whole_with_every_compaction() {
+    assert_eq!(check_against_reader("claude-code-long", "claude_chain.py"), (24, 19));
+}
+
+#[test]
+fn agent_sessions_claude_code_import_whole_with_every_compaction() {
+    assert_eq!(check_against_reader("agent-sessions/claude-code", "claude_chain.py"), (24, 19));
+}
+
+#[test]
+fn agent_sessions_codex_import_whole_with_every_compaction() {
+    assert_eq!(check_against_reader("agent-sessions/codex", "codex_read.py"), (8, 8));
+}
