@@ -5,7 +5,7 @@
 
 use crate::import::{self, Format, Imported};
 use crate::json::{self, Value};
-use crate::{conversation_from_value, conversation_to_value, Conversation, DatasetError};
+use crate::{Conversation, DatasetError};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -110,75 +110,195 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DatasetError> {
     Ok(())
 }
 
-/// Imports one raw log (gzip or not) under `name` (see [`relative_name`]): the format is `format` or
-/// detected. With a `cache` directory, the conversion is read from there when the same bytes were
-/// imported under the same name, format and [`IMPORTER_VERSION`] before, and written there otherwise.
-pub fn import_file(
-    path: &Path,
-    name: &str,
-    format: Option<Format>,
-    cache: Option<&Path>,
-) -> Result<(Format, Imported), DatasetError> {
-    let bytes = read_source(path)?;
-    let key = cache.map(|dir| dir.join(format!("{}.json", cache_key(&bytes, name, format))));
-    if let Some(hit) = key.as_deref().and_then(|k| read_cached(k, name)) {
-        return Ok(hit);
+/// What an import records besides the logs' content: the source name and provenance given by the user
+/// (config or command line); empty fields leave what the importer found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawOptions {
+    /// Importer; detected per file when `None`.
+    pub format: Option<Format>,
+    /// `meta.source` of every conversation.
+    pub source: Option<String>,
+    pub license: Option<String>,
+    pub repository: Option<String>,
+    pub commit: Option<String>,
+}
+
+impl RawOptions {
+    fn key(&self) -> String {
+        let f = |o: &Option<String>| o.clone().unwrap_or_default();
+        format!(
+            "{}\0{}\0{}\0{}\0{}",
+            self.format.map_or("detect", Format::name),
+            f(&self.source),
+            f(&self.license),
+            f(&self.repository),
+            f(&self.commit)
+        )
     }
+
+    fn apply(&self, c: &mut Conversation, row: Option<&ProvenanceRow>) {
+        if let Some(s) = &self.source {
+            c.meta.source = s.clone();
+        }
+        let pick = |given: &Option<String>, listed: Option<&String>| given.clone().or_else(|| listed.cloned());
+        c.meta.license = pick(&self.license, row.and_then(|r| r.license.as_ref())).or(c.meta.license.take());
+        c.meta.repository =
+            pick(&self.repository, row.and_then(|r| r.repository.as_ref())).or(c.meta.repository.take());
+        c.meta.commit = pick(&self.commit, row.and_then(|r| r.commit.as_ref())).or(c.meta.commit.take());
+        if let Some(path) = row.and_then(|r| r.path.clone()) {
+            c.meta.path = Some(path);
+        }
+    }
+}
+
+/// Imports one raw log (gzip or not) under `name` (see [`relative_name`]), with `options` applied.
+pub fn import_file(path: &Path, name: &str, options: &RawOptions) -> Result<(Format, Imported), DatasetError> {
+    let bytes = read_source(path)?;
+    import_bytes(&bytes, name, options, None)
+}
+
+fn import_bytes(
+    bytes: &[u8],
+    name: &str,
+    options: &RawOptions,
+    row: Option<&ProvenanceRow>,
+) -> Result<(Format, Imported), DatasetError> {
     // Importers see the name without `.gz`, so ids and format detection are those of the plain file.
     let plain = name.strip_suffix(".gz").unwrap_or(name);
-    let (format, mut imported) = import::import_bytes(&bytes, plain, format)?;
+    let (format, mut imported) = import::import_bytes(bytes, plain, options.format)?;
     for c in &mut imported.conversations {
         c.meta.path = Some(name.to_string());
-    }
-    if let Some(k) = &key {
-        // A cache that cannot be written costs a re-import next time, nothing else.
-        let _ = write_cached(k, format, &imported);
+        c.meta.format = format.name().into();
+        options.apply(c, row);
     }
     Ok((format, imported))
 }
 
-fn cache_key(bytes: &[u8], name: &str, format: Option<Format>) -> String {
-    let mut h = Sha256::new();
-    h.update(format!("compactbench-import/{IMPORTER_VERSION}\0{name}\0{}\0", format.map_or("detect", Format::name)));
-    h.update(bytes);
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+/// One raw log converted into canonical conversation files in a cache directory.
+#[derive(Clone, Debug)]
+pub struct CachedImport {
+    pub format: Format,
+    pub warnings: Vec<String>,
+    /// One canonical conversation file per conversation, in the importer's order.
+    pub files: Vec<PathBuf>,
 }
 
-fn read_cached(path: &Path, name: &str) -> Option<(Format, Imported)> {
-    let bytes = std::fs::read(path).ok()?;
-    let v = json::parse(&bytes).ok()?;
+/// [`import_file`] through a cache: the conversion of the same bytes under the same name, options,
+/// provenance row and [`IMPORTER_VERSION`] is `cache/<sha256>/`, written on the first import (canonical
+/// conversation files `0.json`, `1.json`, … and `import.json` with the format and warnings) and read
+/// afterwards.
+pub fn import_file_cached(
+    path: &Path,
+    name: &str,
+    options: &RawOptions,
+    row: Option<&ProvenanceRow>,
+    cache: &Path,
+) -> Result<CachedImport, DatasetError> {
+    let bytes = read_source(path)?;
+    let mut h = Sha256::new();
+    h.update(format!("compactbench-import/{IMPORTER_VERSION}\0{name}\0{}\0{row:?}\0", options.key()));
+    h.update(&bytes);
+    let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let dir = cache.join(&key[..32]);
+    if let Some(hit) = read_cached(&dir) {
+        return Ok(hit);
+    }
+    let (format, imported) = import_bytes(&bytes, name, options, row)?;
+    let mut files = Vec::new();
+    for (i, c) in imported.conversations.iter().enumerate() {
+        let file = dir.join(format!("{i}.json"));
+        crate::write_conversation(&file, c)?;
+        files.push(file);
+    }
+    let index = Value::object([
+        ("format", Value::str(format.name())),
+        ("warnings", Value::Array(imported.warnings.iter().map(|w| Value::str(w)).collect())),
+        ("conversations", Value::num(files.len() as f64)),
+    ]);
+    let shown = dir.join("import.json");
+    crate::fsutil::write_atomic(&shown, json::to_string(&index).as_bytes())
+        .map_err(|e| DatasetError::io(&shown.display().to_string(), e.source))?;
+    Ok(CachedImport { format, warnings: imported.warnings, files })
+}
+
+fn read_cached(dir: &Path) -> Option<CachedImport> {
+    let v = json::parse(&std::fs::read(dir.join("import.json")).ok()?).ok()?;
     let format = Format::ALL.into_iter().find(|f| Some(f.name()) == v.get("format").and_then(Value::as_str))?;
     let warnings = v.get("warnings")?.as_array()?.iter().filter_map(|w| w.as_str().map(str::to_string)).collect();
-    let mut conversations = Vec::new();
-    for c in v.get("conversations")?.as_array()? {
-        conversations.push(conversation_from_value(c.clone(), name).ok()?);
-    }
-    Some((format, Imported { conversations, warnings }))
+    let n = v.get("conversations")?.as_f64()? as usize;
+    let files: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("{i}.json"))).collect();
+    files.iter().all(|f| f.is_file()).then_some(CachedImport { format, warnings, files })
 }
 
-fn write_cached(path: &Path, format: Format, imported: &Imported) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let warnings = Value::Array(imported.warnings.iter().map(|w| Value::str(w)).collect());
-    let conversations = Value::Array(imported.conversations.iter().map(conversation_to_value).collect());
-    let v = Value::object([
-        ("format", Value::str(format.name())),
-        ("warnings", warnings),
-        ("conversations", conversations),
-    ]);
-    crate::fsutil::write_atomic(path, json::to_string(&v).as_bytes()).map_err(|e| e.source)
+/// A row of a provenance table kept beside raw logs (`SOURCE.md` / `SOURCES.md`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProvenanceRow {
+    pub repository: Option<String>,
+    pub license: Option<String>,
+    pub commit: Option<String>,
+    /// The file's path in its repository.
+    pub path: Option<String>,
 }
 
-/// Every conversation of a raw source, one result per file (a file that cannot be read or parsed is an
-/// error naming it; the others are imported).
-pub fn import_all(spec: &Path, format: Option<Format>, cache: Option<&Path>) -> Result<Vec<RawFile>, DatasetError> {
+/// The provenance tables of `SOURCE.md` or `SOURCES.md` in `root`, by file name: Markdown tables whose
+/// header names a `file` column and any of `repository` (`owner/name (licence)` cells are split),
+/// `licence`/`license`, `commit`, `upstream path`. Empty when there is no such file.
+pub fn provenance_table(root: &Path) -> std::collections::HashMap<String, ProvenanceRow> {
+    let mut out = std::collections::HashMap::new();
+    let dir = if root.is_dir() { root } else { root.parent().unwrap_or(root) };
+    for note in ["SOURCE.md", "SOURCES.md"] {
+        let Ok(text) = std::fs::read_to_string(dir.join(note)) else { continue };
+        let mut header: Option<Vec<String>> = None;
+        for line in text.lines() {
+            let line = line.trim();
+            if !line.starts_with('|') {
+                header = None;
+                continue;
+            }
+            let cells: Vec<String> =
+                line.trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').to_string()).collect();
+            let Some(columns) = &header else {
+                header = Some(cells.iter().map(|c| c.to_ascii_lowercase()).collect());
+                continue;
+            };
+            if cells.iter().all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' '))) {
+                continue; // the separator row
+            }
+            let cell = |pred: &dyn Fn(&str) -> bool| {
+                columns.iter().position(|c| pred(c)).and_then(|i| cells.get(i)).filter(|c| !c.is_empty()).cloned()
+            };
+            let Some(file) = cell(&|c| c == "file") else { continue };
+            let mut row = ProvenanceRow {
+                repository: cell(&|c| c.starts_with("repository") || c == "repo"),
+                license: cell(&|c| c.starts_with("licen")),
+                commit: cell(&|c| c.starts_with("commit")),
+                path: cell(&|c| c.starts_with("upstream path")),
+            };
+            // `owner/name (Licence)`
+            if let Some(repo) = row.repository.clone() {
+                if let Some((name, rest)) = repo.split_once(" (") {
+                    row.repository = Some(name.trim().to_string());
+                    row.license = row.license.or_else(|| Some(rest.trim_end_matches(')').trim().to_string()));
+                }
+            }
+            let base = file.rsplit('/').next().unwrap_or(&file).to_string();
+            out.insert(base, row);
+        }
+    }
+    out
+}
+
+/// Every raw log `spec` names, imported through the cache with the provenance table beside them: one
+/// result per file (a file that cannot be read or parsed is an error naming it; the others are imported).
+pub fn import_all_cached(spec: &Path, options: &RawOptions, cache: &Path) -> Result<Vec<RawFile>, DatasetError> {
     let (root, files) = raw_files(spec)?;
+    let table = provenance_table(&root);
     Ok(files
         .into_iter()
         .map(|path| {
             let name = relative_name(&path, &root);
-            let result = import_file(&path, &name, format, cache);
+            let base = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let result = import_file_cached(&path, &name, options, table.get(&base), cache);
             RawFile { path, name, result }
         })
         .collect())
@@ -189,15 +309,5 @@ pub struct RawFile {
     pub path: PathBuf,
     /// The name it was imported under (relative to the source's root).
     pub name: String,
-    pub result: Result<(Format, Imported), DatasetError>,
-}
-
-impl RawFile {
-    /// The conversations, or the error as a message.
-    pub fn conversations(&self) -> Result<&[Conversation], String> {
-        match &self.result {
-            Ok((_, imported)) => Ok(&imported.conversations),
-            Err(e) => Err(e.to_string()),
-        }
-    }
+    pub result: Result<CachedImport, DatasetError>,
 }

@@ -188,7 +188,11 @@ fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
     }
     'files: for (src, name) in &files {
         let file = src.display().to_string();
-        let result = crate::datasets::raw::import_file(src, name, a.format, None);
+        let result = crate::datasets::raw::import_file(
+            src,
+            name,
+            &crate::datasets::raw::RawOptions { format: a.format, ..Default::default() },
+        );
         let (format, imported) = match result {
             Ok(r) => r,
             Err(e) => {

@@ -36,8 +36,11 @@ pub struct SweepConfig {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    /// Dataset directories or conversation files.
-    pub datasets: Vec<PathBuf>,
+    /// Dataset directories or conversation files, or raw agent logs read in place (`{ raw = DIR, … }`).
+    pub datasets: Vec<DatasetEntry>,
+    /// Where raw agent logs are converted, keyed by content hash (relative to the working directory).
+    #[serde(default = "default_import_cache")]
+    pub import_cache: PathBuf,
     /// At most this many conversations (in sorted path order) from all datasets; 0 = all.
     #[serde(default)]
     pub max_conversations: usize,
@@ -120,6 +123,68 @@ impl Default for ProbesConfig {
 
 fn one() -> u32 {
     1
+}
+
+fn default_import_cache() -> PathBuf {
+    PathBuf::from(".compactbench/imports")
+}
+
+/// One entry of `datasets`: converted conversations (a directory, searched recursively, or a file), or a
+/// directory, glob or file of raw agent logs imported on the fly (`.gz` read as is) and never copied into
+/// the repository: `{ raw = "../shared/datasets-raw/claude-code-long", format = "claude-code" }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum DatasetEntry {
+    Converted(PathBuf),
+    Raw(RawDataset),
+}
+
+/// Raw agent logs read in place.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDataset {
+    /// A directory (searched recursively for `*.jsonl`, `*.json`, `*.traj`, `*.md`, each also `.gz`), a glob
+    /// or a file; relative to the working directory.
+    pub raw: PathBuf,
+    /// The importer (`claude-code`, `codex`, …); detected per file when absent.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// Source name of its conversations (probe directory, report rows); default: the directory's name.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Provenance recorded in each conversation; a `SOURCE.md` table beside the logs fills what is absent.
+    #[serde(default)]
+    pub license: Option<String>,
+    #[serde(default)]
+    pub repository: Option<String>,
+    #[serde(default)]
+    pub commit: Option<String>,
+}
+
+impl RawDataset {
+    /// The importer named by `format`, if any.
+    pub fn import_format(&self) -> Result<Option<crate::datasets::import::Format>, InvalidKey> {
+        use crate::datasets::import::Format;
+        match &self.format {
+            None => Ok(None),
+            Some(name) => Format::ALL.into_iter().find(|f| f.name() == name).map(Some).ok_or_else(|| {
+                let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                invalid("datasets.format", format!("unknown format `{name}` (known: {})", known.join(", ")))
+            }),
+        }
+    }
+
+    /// The source name: `source`, or the last component of `raw` before any glob.
+    pub fn source_name(&self) -> String {
+        if let Some(s) = &self.source {
+            return s.clone();
+        }
+        let plain: PathBuf =
+            self.raw.components().take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '['])).collect();
+        let plain =
+            if plain.extension().is_some() { plain.parent().map(Path::to_path_buf).unwrap_or(plain) } else { plain };
+        plain.file_name().map_or_else(|| "raw".to_string(), |n| n.to_string_lossy().into_owned())
+    }
 }
 
 fn default_concurrency() -> usize {
@@ -386,6 +451,11 @@ impl SweepConfig {
             return Err(invalid("repeats", "must be at least 1"));
         }
         self.cost.validate().map_err(|e| invalid("cost", e.to_string()))?;
+        for entry in &self.datasets {
+            if let DatasetEntry::Raw(raw) = entry {
+                raw.import_format()?;
+            }
+        }
         if let Some(spec) = self.replay.tokenizer.model_spec() {
             let counter = "a model spec whose backend counts tokens (gemini:<model>, local:<name>)";
             match crate::llm::counts_tokens(spec) {

@@ -1,7 +1,7 @@
 //! The sweep runner: cells (config point × conversation × repeat) replayed concurrently, each finished
 //! cell written atomically to the run directory, so a killed run resumes where it stopped.
 
-use super::config::{ConfigPoint, ProbesConfig, SweepConfig};
+use super::config::{ConfigPoint, DatasetEntry, ProbesConfig, SweepConfig};
 use crate::datasets::{self, Conversation};
 use crate::fsutil::{write_atomic, TEMP_PREFIX};
 use crate::llm::{self, BackendOptions, CacheMode, LanguageModel, LlmError};
@@ -223,20 +223,20 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
     if config.datasets.is_empty() {
         return Err(RunError::Config("key `datasets`: needs at least one dataset directory or file".into()));
     }
-    let roots: Vec<PathBuf> =
-        config.datasets.iter().map(|d| if d.is_absolute() { d.clone() } else { base_dir.join(d) }).collect();
-    let mut files = datasets::find_conversations(&roots)?;
-    if config.max_conversations > 0 {
-        files.truncate(config.max_conversations);
-    }
+    let files = dataset_files(config, base_dir)?;
     let mut conversations = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for f in files {
-        let (id, source, error) = match datasets::load_conversation(&f) {
+    for (f, failure) in files {
+        let loaded = match failure {
+            Some(failure) => Err(failure),
+            None => datasets::load_conversation(&f).map_err(|e| (String::new(), e.to_string())),
+        };
+        let (id, source, error) = match loaded {
             Ok(c) => (c.meta.id.clone(), c.meta.source.clone(), None),
-            Err(e) => {
+            Err((source, e)) => {
                 let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                (stem, String::new(), Some(e.to_string()))
+                let stem = stem.split('.').next().unwrap_or_default().to_string();
+                (stem, source, Some(e))
             }
         };
         let mut id = sanitize_id(&id);
@@ -274,6 +274,58 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
         return Err(RunError::Config("the plan has no cells: the datasets hold no conversation".into()));
     }
     Ok(plan)
+}
+
+/// The conversation files of the config's datasets, in sorted order per entry and at most
+/// `max_conversations` of them; raw agent logs are imported into the import cache first, and a raw log
+/// that cannot be imported is listed with (its source, the error), so its cells record it and the run goes on.
+type DatasetFile = (PathBuf, Option<(String, String)>);
+
+fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFile>, RunError> {
+    let rooted = |d: &Path| if d.is_absolute() { d.to_path_buf() } else { base_dir.join(d) };
+    let mut converted: Vec<PathBuf> = Vec::new();
+    let mut raw: Vec<DatasetFile> = Vec::new();
+    for entry in &config.datasets {
+        match entry {
+            DatasetEntry::Converted(d) => converted.push(rooted(d)),
+            DatasetEntry::Raw(r) => {
+                let source = r.source_name();
+                let options = datasets::raw::RawOptions {
+                    format: r.import_format().map_err(|e| RunError::Config(e.to_string()))?,
+                    source: Some(source.clone()),
+                    license: r.license.clone(),
+                    repository: r.repository.clone(),
+                    commit: r.commit.clone(),
+                };
+                let cache = rooted(&config.import_cache);
+                for file in datasets::raw::import_all_cached(&rooted(&r.raw), &options, &cache)? {
+                    match file.result {
+                        Ok(done) => {
+                            for w in &done.warnings {
+                                tracing::debug!("{w}");
+                            }
+                            if done.files.is_empty() {
+                                let e = format!("{}: holds no conversation", file.name);
+                                raw.push((file.path.clone(), Some((source.clone(), e))));
+                            }
+                            raw.extend(done.files.into_iter().map(|f| (f, None)));
+                        }
+                        Err(e) => raw.push((file.path.clone(), Some((source.clone(), e.to_string())))),
+                    }
+                }
+            }
+        }
+    }
+    let mut files: Vec<DatasetFile> = if converted.is_empty() {
+        Vec::new()
+    } else {
+        datasets::find_conversations(&converted)?.into_iter().map(|f| (f, None)).collect()
+    };
+    files.extend(raw);
+    if config.max_conversations > 0 {
+        files.truncate(config.max_conversations);
+    }
+    Ok(files)
 }
 
 fn sanitize_id(s: &str) -> String {

@@ -69,6 +69,25 @@ impl PromptCountSource {
     }
 }
 
+/// Where a strategy may compress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompressAt {
+    /// Before every request, by the strategy's own trigger (its policy).
+    #[default]
+    Own,
+    /// Only before the requests where the recording holds the agent's own compactions, and forced there
+    /// (as `/compress`): every strategy compresses exactly where the agent did, so the comparison isolates
+    /// what each one keeps. Conversations without recorded compactions are never compressed.
+    Recorded,
+}
+
+impl CompressAt {
+    pub fn is_own(&self) -> bool {
+        *self == CompressAt::Own
+    }
+}
+
 /// Replay settings that do not depend on the strategy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -84,6 +103,9 @@ pub struct ReplaySettings {
     pub tool_declaration_tokens: u64,
     /// Recorded model-turn indices before which the user types `/compress`.
     pub manual_compress_turns: Vec<usize>,
+    /// Where strategies may compress: by their own trigger, or only at the agent's recorded compactions.
+    #[serde(skip_serializing_if = "CompressAt::is_own")]
+    pub compress_at: CompressAt,
     pub overflow_guard: OverflowGuard,
     /// Text of the environment turn the agent's chat starts with (`None`: none).
     pub env_text: Option<String>,
@@ -104,6 +126,7 @@ impl Default for ReplaySettings {
             system_prompt_tokens: 0,
             tool_declaration_tokens: 0,
             manual_compress_turns: Vec::new(),
+            compress_at: CompressAt::Own,
             overflow_guard: OverflowGuard::After,
             env_text: None,
             keep_summaries: true,
@@ -684,22 +707,30 @@ pub async fn replay_prepared(
         let k = result.requests;
         let pending = &input.history[pending_start..i];
         let pending_tokens = uncompressed.pending.get(k).copied().unwrap_or(0);
-        let force = settings.manual_compress_turns.contains(&i);
+        let at_recorded = settings.compress_at == CompressAt::Recorded
+            && input.recorded_compactions.iter().any(|c| (pending_start..=i).contains(&c.at));
+        let force = settings.manual_compress_turns.contains(&i) || at_recorded;
         let before_contents = stored.contents.len();
         let request_before = stored.measured() + overhead + pending_tokens;
-        let outcome = session
-            .before_request(
-                TurnInput {
-                    stored: &stored.contents,
-                    last_prompt_tokens: last_prompt,
-                    force,
-                    prompt_id: format!("{}-{i}", input.id),
-                    changed_from,
-                    turn: i,
-                },
-                llm,
-            )
-            .await;
+        // Only at the agent's points, the session is asked only there (forced).
+        let ask = settings.compress_at == CompressAt::Own || force;
+        let outcome = if !ask {
+            Ok(TurnOutcome::noop(last_prompt))
+        } else {
+            session
+                .before_request(
+                    TurnInput {
+                        stored: &stored.contents,
+                        last_prompt_tokens: last_prompt,
+                        force,
+                        prompt_id: format!("{}-{i}", input.id),
+                        changed_from,
+                        turn: i,
+                    },
+                    llm,
+                )
+                .await
+        };
         let mut outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
@@ -743,8 +774,10 @@ pub async fn replay_prepared(
                 _ => stored.heuristic(),
             };
         }
-        // Appending may merge into the last Content; a replaced history is new as a whole.
-        changed_from = if replaced { 0 } else { stored.contents.len().saturating_sub(1) };
+        // Appending may merge into the last Content; a replaced history is new as a whole. A session not
+        // asked this time still has to see everything changed since it was last asked.
+        let unseen_from = if replaced { 0 } else { stored.contents.len().saturating_sub(1) };
+        changed_from = if ask { unseen_from } else { changed_from.min(unseen_from) };
         if let Some(event) = event {
             let first_pass =
                 first_and_final.and_then(|(first, fin)| first_pass_history(&stored.contents, &first, &fin));

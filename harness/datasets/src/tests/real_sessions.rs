@@ -57,7 +57,7 @@ pub(super) fn content_chars(c: &Conversation) -> u64 {
             }
         }
     }
-    n as usize as u64
+    n as u64
 }
 
 fn corpus(dir: &str) -> Vec<PathBuf> {
@@ -77,7 +77,8 @@ fn check_against_reader(dir: &str, tool: &str) -> (usize, usize) {
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let stem = name.split('.').next().unwrap().to_string();
-        let (_, imported) = raw::import_file(path, &name, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let (_, imported) =
+            raw::import_file(path, &name, &raw::RawOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let [c] = imported.conversations.as_slice() else { panic!("{name}: one conversation per session") };
         assert!(!c.history.is_empty(), "{name}: no turns");
         let (chars, expected_compactions) = expected[&stem];
