@@ -91,6 +91,10 @@ pub struct ProbesConfig {
     pub max_answer_tokens: Option<u32>,
     /// Ask the answerer for the next action after each compression (compressed vs uncompressed history).
     pub next_action: bool,
+    /// Conversations without a stored `auto` probe file get the extractor's probes derived in memory
+    /// (raw sessions read in place, whose probes must not be written into the repository).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub derive_auto: bool,
 }
 
 impl ProbesConfig {
@@ -116,6 +120,7 @@ impl Default for ProbesConfig {
             answer_at_events: true,
             verification_accuracy: false,
             next_action: false,
+            derive_auto: false,
             max_answer_tokens: Some(128),
         }
     }

@@ -298,7 +298,12 @@ fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFil
                     commit: r.commit.clone(),
                 };
                 let cache = rooted(&config.import_cache);
-                for file in datasets::raw::import_all_cached(&rooted(&r.raw), &options, &cache)? {
+                // `~/` is the user's home directory, as in a shell (sessions live under ~/.claude, ~/.codex).
+                let spec = match (r.raw.strip_prefix("~"), std::env::var_os("HOME")) {
+                    (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+                    _ => rooted(&r.raw),
+                };
+                for file in datasets::raw::import_all_cached(&spec, &options, &cache)? {
                     match file.result {
                         Ok(done) => {
                             for w in &done.warnings {
@@ -947,10 +952,24 @@ async fn run_cell(
         &pc.sources,
         &conversation.history,
     );
-    let (probe_set, excluded) = loaded.unwrap_or_else(|e| {
+    let (mut probe_set, mut excluded) = loaded.unwrap_or_else(|e| {
         errors.push(e.to_string());
         (Vec::new(), Vec::new())
     });
+    let auto = crate::probes::ProbeOrigin::Auto;
+    let auto_file = crate::probes::probe_path(&dir, &conversation.meta.source, &conversation.meta.id, auto);
+    if pc.derive_auto && pc.sources.contains(&auto) && !auto_file.exists() {
+        // Raw sessions read in place have no stored probe files: the extractor's probes are derived in
+        // memory (never written, so no excerpt of the session reaches the repository).
+        let derived: Vec<_> = crate::probes::extract::extract(&conversation)
+            .into_iter()
+            .filter(|p| !probe_set.iter().any(|q| q.id == p.id))
+            .collect();
+        let lints = crate::probes::lint::lint_conversation(&derived, None, Some(&conversation.history));
+        let marked: std::collections::BTreeSet<&str> = lints.iter().map(|l| l.probe.as_str()).collect();
+        probe_set.extend(derived.iter().filter(|p| !marked.contains(p.id.as_str())).cloned());
+        excluded.extend(lints);
+    }
     let mut model_for = |role: &str, spec: Option<&String>| {
         let spec = spec?;
         models.get(spec).map(watched).map_err(|e| errors.push(format!("{role} `{spec}`: {e}"))).ok()
