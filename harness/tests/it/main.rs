@@ -6,6 +6,7 @@ mod count_tokens;
 mod golden;
 mod probes;
 mod properties;
+mod raw_sessions;
 mod reliability;
 mod replay;
 mod report;

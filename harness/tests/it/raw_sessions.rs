@@ -1,0 +1,118 @@
+//! Raw agent logs named in a config: imported in place (gzip read as is, cached by content hash), and
+//! `compress_at = "recorded"` making every strategy compress exactly where the agent did.
+
+use super::support::{repo, sweep};
+use compactbench::sweep::SweepConfig;
+use std::io::Write;
+
+fn gzipped_fixture(dir: &std::path::Path) {
+    let bytes = std::fs::read(repo().join("harness/datasets/src/fixtures/claude-code-compacted.jsonl")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&bytes).unwrap();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::write(dir.join("logs/session-1.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(
+        dir.join("logs/SOURCE.md"),
+        "| file | repository | commit |\n|---|---|---|\n| `session-1.jsonl.gz` | someone/project (MIT) | `abc123` |\n",
+    )
+    .unwrap();
+}
+
+fn config(dir: &std::path::Path, compress_at: &str) -> SweepConfig {
+    let text = format!(
+        "name = \"raw\"\ndatasets = [{{ raw = \"{logs}\", format = \"claude-code\", source = \"mine\" }}]\n\
+         import_cache = \"{cache}\"\n[replay]\ntoken_limit = 200000\ncompress_at = \"{compress_at}\"\n\
+         [grid]\nstrategy = [\"recorded\", \"gemini\", \"drop-oldest\", \"none\"]\nsummarizer = [\"extractive\"]\n\
+         verification = [false]\n",
+        logs = dir.join("logs").display(),
+        cache = dir.join("cache").display(),
+    );
+    SweepConfig::parse(&text, "raw.toml").unwrap()
+}
+
+fn events_by_strategy(
+    out: &std::path::Path,
+    plan: &compactbench::sweep::runner::Plan,
+) -> Vec<(String, Vec<(u64, String)>)> {
+    let mut rows = Vec::new();
+    for point in &plan.points {
+        let name = point.strategy.name.clone();
+        let cells = std::fs::read_dir(out.join("cells").join(&point.id)).unwrap();
+        for cell in cells {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(cell.unwrap().path()).unwrap()).unwrap();
+            assert!(v["result"]["error"].is_null(), "{name}: {}", v["result"]["error"]);
+            let events = v["result"]["events"].as_array().unwrap();
+            let turns = events
+                .iter()
+                .map(|e| (e["turn"].as_u64().unwrap(), e["status"].as_str().unwrap_or_default().to_string()))
+                .collect();
+            rows.push((name.clone(), turns));
+        }
+    }
+    rows
+}
+
+#[test]
+fn raw_logs_are_imported_in_place_and_every_strategy_compresses_at_the_agents_point() {
+    let dir = tempfile::tempdir().unwrap();
+    gzipped_fixture(dir.path());
+    let cfg = config(dir.path(), "recorded");
+    let (plan, _) = sweep(&cfg, &dir.path().join("out"), false);
+    assert_eq!(plan.conversations.len(), 1);
+    let conv = &plan.conversations[0];
+    assert_eq!((conv.source.as_str(), conv.error.as_deref()), ("mine", None));
+    // Converted into the cache, keyed by content hash; provenance from SOURCE.md, no machine path.
+    let loaded = compactbench::datasets::load_conversation(&repo().join(&conv.path)).unwrap();
+    assert!(conv.path.starts_with(dir.path().join("cache")), "{}", conv.path.display());
+    assert_eq!(loaded.meta.repository.as_deref(), Some("someone/project"));
+    assert_eq!(loaded.meta.license.as_deref(), Some("MIT"));
+    assert_eq!(loaded.meta.path.as_deref(), Some("session-1.jsonl.gz"));
+    let at = loaded.recorded_compactions[0].at;
+    let rows = events_by_strategy(&dir.path().join("out"), &plan);
+    assert_eq!(rows.len(), 4);
+    let turns: Vec<u64> = rows
+        .iter()
+        .map(|(_, e)| e.iter().map(|t| t.0).collect::<Vec<_>>())
+        .map(|t| {
+            assert_eq!(t.len(), 1, "{rows:?}");
+            t[0]
+        })
+        .collect();
+    // One event per strategy, all before the same request: the first model turn at or after `at`.
+    assert!(turns.iter().all(|&t| t == turns[0] && t as usize >= at), "{rows:?} at {at}");
+    // Forced there: `none` records a NOOP, the others act (on this short fixture the reference's summary
+    // is larger than what it replaces, and its inflation guard rejects it, as upstream does).
+    for (name, events) in &rows {
+        let expected: &[&str] = match name.as_str() {
+            // Forced, it drops nothing from a history far below 30 % of the window.
+            "none" | "drop-oldest" => &["NOOP"],
+            "gemini" => &["COMPRESSED", "COMPRESSION_FAILED_INFLATED_TOKEN_COUNT"],
+            _ => &["COMPRESSED"],
+        };
+        assert!(expected.contains(&events[0].1.as_str()), "{name}: {events:?}");
+    }
+    // A second plan reads the conversion from the cache (same file).
+    let again = compactbench::sweep::runner::make_plan(&cfg, &repo()).unwrap();
+    assert_eq!(again.conversations[0].path, conv.path);
+
+    // Under their own triggers, nothing reaches 200k tokens in this short session: only `recorded` compacts.
+    let own = config(dir.path(), "own");
+    let (plan, _) = sweep(&own, &dir.path().join("out-own"), false);
+    for (name, events) in events_by_strategy(&dir.path().join("out-own"), &plan) {
+        let n = events.iter().filter(|e| e.1 != "NOOP").count();
+        assert_eq!(n, usize::from(name == "recorded"), "{name}: {events:?}");
+    }
+}
+
+#[test]
+fn a_raw_log_that_cannot_be_read_fails_its_cells_and_the_others_run() {
+    let dir = tempfile::tempdir().unwrap();
+    gzipped_fixture(dir.path());
+    std::fs::write(dir.path().join("logs/broken.jsonl"), "{\"type\":\"user\",\n").unwrap();
+    let (plan, _) = sweep(&config(dir.path(), "recorded"), &dir.path().join("out"), false);
+    assert_eq!(plan.conversations.len(), 2);
+    let broken = plan.conversations.iter().find(|c| c.error.is_some()).expect("the broken log is listed");
+    let e = broken.error.as_deref().unwrap();
+    assert!(e.contains("broken.jsonl") && e.contains("line 1"), "{e}");
+    assert!(plan.conversations.iter().any(|c| c.error.is_none() && c.source == "mine"));
+}
