@@ -223,7 +223,7 @@ pub fn import_file_cached(
 
 fn read_cached(dir: &Path) -> Option<CachedImport> {
     let v = json::parse(&std::fs::read(dir.join("import.json")).ok()?).ok()?;
-    let format = Format::ALL.into_iter().find(|f| Some(f.name()) == v.get("format").and_then(Value::as_str))?;
+    let format = Format::from_name(v.get("format")?.as_str()?)?;
     let warnings = v.get("warnings")?.as_array()?.iter().filter_map(|w| w.as_str().map(str::to_string)).collect();
     let n = v.get("conversations")?.as_f64()? as usize;
     let files: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("{i}.json"))).collect();

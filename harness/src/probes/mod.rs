@@ -262,9 +262,33 @@ pub fn load_scored_probes(
     let source = source_probes(dir, dataset, origins);
     let index = lint::gold_index(probes.iter().chain(source.iter().filter(|p| p.conversation != conversation)));
     let lints = lint::lint_conversation(&probes, Some(&index), Some(history));
+    Ok((without_linted(probes, &lints), lints))
+}
+
+/// The probes no lint marks.
+fn without_linted(probes: Vec<Probe>, lints: &[lint::Lint]) -> Vec<Probe> {
     let marked: std::collections::BTreeSet<&str> = lints.iter().map(|l| l.probe.as_str()).collect();
-    let kept = probes.iter().filter(|p| !marked.contains(p.id.as_str())).cloned().collect();
-    Ok((kept, lints))
+    probes.into_iter().filter(|p| !marked.contains(p.id.as_str())).collect()
+}
+
+/// For a conversation without a stored `auto` probe file (raw sessions read in place, whose probes must not
+/// be written into the repository), the extractor's probes derived in memory, minus those a lint marks
+/// (linted within the conversation: no other conversation's derived golds are at hand), with those lints.
+/// Empty when the file exists or `auto` is not among `origins`.
+pub fn derived_auto_probes(
+    dir: &Path,
+    conversation: &crate::datasets::Conversation,
+    origins: &[ProbeOrigin],
+    stored: &[Probe],
+) -> (Vec<Probe>, Vec<lint::Lint>) {
+    let auto = ProbeOrigin::Auto;
+    if !origins.contains(&auto) || probe_path(dir, &conversation.meta.source, &conversation.meta.id, auto).exists() {
+        return (Vec::new(), Vec::new());
+    }
+    let derived: Vec<Probe> =
+        extract::extract(conversation).into_iter().filter(|p| !stored.iter().any(|q| q.id == p.id)).collect();
+    let lints = lint::lint_conversation(&derived, None, Some(&conversation.history));
+    (without_linted(derived, &lints), lints)
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ impl RawDataset {
         use crate::datasets::import::Format;
         match &self.format {
             None => Ok(None),
-            Some(name) => Format::ALL.into_iter().find(|f| f.name() == name).map(Some).ok_or_else(|| {
+            Some(name) => Format::from_name(name).map(Some).ok_or_else(|| {
                 let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
                 invalid("datasets.format", format!("unknown format `{name}` (known: {})", known.join(", ")))
             }),

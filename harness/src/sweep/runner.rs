@@ -956,18 +956,9 @@ async fn run_cell(
         errors.push(e.to_string());
         (Vec::new(), Vec::new())
     });
-    let auto = crate::probes::ProbeOrigin::Auto;
-    let auto_file = crate::probes::probe_path(&dir, &conversation.meta.source, &conversation.meta.id, auto);
-    if pc.derive_auto && pc.sources.contains(&auto) && !auto_file.exists() {
-        // Raw sessions read in place have no stored probe files: the extractor's probes are derived in
-        // memory (never written, so no excerpt of the session reaches the repository).
-        let derived: Vec<_> = crate::probes::extract::extract(&conversation)
-            .into_iter()
-            .filter(|p| !probe_set.iter().any(|q| q.id == p.id))
-            .collect();
-        let lints = crate::probes::lint::lint_conversation(&derived, None, Some(&conversation.history));
-        let marked: std::collections::BTreeSet<&str> = lints.iter().map(|l| l.probe.as_str()).collect();
-        probe_set.extend(derived.iter().filter(|p| !marked.contains(p.id.as_str())).cloned());
+    if pc.derive_auto {
+        let (derived, lints) = crate::probes::derived_auto_probes(&dir, &conversation, &pc.sources, &probe_set);
+        probe_set.extend(derived);
         excluded.extend(lints);
     }
     let mut model_for = |role: &str, spec: Option<&String>| {

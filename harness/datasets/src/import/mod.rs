@@ -62,6 +62,11 @@ impl Format {
         }
     }
 
+    /// The format called `name` (as [`Format::name`] writes it).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// Parses `bytes` in this format.
     pub fn parse(self, bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         match self {
