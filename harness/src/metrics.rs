@@ -247,7 +247,7 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "actionable_conversations",
         header: "actionable",
-        formula: "Σ conversations the strategy can act on: it compressed, or the uncompressed replay reaches trigger_tokens and has a split candidate after its first Content",
+        formula: "Σ conversations the strategy can act on: it compressed, or the uncompressed replay reaches trigger_tokens at a request the trigger sees (any but the last) and has a split candidate after its first Content",
         unit: Unit::Count,
         better: Better::Neither,
         level: Level::Conversation,
@@ -280,7 +280,7 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "early_only_retention",
         header: "early-only retention",
-        formula: "Σ early-only probes retained at the end / Σ early-only probes (gold only before the final stretch every strategy keeps; `none` = 1 by construction)",
+        formula: "Σ early-only probes retained at the end / Σ early-only probes (gold only before the final stretch every strategy keeps; `none` = 1 unless it overflows; after a conversation's first request over the window every probe scores as lost)",
         unit: Unit::Share,
         better: Better::Higher,
         level: Level::Probe,
@@ -290,12 +290,22 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "at_risk_retention",
         header: "at-risk retention",
-        formula: "Σ at-risk probes still answerable right after the compression / Σ at-risk probes (evidence summarised or dropped, gold kept nowhere verbatim)",
+        formula: "Σ at-risk probes still answerable right after the compression / Σ at-risk probes (evidence summarised or dropped, gold kept nowhere verbatim); n/a for strategies that write no summary (they keep nothing at risk: 0 by construction)",
         unit: Unit::Share,
         better: Better::Higher,
         level: Level::Probe,
         aggregation: Aggregation::RatioOfSums,
         parts: |o| probe_parts(o.cell, "at_risk_retention"),
+    },
+    Metric {
+        name: "kept_at_compressions",
+        header: "kept at compressions",
+        formula: "Σ (probe, compression) pairs whose gold the history holds right after the compression / Σ such pairs (probes whose evidence lies before the compression; 0 from the first request over the window on)",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| probe_parts(o.cell, "kept_at_compressions"),
     },
     Metric {
         name: "retention",
@@ -321,7 +331,10 @@ pub const METRICS: &[Metric] = &[
                 .checkpoints
                 .iter()
                 .filter(|k| k.event.is_some() && !k.scores.is_empty())
-                .map(|k| k.scores.iter().filter(|s| s.retained).count() as f64 / k.scores.len() as f64)
+                .map(|k| {
+                    let lost = crate::probes::figures::after_overflow(o.cell, k.event);
+                    k.scores.iter().filter(|s| s.retained && !lost).count() as f64 / k.scores.len() as f64
+                })
                 .fold((0.0, 0.0), |(n, s), v| (n + 1.0, s + v));
             Parts::ratio(sum, n)
         },
@@ -473,24 +486,54 @@ pub const METRICS: &[Metric] = &[
         parts: |o| Parts::one(o.cell.result.events.iter().filter(|e| e.hidden_deflation).count() as f64),
     },
     Metric {
-        name: "overflow_events",
-        header: "overflow",
-        formula: "Σ requests the reference's overflow guard would refuse",
+        name: "overflow_guard_refusals",
+        header: "guard refusals",
+        formula: "Σ requests the reference's overflow guard would refuse (its own estimate before sending; `overflow_requests` is what the provider refuses)",
         unit: Unit::Count,
         better: Better::Lower,
         level: Level::Conversation,
         aggregation: Aggregation::Total,
-        parts: |o| Parts::one(o.cell.result.overflow_events as f64),
+        parts: |o| Parts::one(o.cell.result.overflow_guard_refusals as f64),
     },
     Metric {
-        name: "window_exceeded_requests",
-        header: "over window",
-        formula: "Σ requests larger than the conversation's window",
+        name: "overflow_requests",
+        header: "overflow req.",
+        formula: "Σ requests larger than the conversation's window (a provider refuses each; probes score as lost from the first one on)",
         unit: Unit::Count,
         better: Better::Lower,
         level: Level::Conversation,
         aggregation: Aggregation::Total,
-        parts: |o| Parts::one(o.cell.result.window_exceeded_requests as f64),
+        parts: |o| Parts::one(o.cell.result.overflow_requests as f64),
+    },
+    Metric {
+        name: "overflowed_conversations",
+        header: "overflowed",
+        formula: "Σ conversations with at least one request larger than the window (the agent could not have finished them)",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.overflowed() as u8 as f64),
+    },
+    Metric {
+        name: "finished_in_window_share",
+        header: "in window",
+        formula: "conversations whose every request fits the window / conversations",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| Parts::one(!o.cell.result.overflowed() as u8 as f64),
+    },
+    Metric {
+        name: "tokens_after_overflow",
+        header: "tokens after overflow",
+        formula: "Σ request tokens from each conversation's first overflowing request on (requests a provider refuses; counted in tokens_vs_none as if sent)",
+        unit: Unit::Tokens,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.tokens_after_overflow() as f64),
     },
     Metric {
         name: "verification_changed",
@@ -622,26 +665,108 @@ pub fn point_figures(plan: &Plan, cells: &[CellResult], source: Option<&str>) ->
         .collect()
 }
 
+/// The conversations both sides have, with each side's parts, in the point's order.
+fn pairs<'a>(point: &'a [(String, Parts)], reference: &[(String, Parts)]) -> Vec<(&'a str, Parts, Parts)> {
+    let by_conv: BTreeMap<&str, Parts> = reference.iter().map(|(c, p)| (c.as_str(), *p)).collect();
+    point.iter().filter_map(|(c, p)| Some((c.as_str(), *p, *by_conv.get(c.as_str())?))).collect()
+}
+
+/// The paired difference over some of the pairs (indices, repeats allowed).
+fn difference_over(m: &Metric, pairs: &[(&str, Parts, Parts)], s: &[usize]) -> Option<f64> {
+    let a: Vec<Parts> = s.iter().map(|&i| pairs[i].1).collect();
+    let b: Vec<Parts> = s.iter().map(|&i| pairs[i].2).collect();
+    match m.aggregation {
+        Aggregation::RatioOfSums => Some(aggregate(m, &a)? - aggregate(m, &b)?),
+        Aggregation::Total => Some((aggregate(m, &a)? - aggregate(m, &b)?) / s.len() as f64),
+    }
+}
+
 /// `figure(point) − figure(reference)` over the conversations both have (paired), with a bootstrap interval
 /// that resamples those conversations jointly. Totals are compared per conversation (mean difference).
 pub fn paired_difference(m: &Metric, point: &[(String, Parts)], reference: &[(String, Parts)]) -> Option<Figure> {
-    let by_conv: BTreeMap<&str, Parts> = reference.iter().map(|(c, p)| (c.as_str(), *p)).collect();
-    let pairs: Vec<(Parts, Parts)> = point.iter().filter_map(|(c, p)| Some((*p, *by_conv.get(c.as_str())?))).collect();
+    let pairs = pairs(point, reference);
     if pairs.is_empty() {
         return None;
     }
-    let diff = |s: &[usize]| -> Option<f64> {
-        let a: Vec<Parts> = s.iter().map(|&i| pairs[i].0).collect();
-        let b: Vec<Parts> = s.iter().map(|&i| pairs[i].1).collect();
-        match m.aggregation {
-            Aggregation::RatioOfSums => Some(aggregate(m, &a)? - aggregate(m, &b)?),
-            Aggregation::Total => Some((aggregate(m, &a)? - aggregate(m, &b)?) / s.len() as f64),
-        }
-    };
     let all: Vec<usize> = (0..pairs.len()).collect();
-    let value = diff(&all)?;
-    let (low, high) = bootstrap(pairs.len(), diff).unwrap_or((value, value));
+    let value = difference_over(m, &pairs, &all)?;
+    let (low, high) = bootstrap(pairs.len(), |s| difference_over(m, &pairs, s)).unwrap_or((value, value));
     Some(Figure { value, n: pairs.len(), low, high })
+}
+
+/// How much one conversation decides a paired difference.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fragility {
+    /// The smallest and largest difference with one conversation left out (leave-one-out range).
+    pub loo_low: f64,
+    pub loo_high: f64,
+    /// The conversation with the largest share of the figure's weight, and that share: of Σ denominators
+    /// (both sides) for a ratio of sums, of Σ |per-conversation difference| for a total.
+    pub top_conversation: String,
+    pub top_share: f64,
+}
+
+impl Fragility {
+    /// Leaving some one conversation out gives a difference of the other sign, or 0.
+    pub fn sign_flips(&self, value: f64) -> bool {
+        if value > 0.0 {
+            self.loo_low <= 0.0
+        } else if value < 0.0 {
+            self.loo_high >= 0.0
+        } else {
+            true
+        }
+    }
+}
+
+/// The leave-one-conversation-out range and the largest single conversation's share of a paired
+/// difference (same pairing as [`paired_difference`]); `None` with fewer than two paired conversations.
+pub fn paired_fragility(m: &Metric, point: &[(String, Parts)], reference: &[(String, Parts)]) -> Option<Fragility> {
+    let pairs = pairs(point, reference);
+    if pairs.len() < 2 {
+        return None;
+    }
+    let loo: Vec<f64> = (0..pairs.len())
+        .filter_map(|out| {
+            let rest: Vec<usize> = (0..pairs.len()).filter(|&i| i != out).collect();
+            difference_over(m, &pairs, &rest)
+        })
+        .collect();
+    let weight = |p: &(&str, Parts, Parts)| match m.aggregation {
+        Aggregation::RatioOfSums => p.1.den + p.2.den,
+        Aggregation::Total => (p.1.num - p.2.num).abs(),
+    };
+    let total: f64 = pairs.iter().map(weight).sum();
+    let top = pairs.iter().max_by(|a, b| weight(a).total_cmp(&weight(b)).then_with(|| b.0.cmp(a.0)))?;
+    Some(Fragility {
+        loo_low: loo.iter().copied().fold(f64::INFINITY, f64::min),
+        loo_high: loo.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        top_conversation: top.0.to_string(),
+        top_share: if total > 0.0 { weight(top) / total } else { 0.0 },
+    })
+}
+
+/// The paired difference with each group of conversations left out in turn (groups by `group_of`, e.g.
+/// their source or project), in group order; empty with fewer than two groups.
+pub fn leave_group_out(
+    m: &Metric,
+    point: &[(String, Parts)],
+    reference: &[(String, Parts)],
+    group_of: &dyn Fn(&str) -> String,
+) -> Vec<(String, f64)> {
+    let pairs = pairs(point, reference);
+    let groups: Vec<String> = pairs.iter().map(|p| group_of(p.0)).collect();
+    let names: std::collections::BTreeSet<&String> = groups.iter().collect();
+    if names.len() < 2 {
+        return Vec::new();
+    }
+    names
+        .into_iter()
+        .filter_map(|g| {
+            let rest: Vec<usize> = (0..pairs.len()).filter(|&i| &groups[i] != g).collect();
+            Some((g.clone(), difference_over(m, &pairs, &rest)?))
+        })
+        .collect()
 }
 
 /// A value in a metric's unit, for tables.
@@ -701,8 +826,13 @@ pub fn glossary_markdown() -> String {
          | column | what it is |\n|---|---|\n\
          | `NAME_n` | events, probe scorings or conversations the figure is over (see *level*) |\n\
          | `NAME_ci_low`, `NAME_ci_high` | 95 % cluster-bootstrap interval: conversations resampled with replacement, {} resamples, seed {:#x} |\n\
-         | `NAME_diff_vs_none`, `NAME_diff_vs_reference` (+ `_ci_low`, `_ci_high`) | the point's figure minus `none`'s (the same slice's, else the main grid's) or the reference point's (the first `gemini` point of the main grid), over the conversations both have, the interval from resampling those conversations jointly (a paired cluster bootstrap: the same conversations and probes on both sides); totals are compared as a mean per conversation. A difference is *distinguishable* when its interval excludes 0 |\n\
-         | `scope` (`results/scopes.*`) | which conversations a row is over: `pooled` (all), `actionable` (those the strategy can act on: it compressed, or the uncompressed replay reaches `trigger_tokens` and has a split candidate after its first Content; a paired difference is over those either point can act on), `source:NAME` |\n\
+         | `NAME_diff_vs_none`, `NAME_diff_vs_reference` (+ `_ci_low`, `_ci_high`) | the point's figure minus `none`'s (the same slice's, else the main grid's) or the reference point's (the first `gemini` point of the main grid), over the conversations both have, the interval from resampling those conversations jointly (a paired cluster bootstrap: the same conversations and probes on both sides); totals are compared as a mean per conversation |\n\
+         | `loo_low`, `loo_high` (`results/claims.*`) | the paired difference recomputed with each one conversation left out: its smallest and largest value (percentage points as a fraction, like `difference`) |\n\
+         | `top_conversation`, `top_share` (`results/claims.*`) | the conversation with the largest share of the difference's weight, and that share: its denominators (both sides) over Σ denominators for a ratio of sums, its \\|difference\\| over Σ \\|differences\\| for a total |\n\
+         | `without_source` (`results/claims.*`) | the paired difference with each source (or project, with `source_by = \"project\"`) left out in turn, `NAME=value;…`, when the claim spans several |\n\
+         | `verdict` (`results/claims.*`) | `established`: the 95 % interval excludes 0, no leave-one-conversation-out value and no leave-one-source-out value is 0 or of the other sign; `not established`: otherwise (the reason is in `reason`); `did not act`: the point never compressed, so it equals `none` and makes no claim |\n\
+         | `retained`, `held`, `after_overflow` (`results/probes.*`) | `held`: the history held an accepted answer at that moment; `after_overflow`: the moment is at or after the conversation's first request over the window (the end always is, when there was one); `retained` = `held` and not `after_overflow`, what every probe figure counts |\n\
+         | `scope` (`results/scopes.*`) | which conversations a row is over: `pooled` (all), `actionable` (those the strategy can act on: it compressed, or the uncompressed replay reaches `trigger_tokens` at a request the trigger sees, i.e. not the last, and has a split candidate after its first Content; a paired difference is over those either point can act on), `source:NAME` |\n\
          | `first_request_tokens` (conversations) | the first request: system prompt + tool declarations + first turn, the fixed part of every request |\n\
          | `trigger_tokens` (conversations) | the smallest last prompt count at which the strategy compresses (its own trigger: ⌈threshold × window⌉ for the reference), null where the trigger is not a token count |\n\
          | `window_tokens` (conversations) | the simulated window of this replay: a number, `peak:F` (F × the largest uncompressed request) or `overhead+peak:F` (the first request + F × the growth beyond it, at least 4 × the first request) resolved for the conversation |\n",
@@ -824,6 +954,7 @@ mod tests {
         c.result.requests = 8;
         c.result.first_request_tokens = 3_000;
         c.result.none_peak_request_tokens = 6_000;
+        c.result.none_trigger_seen_peak_tokens = 5_000;
         c.result.trigger_tokens = Some(4_000);
         c.result.events = vec![event(4_500), event(3_999), CompressionEvent::default()];
         let v = conversation_values(&c, None);
@@ -839,6 +970,9 @@ mod tests {
         assert_eq!(conversation_values(&c, None)["actionable_conversations"], 0.0);
         c.result.unsplittable = false;
         assert_eq!(conversation_values(&c, None)["actionable_conversations"], 1.0);
+        // Only the final request reaches the trigger: no trigger ever sees it.
+        c.result.trigger_tokens = Some(5_500);
+        assert_eq!(conversation_values(&c, None)["actionable_conversations"], 0.0);
         c.result.trigger_tokens = Some(7_000);
         assert_eq!(conversation_values(&c, None)["actionable_conversations"], 0.0);
         // Strategies without a threshold have no storm or trigger figure.
@@ -897,6 +1031,49 @@ mod tests {
         assert_eq!(d.n, 2);
         assert!((d.value - (350.0 / 400.0 - 1.0)).abs() < 1e-12);
         assert!(d.low <= d.value && d.value <= d.high);
+    }
+
+    /// One conversation carrying a difference: the interval may exclude 0, yet leaving that conversation
+    /// out turns the sign, and it holds most of the weight.
+    #[test]
+    fn fragility_finds_the_conversation_that_carries_a_difference() {
+        let m = metric("tokens_vs_none").unwrap();
+        let p = |c: &str, n: f64, d: f64| (c.to_string(), Parts { num: n, den: d });
+        let mut point = vec![p("big", 300.0, 1000.0)];
+        let mut none = vec![p("big", 1000.0, 1000.0)];
+        for c in 0..5 {
+            point.push(p(&format!("c{c}"), 102.0, 100.0));
+            none.push(p(&format!("c{c}"), 100.0, 100.0));
+        }
+        let d = paired_difference(m, &point, &none).unwrap();
+        assert!(d.value < 0.0, "{d:?}");
+        let f = paired_fragility(m, &point, &none).unwrap();
+        assert_eq!(f.top_conversation, "big");
+        assert!((f.top_share - 2000.0 / 3000.0).abs() < 1e-12, "{f:?}");
+        assert!((f.loo_high - 0.02).abs() < 1e-12, "without `big` the point costs 2 % more: {f:?}");
+        assert!(f.sign_flips(d.value));
+        // Without the outlier every conversation agrees: no flip.
+        let f = paired_fragility(m, &point[1..], &none[1..]).unwrap();
+        assert!(!f.sign_flips(0.02) && f.loo_low > 0.0, "{f:?}");
+        assert!(paired_fragility(m, &point[..1], &none[..1]).is_none(), "one pair has no leave-one-out");
+    }
+
+    /// A request over the window is an overflow: counted, the conversation did not finish in the window,
+    /// and the requests from the first one on are reported apart.
+    #[test]
+    fn overflow_figures_start_at_the_first_request_over_the_window() {
+        let mut c = cell("a", 0, 0, 0, &[]);
+        c.result.token_limit = 100;
+        c.result.request_tokens = vec![50, 101, 90, 120];
+        c.result.overflow_requests = 2;
+        assert_eq!(c.result.first_overflow_request(), Some(1));
+        let v = conversation_values(&c, None);
+        assert_eq!(v["overflowed_conversations"], 1.0);
+        assert_eq!(v["finished_in_window_share"], 0.0);
+        assert_eq!(v["tokens_after_overflow"], (101 + 90 + 120) as f64);
+        assert_eq!(v["overflow_requests"], 2.0);
+        c.result.request_tokens = vec![50, 100];
+        assert_eq!(conversation_values(&c, None)["finished_in_window_share"], 1.0, "at the window is inside it");
     }
 
     /// Every metric has one definition; the glossary file is generated from them.

@@ -12,6 +12,7 @@ mod error;
 mod file;
 pub mod import;
 pub mod layout;
+pub mod manifest;
 mod model;
 pub mod raw;
 mod stats;

@@ -118,6 +118,8 @@ pub struct RawOptions {
     pub format: Option<Format>,
     /// `meta.source` of every conversation.
     pub source: Option<String>,
+    /// Name each file's conversations after its project instead ([`project_of`]).
+    pub source_by_project: bool,
     pub license: Option<String>,
     pub repository: Option<String>,
     pub commit: Option<String>,
@@ -240,14 +242,35 @@ pub struct ProvenanceRow {
     pub path: Option<String>,
 }
 
+/// The project a raw log belongs to: the repository's name (after its owner) from its provenance row, else
+/// the file name's part before `--` (`<project>--<session>.jsonl.gz`), else the file's stem.
+pub fn project_of(file_name: &str, row: Option<&ProvenanceRow>) -> String {
+    if let Some(repo) = row.and_then(|r| r.repository.as_deref()) {
+        if let Some(name) = repo.rsplit('/').next().filter(|n| !n.trim().is_empty()) {
+            return name.trim().to_string();
+        }
+    }
+    match file_name.split_once("--") {
+        Some((project, _)) if !project.is_empty() => project.to_string(),
+        _ => file_name.split('.').next().unwrap_or(file_name).to_string(),
+    }
+}
+
 /// The provenance tables of `SOURCE.md` or `SOURCES.md` in `root`, by file name: Markdown tables whose
 /// header names a `file` column and any of `repository` (`owner/name (licence)` cells are split),
-/// `licence`/`license`, `commit`, `upstream path`. Empty when there is no such file.
+/// `licence`/`license`, `commit`, `upstream path`. A note in the parent directory counts too (a corpus
+/// with one folder per agent and one table for all, like `agent-sessions/`); the nearer note wins. Empty when
+/// there is no such file.
 pub fn provenance_table(root: &Path) -> std::collections::HashMap<String, ProvenanceRow> {
     let mut out = std::collections::HashMap::new();
     let dir = if root.is_dir() { root } else { root.parent().unwrap_or(root) };
-    for note in ["SOURCE.md", "SOURCES.md"] {
-        let Ok(text) = std::fs::read_to_string(dir.join(note)) else { continue };
+    let notes = ["SOURCE.md", "SOURCES.md"];
+    let near = notes.iter().map(|n| dir.join(n));
+    let far = dir.parent().into_iter().flat_map(|p| notes.iter().map(move |n| p.join(n)));
+    // The far notes first: the nearer ones overwrite their rows.
+    let paths: Vec<PathBuf> = far.chain(near).collect();
+    for note in paths {
+        let Ok(text) = std::fs::read_to_string(&note) else { continue };
         let mut header: Option<Vec<String>> = None;
         for line in text.lines() {
             let line = line.trim();
@@ -298,7 +321,13 @@ pub fn import_all_cached(spec: &Path, options: &RawOptions, cache: &Path) -> Res
         .map(|path| {
             let name = relative_name(&path, &root);
             let base = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let result = import_file_cached(&path, &name, options, table.get(&base), cache);
+            let row = table.get(&base);
+            let result = if options.source_by_project {
+                let options = RawOptions { source: Some(project_of(&base, row)), ..options.clone() };
+                import_file_cached(&path, &name, &options, row, cache)
+            } else {
+                import_file_cached(&path, &name, options, row, cache)
+            };
             RawFile { path, name, result }
         })
         .collect())

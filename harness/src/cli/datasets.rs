@@ -49,6 +49,39 @@ pub enum DatasetsCommand {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Fetch the raw sessions a manifest lists (`datasets/manifests/*.toml`) with git, each checked against
+    /// its sha256; a mismatch is refused and nothing unchecked is written.
+    Fetch {
+        /// The manifest (TOML: repository, ref, and per file its commit, upstream path and sha256).
+        manifest: PathBuf,
+        /// Directory to write the sessions into (a config's `raw = "DIR"` can then read them).
+        #[arg(long)]
+        into: PathBuf,
+    },
+    /// Write the manifest of a directory of raw sessions: per file its upstream path, repository and commit
+    /// (from the `SOURCE.md` table beside it, else these flags) and the sha256 of its uncompressed bytes.
+    DescribeRaw {
+        /// The directory of raw sessions.
+        dir: PathBuf,
+        /// One line saying what the corpus is.
+        #[arg(long)]
+        corpus: String,
+        /// Repository of files whose table row names none (`owner/name`, a URL or a path).
+        #[arg(long)]
+        repository: Option<String>,
+        /// Branch or tag holding the commits.
+        #[arg(long = "ref")]
+        git_ref: Option<String>,
+        /// Commit of files whose table row names none.
+        #[arg(long)]
+        commit: Option<String>,
+        /// Licence of the corpus.
+        #[arg(long)]
+        license: Option<String>,
+        /// Manifest file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -115,7 +148,41 @@ pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        DatasetsCommand::Fetch { manifest, into } => fetch_cmd(&manifest, &into),
+        DatasetsCommand::DescribeRaw { dir, corpus, repository, git_ref, commit, license, out } => {
+            use crate::datasets::manifest::Manifest;
+            let mut m =
+                Manifest::of_directory(&dir, &corpus, repository.as_deref(), git_ref.as_deref(), commit.as_deref())
+                    .map_err(|e| CliError::bad_input(e.to_string()))?;
+            m.license = license;
+            let text = toml::to_string(&m).map_err(|e| CliError::failure(e.to_string()))?;
+            let header = "# Raw sessions kept outside this repository: fetch them with\n#   compactbench datasets fetch THIS_FILE --into DIR\n# Each file is checked against its sha256 (of the upstream bytes); regenerate with `datasets describe-raw`.\n\n";
+            crate::fsutil::write_atomic(&out, format!("{header}{text}").as_bytes())?;
+            crate::outln!("wrote {} ({} files)", out.display(), m.files.len())?;
+            Ok(())
+        }
     }
+}
+
+fn fetch_cmd(manifest: &Path, into: &Path) -> anyhow::Result<()> {
+    use crate::datasets::manifest::{self, Manifest, ManifestError};
+    let m = Manifest::load(manifest).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let report = manifest::fetch(&m, into).map_err(|e| match e {
+        ManifestError::Checksum { .. } | ManifestError::Read { .. } | ManifestError::Field { .. } => {
+            CliError::bad_input(format!("{}: {e}", manifest.display()))
+        }
+        ManifestError::Git { .. } | ManifestError::Write { .. } => {
+            CliError::failure(format!("{}: {e}", manifest.display()))
+        }
+    })?;
+    crate::outln!(
+        "{}: {} fetched, {} already present (sha256 checked) in {}",
+        manifest.display(),
+        report.fetched.len(),
+        report.present.len(),
+        into.display()
+    )?;
+    Ok(())
 }
 
 /// Provenance of one raw file.

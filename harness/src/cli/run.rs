@@ -241,7 +241,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     )?;
     crate::outln!("{t}")?;
     crate::outln!(
-        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow warnings {}{}{}",
+        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow guard refusals {}, requests over the window {}{}{}",
         result.requests,
         result.peak_request_tokens,
         result.none_peak_request_tokens,
@@ -250,7 +250,8 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         100.0 * (result.request_tokens_total + result.summarizer_tokens_total()) as f64
             / result.none_request_tokens_total.max(1) as f64,
         result.none_request_tokens_total,
-        result.overflow_events,
+        result.overflow_guard_refusals,
+        result.overflow_requests,
         if result.unsplittable { "; unsplittable history (no split candidate after the task)" } else { "" },
         result.error.as_deref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
     )?;

@@ -159,8 +159,16 @@ pub struct ProbeRow {
     /// The moment is a compression that replaced the history (at-risk pairs are counted only there).
     pub compression: bool,
     pub early_only: Option<bool>,
+    /// `None` where it does not apply: strategies that write no summary keep nothing at risk.
     pub at_risk: Option<bool>,
+    /// What counts: the history held an accepted answer (`held`) and the moment is not after the
+    /// conversation's first request over the window (`after_overflow`).
     pub retained: bool,
+    /// The history held an accepted answer at this moment, overflow or not.
+    pub held: bool,
+    /// The moment lies at or after the first request larger than the window: the provider refused it, the
+    /// agent could not have gone on, so the probe scores as lost.
+    pub after_overflow: bool,
     /// Verification changed the summary and the probe was retained with the first-pass one.
     pub first_pass_retained: Option<bool>,
     /// The moment's compression ran a verification pass.
@@ -173,6 +181,16 @@ pub struct ProbeRow {
     pub judge_score: Option<u8>,
 }
 
+/// Whether a checkpoint lies at or after the cell's first request over the window: the end always does
+/// when there was one; a compression does when it came before that request or a later one.
+pub fn after_overflow(c: &CellResult, event: Option<usize>) -> bool {
+    let Some(first) = c.result.first_overflow_request() else { return false };
+    match event {
+        None => true,
+        Some(e) => c.result.events.get(e).is_some_and(|e| e.request >= first),
+    }
+}
+
 /// The rows of one cell, in checkpoint order.
 pub fn cell_rows(c: &CellResult, strategy: &str) -> Vec<ProbeRow> {
     let Some(r) = &c.probes else { return Vec::new() };
@@ -180,6 +198,7 @@ pub fn cell_rows(c: &CellResult, strategy: &str) -> Vec<ProbeRow> {
     let mut out = Vec::new();
     for cp in &r.checkpoints {
         let verified = cp.event.and_then(|e| c.result.events.get(e)).is_some_and(|e| e.verification.is_some());
+        let lost = after_overflow(c, cp.event);
         for s in &cp.scores {
             let answer = s.answer.as_ref().filter(|a| a.error.is_none());
             out.push(ProbeRow {
@@ -194,13 +213,15 @@ pub fn cell_rows(c: &CellResult, strategy: &str) -> Vec<ProbeRow> {
                 ordinal: cp.ordinal,
                 compression: cp.replaced,
                 early_only: s.early_only,
-                at_risk: s.at_risk,
-                retained: s.retained,
-                first_pass_retained: s.first_pass_retained,
+                at_risk: s.at_risk.filter(|_| c.result.summarizes),
+                retained: s.retained && !lost,
+                held: s.retained,
+                after_overflow: lost,
+                first_pass_retained: s.first_pass_retained.map(|f| f && !lost),
                 verified,
-                retrieval_correct: answer.filter(|_| retrieval).map(|a| a.grade.contains),
-                answer_score: answer.filter(|_| !retrieval).map(|a| a.grade.contains as u8 as f64),
-                judge_score: answer.and_then(|a| a.judge),
+                retrieval_correct: answer.filter(|_| retrieval).map(|a| a.grade.contains && !lost),
+                answer_score: answer.filter(|_| !retrieval).map(|a| (a.grade.contains && !lost) as u8 as f64),
+                judge_score: answer.and_then(|a| a.judge).map(|j| if lost { 0 } else { j }),
             });
         }
     }
@@ -307,6 +328,9 @@ fn row_figures(r: &ProbeRow) -> Vec<(&'static str, f64)> {
             }
         }
     } else {
+        if r.compression {
+            out.push(("kept_at_compressions", r.retained as u8 as f64));
+        }
         if r.compression && r.at_risk == Some(true) {
             out.push(("at_risk_retention", r.retained as u8 as f64));
         }
@@ -369,12 +393,19 @@ pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigur
         }
     }
     for (ci, c) in cells.iter().enumerate() {
-        let actions = c.probes.iter().flat_map(|r| &r.checkpoints).filter_map(|cp| cp.next_action.as_ref());
-        for a in actions {
+        let checkpoints = c.probes.iter().flat_map(|r| &r.checkpoints);
+        let actions = checkpoints.filter_map(|cp| Some((after_overflow(c, cp.event), cp.next_action.as_ref()?)));
+        for (lost, a) in actions {
+            // After an overflow the compressed session cannot act at all.
+            let (tool, args) = if lost {
+                (0.0, 0.0)
+            } else {
+                (a.compressed.tool_match as u8 as f64, a.compressed.argument_similarity)
+            };
             for (name, v) in [
-                ("next_action_compressed", a.compressed.tool_match as u8 as f64),
+                ("next_action_compressed", tool),
                 ("next_action_uncompressed", a.uncompressed.tool_match as u8 as f64),
-                ("next_action_args_compressed", a.compressed.argument_similarity),
+                ("next_action_args_compressed", args),
                 ("next_action_args_uncompressed", a.uncompressed.argument_similarity),
             ] {
                 let t = tallies.entry(name).or_default();
@@ -415,8 +446,13 @@ pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigur
 /// One probe figure of one conversation as (hits, scorings), the numerator and denominator `crate::metrics`
 /// pools over conversations; `None` when no scoring counts towards it.
 pub fn conversation_tally(c: &CellResult, figure: &str) -> Option<(f64, f64)> {
+    conversation_tally_of_kind(c, figure, None)
+}
+
+/// [`conversation_tally`] over the probes of one kind (`artifact`, `constraint`, …) when `kind` is given.
+pub fn conversation_tally_of_kind(c: &CellResult, figure: &str, kind: Option<&str>) -> Option<(f64, f64)> {
     let mut t = Tally::default();
-    for r in cell_rows(c, "") {
+    for r in cell_rows(c, "").into_iter().filter(|r| kind.is_none_or(|k| r.kind == k)) {
         for (name, v) in row_figures(&r) {
             if name == figure {
                 t.add(v);
@@ -516,6 +552,8 @@ pub fn write_probe_rows(
             Column::new("early_only".into(), rows.iter().map(|r| r.early_only).collect::<Vec<_>>()),
             Column::new("at_risk".into(), rows.iter().map(|r| r.at_risk).collect::<Vec<_>>()),
             Column::new("retained".into(), rows.iter().map(|r| r.retained).collect::<Vec<_>>()),
+            Column::new("held".into(), rows.iter().map(|r| r.held).collect::<Vec<_>>()),
+            Column::new("after_overflow".into(), rows.iter().map(|r| r.after_overflow).collect::<Vec<_>>()),
             Column::new("first_pass_retained".into(), rows.iter().map(|r| r.first_pass_retained).collect::<Vec<_>>()),
             Column::new("verified".into(), rows.iter().map(|r| r.verified).collect::<Vec<_>>()),
             Column::new("retrieval_correct".into(), rows.iter().map(|r| r.retrieval_correct).collect::<Vec<_>>()),
@@ -604,4 +642,86 @@ pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult], compari
     }
     md.push('\n');
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::observer::Checkpoint;
+    use crate::probes::{ProbeKind, ProbeOrigin, ProbeScore};
+    use crate::replay::{CompressionEvent, ConversationResult};
+    use crate::sweep::Cell;
+
+    fn score(retained: bool) -> ProbeScore {
+        ProbeScore {
+            probe: "p".into(),
+            kind: ProbeKind::Recall,
+            source: ProbeOrigin::Manual,
+            retained,
+            early_only: Some(true),
+            at_risk: Some(true),
+            answer: None,
+            first_pass_retained: None,
+            first_pass_answer: None,
+        }
+    }
+
+    fn checkpoint(event: Option<usize>) -> Checkpoint {
+        Checkpoint {
+            event,
+            turn: None,
+            ordinal: None,
+            replaced: event.is_some(),
+            scores: vec![score(true)],
+            next_action: None,
+        }
+    }
+
+    /// Compressions before requests 1 and 3; request 2 is the first over the window.
+    fn cell(summarizes: bool) -> CellResult {
+        let event = |request| CompressionEvent { request, ..Default::default() };
+        CellResult {
+            cell: Cell { point: "p".into(), conversation: "c".into(), repeat: 0 },
+            source: "s".into(),
+            transient_failure: false,
+            plan: String::new(),
+            digest: String::new(),
+            result: ConversationResult {
+                token_limit: 100,
+                request_tokens: vec![50, 90, 130, 80],
+                events: vec![event(1), event(3)],
+                summarizes,
+                ..Default::default()
+            },
+            probes: Some(ProbeResults {
+                probes: 1,
+                checkpoints: vec![checkpoint(Some(0)), checkpoint(Some(1)), checkpoint(None)],
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// From the first request over the window on, a probe the history still holds scores as lost: the
+    /// provider refused that request and the agent could not go on.
+    #[test]
+    fn no_probe_counts_as_retained_after_the_first_overflow() {
+        let c = cell(true);
+        let rows = cell_rows(&c, "gemini");
+        let flags: Vec<(bool, bool, bool)> = rows.iter().map(|r| (r.held, r.after_overflow, r.retained)).collect();
+        assert_eq!(flags, [(true, false, true), (true, true, false), (true, true, false)]);
+        assert_eq!(conversation_tally(&c, "early_only_retention"), Some((0.0, 1.0)));
+        assert_eq!(conversation_tally(&c, "at_risk_retention"), Some((1.0, 2.0)));
+        // Inside the window the same history keeps it.
+        let mut inside = cell(true);
+        inside.result.request_tokens[2] = 100;
+        assert_eq!(conversation_tally(&inside, "early_only_retention"), Some((1.0, 1.0)));
+    }
+
+    /// A strategy that writes no summary keeps nothing at risk: the figure does not apply (not 0).
+    #[test]
+    fn at_risk_retention_does_not_apply_without_a_summary() {
+        let c = cell(false);
+        assert!(cell_rows(&c, "drop-oldest").iter().all(|r| r.at_risk.is_none()));
+        assert_eq!(conversation_tally(&c, "at_risk_retention"), None);
+    }
 }

@@ -5,7 +5,9 @@
 
 pub mod aggregate;
 pub mod gate;
+pub mod kinds;
 pub mod plots;
+pub mod supports;
 pub mod systems;
 
 use crate::metrics;
@@ -189,7 +191,13 @@ pub fn scopes_tables(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> [Table;
                 // token ratio's; their intervals are in results/scopes.csv).
                 row.extend(own.iter().map(|n| figure_cell(n, r.figures.get(n), !n.contains("usd"))));
                 let d = r.vs_reference.get(diff).copied();
-                row.push(if diff == "storm_events" { count_ci(d) } else { pp_ci(d) });
+                let mut cell = if diff == "storm_events" { count_ci(d) } else { pp_ci(d) };
+                // A paired difference over another set than the row's (actionable: those either point can
+                // act on) says over how many.
+                if let Some(d) = d.filter(|d| d.n != r.conversations) {
+                    cell = format!("{cell} (n={})", d.n);
+                }
+                row.push(cell);
                 rows.push(row);
             }
         }
@@ -333,18 +341,6 @@ pub fn corpus(plan: &Plan, cells: &[CellResult]) -> Table {
     }
 }
 
-/// `+1.2 pp [+0.3, +2.1], distinguishable` from a paired difference.
-fn verdict(f: &metrics::Figure) -> String {
-    let distinguishable = f.low > 0.0 || f.high < 0.0;
-    format!(
-        "{:+.1} pp [{:+.1}, {:+.1}], {}",
-        f.value * 100.0,
-        f.low * 100.0,
-        f.high * 100.0,
-        if distinguishable { "distinguishable" } else { "not distinguishable (the paired interval contains 0)" }
-    )
-}
-
 /// Findings on the setup and the paired comparisons, from the scope figures.
 fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
     let mut out = Vec::new();
@@ -383,18 +379,6 @@ fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeF
                 a.high * 100.0,
                 actionable.conversations
             ));
-        }
-    }
-    for i in default_points(plan).into_iter().filter(|&i| i != ri) {
-        let kind = plan.points[i].strategy.kind();
-        let mut parts = Vec::new();
-        for scope in [aggregate::Scope::Pooled, aggregate::Scope::Actionable] {
-            if let Some(d) = get(i, &scope).and_then(|r| r.vs_reference.get("early_only_retention")) {
-                parts.push(format!("{scope} {} (n = {} conversations)", verdict(d), d.n));
-            }
-        }
-        if !parts.is_empty() {
-            out.push(format!("Early-only retention, `{kind}` − reference, paired: {}.", parts.join("; ")));
         }
     }
     out
@@ -436,8 +420,8 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
 }
 
 /// Early-only retention of each reference point against drop-oldest at the same threshold: the paired
-/// difference over the same conversations and probes (cluster bootstrap). *Distinguishable* only when its
-/// interval excludes 0; overlapping marginal intervals decide nothing.
+/// difference over the same conversations and probes (cluster bootstrap), judged as the claims are
+/// ([`supports::judge`]); overlapping marginal intervals decide nothing.
 fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     use std::fmt::Write;
     let Some(m) = metrics::metric("early_only_retention") else { return String::new() };
@@ -450,13 +434,12 @@ fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     for d in main("drop-oldest") {
         let Some(dp) = parts(d) else { continue };
         for g in main("gemini").filter(|g| g.axes.get("threshold") == d.axes.get("threshold")) {
-            let Some(diff) = parts(g).and_then(|gp| metrics::paired_difference(m, &gp, &dp)) else {
-                continue;
-            };
-            let verdict = if diff.low > 0.0 || diff.high < 0.0 {
-                "distinguishable"
-            } else {
-                "not distinguishable (the paired interval contains 0)"
+            let Some(gp) = parts(g) else { continue };
+            let Some(diff) = metrics::paired_difference(m, &gp, &dp) else { continue };
+            let (verdict, reason) = supports::judge(&diff, metrics::paired_fragility(m, &gp, &dp).as_ref(), &[]);
+            let verdict = match verdict {
+                supports::Verdict::Established => verdict.name().to_string(),
+                _ => format!("{} ({reason})", verdict.name()),
             };
             let _ = writeln!(
                 out,
@@ -709,8 +692,11 @@ pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
         .map_err(|source| ReportError::Results { path: results.clone(), source })?;
     crate::probes::figures::write_probe_rows(&plan, &cells, &results)
         .map_err(|source| ReportError::Results { path: results.join("probes.csv"), source })?;
+    let claims = supports::claims(&plan, &cells);
+    supports::write_claims(&claims, &results)
+        .map_err(|source| ReportError::Results { path: results.join("claims.csv"), source })?;
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
-    let md = markdown(run_dir, &plan, &cells, &scopes, &plots, wide);
+    let md = markdown(run_dir, &plan, &cells, &scopes, &claims, &plots, wide);
     let markdown_path = run_dir.join("report.md");
     crate::fsutil::write_atomic(&markdown_path, md.as_bytes())?;
     let terminal = format!("{}\n\n{}", headline(&plan, &cells, wide, false), sources_table(&plan, &cells).terminal());
@@ -746,6 +732,7 @@ fn markdown(
     plan: &Plan,
     cells: &[CellResult],
     scopes: &[aggregate::ScopeFigures],
+    claims: &[supports::Claim],
     plots: &PlotList,
     wide: bool,
 ) -> String {
@@ -761,7 +748,9 @@ fn markdown(
         crate::stats::BOOTSTRAP_SEED
     );
     md.push_str(&headline(plan, cells, wide, true));
-    md.push_str("\n\n## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on), over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate), and per source. Points by `#` (the headline table's numbers); Δ: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on), 95 % cluster-bootstrap intervals; n of every figure in `results/scopes.csv`.\n\n");
+    md.push_str("\n\n");
+    md.push_str(&supports::markdown(plan, cells, claims));
+    md.push_str("## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on), over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate), and per source. Points by `#` (the headline table's numbers); Δ: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on, their number as n= where it differs from the row's), 95 % cluster-bootstrap intervals; n of every figure in `results/scopes.csv`.\n\n");
     let [cost, quality, storms] = scopes_tables(plan, scopes);
     md.push_str("Cost:\n\n");
     md.push_str(&cost.markdown());
@@ -772,7 +761,7 @@ fn markdown(
     let reference = aggregate::reference_point(plan);
     let _ = write!(
         md,
-        "\n\n## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none`, then minus the reference point (#{} `{}`), paired per conversation (the same conversations and probes on both sides; cluster bootstrap: conversations resampled jointly): differences in percentage points with 95 % intervals. A difference is *distinguishable* only when its paired interval excludes 0.\n\n### All sources (pooled)\n\n",
+        "\n\n## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none`, then minus the reference point (#{} `{}`), paired per conversation (the same conversations and probes on both sides; cluster bootstrap: conversations resampled jointly): differences in percentage points with 95 % intervals. Which of them the data supports (interval excluding 0, sign kept with any one conversation left out): *What this run supports*.\n\n### All sources (pooled)\n\n",
         reference.and_then(|r| plan.point_number(&r.id)).map(|n| n.to_string()).unwrap_or_default(),
         reference.map(ConfigPoint::short_label).unwrap_or_default()
     );
@@ -805,6 +794,16 @@ fn markdown(
         md.push('\n');
     }
     md.push_str(&crate::probes::figures::markdown_section(plan, cells, &probe_comparisons(plan, cells)));
+    if let Some(t) = kinds::table(plan, cells) {
+        md.push_str(
+            "## At the compression points, by probe kind
+
+",
+        );
+        md.push_str("*Kept at compressions* (`kept_at_compressions`): over (probe, compression) pairs, probes whose evidence lies before the compression, the share whose gold the history holds right after it (0 from the conversation's first request over the window on); per kind, for each strategy's default point that compressed. *Pairs*: probe × compression scorings; *compressions*: that point's compressions in the conversations scored. Δ: paired by conversation against the agent's own compaction (`recorded`, where the plan has it) and against the reference, 95 % cluster-bootstrap intervals; ✓ marks an established difference (interval excludes 0 and no one conversation, left out, turns its sign). With `compress_at = \"recorded\"` every strategy compresses at the agent's own points, so both sides are the same compactions.\n\n");
+        md.push_str(&t.markdown());
+        md.push_str("\n\n");
+    }
     if let Some(t) = systems::per_system(plan, cells) {
         md.push_str("## Per system\n\n");
         md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Tokens vs none*: the sum of every request's size and the summarizer's tokens against the same replay without compression; *early-only retention*: share of the probes whose answer only the early history holds that are still answerable from the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *storms*: compressions that left the request at or above the strategy's own trigger (– where the trigger is not a token count); *overflows*: requests larger than the window.\n\n");

@@ -49,7 +49,7 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
         "early-only retention ↑",
         "compressions",
         "storms ↓",
-        "overflows ↓",
+        "overflow req. ↓",
     ];
     let mut rows = Vec::new();
     for (p, s) in plan.points.iter().zip(&summaries).filter(|(p, _)| p.slice.is_none()) {
@@ -73,7 +73,7 @@ fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<St
         pct(s.figure("early_only_retention").map(|f| f.value)),
         compressions.to_string(),
         s.figure("storm_events").map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "–".into()),
-        total("overflow_events"),
+        total("overflow_requests"),
     ]
 }
 

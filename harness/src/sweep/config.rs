@@ -157,6 +157,11 @@ pub struct RawDataset {
     /// Source name of its conversations (probe directory, report rows); default: the directory's name.
     #[serde(default)]
     pub source: Option<String>,
+    /// `project`: each conversation's source is its project instead (the repository's name from the
+    /// `SOURCE.md` table, else the file name's part before `--`), so every per-source table and the
+    /// leave-one-source-out checks of the report are per project.
+    #[serde(default, skip_serializing_if = "SourceBy::is_entry")]
+    pub source_by: SourceBy,
     /// Provenance recorded in each conversation; a `SOURCE.md` table beside the logs fills what is absent.
     #[serde(default)]
     pub license: Option<String>,
@@ -164,6 +169,23 @@ pub struct RawDataset {
     pub repository: Option<String>,
     #[serde(default)]
     pub commit: Option<String>,
+}
+
+/// What names the source of a raw dataset's conversations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceBy {
+    /// The entry's `source` (or its directory's name).
+    #[default]
+    Entry,
+    /// Each file's project.
+    Project,
+}
+
+impl SourceBy {
+    fn is_entry(&self) -> bool {
+        *self == SourceBy::Entry
+    }
 }
 
 impl RawDataset {

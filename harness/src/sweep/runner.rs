@@ -293,6 +293,7 @@ fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFil
                 let options = datasets::raw::RawOptions {
                     format: r.import_format().map_err(|e| RunError::Config(e.to_string()))?,
                     source: Some(source.clone()),
+                    source_by_project: r.source_by == crate::sweep::config::SourceBy::Project,
                     license: r.license.clone(),
                     repository: r.repository.clone(),
                     commit: r.commit.clone(),

@@ -145,7 +145,8 @@ impl FigureAcc {
 }
 
 fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
-    let with: Vec<&crate::probes::ProbeResults> = cells.iter().filter_map(|c| c.probes.as_ref()).collect();
+    let with: Vec<(&CellResult, &crate::probes::ProbeResults)> =
+        cells.iter().filter_map(|c| Some((*c, c.probes.as_ref()?))).collect();
     if with.is_empty() {
         return None;
     }
@@ -155,12 +156,14 @@ fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
     let mut inj = InjectionSummary::default();
     let mut final_obeyed = 0usize;
     let mut errors = 0;
-    for r in with {
+    for (c, r) in with {
         errors += r.error.is_some() as usize;
         for cp in &r.checkpoints {
+            // From the first request over the window on, nothing counts as kept (`probes::figures`).
+            let lost = crate::probes::figures::after_overflow(c, cp.event);
             for s in &cp.scores {
                 let k = kinds.entry(s.kind.name().to_string()).or_default();
-                let retained = s.retained as u8 as f64;
+                let retained = (s.retained && !lost) as u8 as f64;
                 if cp.event.is_some() {
                     all.events.push(retained);
                     k.events.push(retained);
@@ -175,9 +178,9 @@ fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
                 for acc in [&mut all, &mut *k] {
                     acc.end.push(retained);
                     if let Some(a) = s.answer.as_ref().filter(|a| a.error.is_none()) {
-                        acc.contains.push(a.grade.contains as u8 as f64);
-                        acc.f1.push(a.grade.f1);
-                        acc.exact.push(a.grade.exact as u8 as f64);
+                        acc.contains.push((a.grade.contains && !lost) as u8 as f64);
+                        acc.f1.push(if lost { 0.0 } else { a.grade.f1 });
+                        acc.exact.push((a.grade.exact && !lost) as u8 as f64);
                         if let Some(j) = a.judge {
                             acc.judge.push(j as f64);
                         }
@@ -263,6 +266,7 @@ pub const TABLE_WIDTH: usize = 120;
 const DEFAULT_COLUMNS: [(&str, u8); 17] = [
     ("tokens_vs_none", 0),
     ("early_only_retention", 0),
+    ("overflowed_conversations", 0),
     ("usd_vs_none", 1),
     ("reduction", 1),
     ("at_risk_retention", 1),
@@ -275,8 +279,7 @@ const DEFAULT_COLUMNS: [(&str, u8); 17] = [
     ("cache_hit_share", 3),
     ("hidden_inflation_events", 3),
     ("retention", 4),
-    ("window_exceeded_requests", 4),
-    ("overflow_events", 4),
+    ("overflow_guard_refusals", 4),
     ("cost_usd", 5),
 ];
 

@@ -107,12 +107,15 @@ async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk
     assert_eq!(n.early_only_retention.value, Some(1.0));
     assert_eq!(n.at_risk_retention.n, 0);
     let d = figures::point_figures(&drop_refs, "drop-oldest").unwrap();
-    assert!(d.at_risk_retention.n > 0, "drop-oldest puts probes at risk");
-    assert_eq!(d.at_risk_retention.value, Some(0.0), "nothing but verbatim turns survive drop-oldest");
+    // Drop-oldest drops evidence (the observer flags probes at risk) but writes no summary that could keep
+    // it: at-risk retention does not apply to it (it would be 0 by construction).
+    let flagged = drop_cells.iter().flat_map(|c| &c.probes.as_ref().unwrap().checkpoints).flat_map(|k| &k.scores);
+    assert!(flagged.filter(|s| s.at_risk == Some(true)).count() > 0, "drop-oldest puts probes at risk");
+    assert_eq!((d.at_risk_retention.n, d.at_risk_retention.value), (0, None), "not applicable, not 0");
     assert!(d.early_only_retention.value.unwrap() < 1.0);
     assert_eq!(d.early_only_retention.n, n.early_only_retention.n);
-    // Ordinal breakdown: at-risk pairs after the first compression are counted.
-    assert!(d.breakdown.iter().any(|b| b.by == "ordinal" && b.value == "1" && b.figure == "at_risk_retention"));
+    // Ordinal breakdown: early-only probes right after the first compression are counted.
+    assert!(d.breakdown.iter().any(|b| b.by == "ordinal" && b.value == "1" && b.figure == "early_only_retention"));
     // Per-conversation tallies (what `metrics` pools) are the rows' own counts.
     for c in &drop_cells {
         let rows = figures::cell_rows(c, "drop-oldest");

@@ -638,7 +638,9 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
     let same = gate::compare(&baseline, &baseline, &rules).unwrap();
     assert!(same.passed());
     let retention = |r: &gate::GateReport| {
-        r.checks.iter().find(|c| c.metric == "retention_at_events" && c.only == gate::Only::Compressed).unwrap().clone()
+        // The summary's own recall: what halving its sections loses. (Retention at events moves less: after a
+        // conversation's first request over the window every probe scores as lost in both runs.)
+        r.checks.iter().find(|c| c.metric == "at_risk_retention" && c.only == gate::Only::Compressed).unwrap().clone()
     };
     let power = retention(&same);
     assert!(power.n >= 5 && power.detectable.is_some_and(|d| d > 0.0 && d < 0.1), "{power:?}");
@@ -653,11 +655,12 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
     assert_eq!(check.verdict, gate::Verdict::Regression, "{}", gate::markdown(&r));
     assert!(!r.passed());
 
-    // A split that keeps less (preserve fraction 0.2 instead of 0.3), presented to the gate as the same
-    // configuration: its cells moved into a copy of the baseline's plan.
+    // A split that keeps a third as much (preserve fraction 0.1 instead of 0.3), presented to the gate as the
+    // same configuration: its cells moved into a copy of the baseline's plan. (0.2 is within noise on 20
+    // conversations' early-only probes; the gate no longer rules on unconditional retention.)
     let less = tmp.path().join("less");
     let less_plan =
-        run_in_process(&POWER.replace("preserve_fraction = [0.3]", "preserve_fraction = [0.2]"), &less, None);
+        run_in_process(&POWER.replace("preserve_fraction = [0.3]", "preserve_fraction = [0.1]"), &less, None);
     let moved = tmp.path().join("moved");
     copy_dir(&baseline, &moved);
     std::fs::remove_dir_all(moved.join("cells")).unwrap();

@@ -114,7 +114,7 @@ async fn a_single_task_tool_loop_has_no_split_point() {
     let r = run(&conv, &gemini(16_384, 0.5), &settings(16_384)).await;
     assert!(r.events.is_empty(), "{:?}", r.events_by_status);
     assert_eq!(r.events_by_status.get("NOOP").copied(), Some(r.requests as u64));
-    assert!(r.overflow_events > 0, "the window overflows instead");
+    assert!(r.overflow_guard_refusals > 0, "the window overflows instead");
 }
 
 #[tokio::test]

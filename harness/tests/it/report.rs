@@ -295,3 +295,52 @@ fn the_baseline_keeps_triggers_above_the_first_request_and_compressions_rare() {
     }
     assert!(per_source.values().any(|(_, c)| *c > 0), "the reference compresses somewhere: {per_source:?}");
 }
+
+/// The numbers of `text` (thousands separators dropped, signs ignored) that `source` does not contain.
+fn numbers_missing(text: &str, source: &str) -> Vec<String> {
+    let number = regex::Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").unwrap();
+    let known: std::collections::BTreeSet<String> =
+        number.find_iter(source).map(|m| m.as_str().replace(',', "")).collect();
+    number.find_iter(text).map(|m| m.as_str().replace(',', "")).filter(|n| !known.contains(n)).collect()
+}
+
+/// The README quotes committed reports and adds no figure of its own: every number inside a
+/// `<!-- figures: DIR -->` … `<!-- /figures -->` block is in `DIR/report.md`.
+#[test]
+fn readme_figures_are_in_the_committed_reports() {
+    assert_eq!(numbers_missing("kept 97.9 % of 1,603, not 12.5", "97.9% [1.0, 2.0] 1603"), ["12.5"]);
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let open = regex::Regex::new(r"<!-- figures: (\S+) -->").unwrap();
+    let mut dirs = Vec::new();
+    for cap in open.captures_iter(&readme) {
+        let dir = cap[1].to_string();
+        let start = cap.get(0).unwrap().end();
+        let end = start + readme[start..].find("<!-- /figures -->").unwrap_or_else(|| panic!("{dir}: unclosed block"));
+        let report = std::fs::read_to_string(repo().join(&dir).join("report.md")).unwrap();
+        let missing = numbers_missing(&readme[start..end], &report);
+        assert!(missing.is_empty(), "README numbers quoted from {dir} that its report.md does not hold: {missing:?}");
+        dirs.push(dir);
+    }
+    for dir in ["reports/baseline", "reports/long-sessions"] {
+        assert!(dirs.iter().any(|d| d == dir), "the README quotes {dir} inside a figures block: {dirs:?}");
+    }
+}
+
+/// The committed baseline scores overflow as a failure: no probe counts as retained at or after its
+/// conversation's first request over the window, and the rule is exercised (some probes are lost to it).
+#[test]
+fn the_baseline_keeps_no_probe_after_an_overflow_and_truncation_only_did_not_act() {
+    let dir = repo().join("reports/baseline/results");
+    let probes = csv(&dir.join("probes.csv"));
+    assert!(probes.iter().all(|p| !(p["after_overflow"] == "true" && p["retained"] == "true")));
+    assert!(probes.iter().any(|p| p["after_overflow"] == "true" && p["held"] == "true"), "the rule never bit");
+    let claims = csv(&dir.join("claims.csv"));
+    let truncation: Vec<_> = claims.iter().filter(|c| c["strategy"] == "truncation-only").collect();
+    assert!(!truncation.is_empty() && truncation.iter().all(|c| c["verdict"] == "did not act"), "{truncation:?}");
+    for c in claims.iter().filter(|c| c["verdict"] == "established") {
+        let f = |k: &str| c[k].parse::<f64>().unwrap();
+        let side = f("difference").signum();
+        assert!(side != 0.0 && f("ci_low") * side > 0.0 && f("ci_high") * side > 0.0, "{c:?}");
+        assert!(f("loo_low") * side > 0.0 && f("loo_high") * side > 0.0, "{c:?}");
+    }
+}

@@ -130,11 +130,25 @@ pub struct ConversationResult {
     /// Summarizer input and output tokens over the whole replay (every pass, every event).
     pub summarizer_input_tokens_total: u64,
     pub summarizer_output_tokens_total: u64,
-    /// Requests the reference's overflow guard would have refused.
-    pub overflow_events: u64,
-    /// Requests larger than the window, with and without compression.
-    pub window_exceeded_requests: u64,
-    pub none_window_exceeded_requests: u64,
+    /// Requests the reference's overflow guard would have refused (its own pre-send estimate).
+    #[serde(alias = "overflow_events")]
+    pub overflow_guard_refusals: u64,
+    /// Requests larger than the window, with and without compression: a provider refuses each of them, so
+    /// the agent could not have gone on from the first one ([`ConversationResult::first_overflow_request`]).
+    #[serde(alias = "window_exceeded_requests")]
+    pub overflow_requests: u64,
+    #[serde(alias = "none_window_exceeded_requests")]
+    pub none_overflow_requests: u64,
+    /// The largest uncompressed request a trigger sees: every request but the last (the trigger before a
+    /// request sees the previous one's size, so no trigger ever sees the final request).
+    #[serde(default)]
+    pub none_trigger_seen_peak_tokens: u64,
+    /// The strategy writes a summary of what it removes ([`Strategy::summarizes`]): only then can a fact whose
+    /// evidence left the history verbatim survive, so at-risk retention applies.
+    ///
+    /// [`Strategy::summarizes`]: crate::replay::strategy::Strategy::summarizes
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summarizes: bool,
     /// The last stored history as a request (without a pending turn).
     pub final_history_tokens: u64,
     pub final_history_contents: usize,
@@ -166,12 +180,29 @@ impl ConversationResult {
         }
     }
 
-    /// The strategy's trigger fired, or the conversation without compression reaches it and has somewhere
-    /// to split (an unsplittable history gives the reference nothing to cut): a conversation the strategy
-    /// can act on.
+    /// The strategy's trigger fired, or the conversation without compression reaches it at a request the
+    /// trigger sees (not the last) and has somewhere to split (an unsplittable history gives the reference
+    /// nothing to cut): a conversation the strategy can act on.
     pub fn actionable(&self) -> bool {
         self.compressions().next().is_some()
-            || self.trigger_tokens.is_some_and(|t| !self.unsplittable && self.none_peak_request_tokens >= t)
+            || self.trigger_tokens.is_some_and(|t| !self.unsplittable && self.none_trigger_seen_peak_tokens >= t)
+    }
+
+    /// Index of the first request larger than the window: the provider refuses it and the session ends
+    /// there, so nothing the history holds from then on counts as kept.
+    pub fn first_overflow_request(&self) -> Option<usize> {
+        self.request_tokens.iter().position(|&t| t > self.token_limit)
+    }
+
+    /// Some request exceeded the window.
+    pub fn overflowed(&self) -> bool {
+        self.first_overflow_request().is_some()
+    }
+
+    /// Tokens of the requests from the first overflow on (what a session that went on would have paid for
+    /// requests the provider refuses).
+    pub fn tokens_after_overflow(&self) -> u64 {
+        self.first_overflow_request().map_or(0, |i| self.request_tokens[i..].iter().sum())
     }
 
     /// Events the strategy reported as COMPRESSED.

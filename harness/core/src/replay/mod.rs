@@ -563,6 +563,11 @@ impl Uncompressed {
         self.requests.iter().copied().max().unwrap_or(self.overhead)
     }
 
+    /// The largest request a trigger sees: every request but the last (a trigger sees the previous request).
+    pub fn trigger_seen_peak(&self) -> u64 {
+        self.requests.split_last().and_then(|(_, seen)| seen.iter().copied().max()).unwrap_or(0)
+    }
+
     /// The first request (system prompt + tool declarations + first turn): the fixed part of every request.
     pub fn first_request(&self) -> u64 {
         self.requests.first().copied().unwrap_or(self.overhead)
@@ -629,6 +634,7 @@ pub async fn replay_spec(
         Ok(strategy) => {
             let mut result = replay_prepared(input, &uncompressed, strategy.as_ref(), settings, llm, observer).await;
             result.trigger_tokens = spec.trigger_tokens();
+            result.summarizes = spec.summarizes();
             result
         }
         Err(e) => failed(&input, e.to_string()),
@@ -662,6 +668,7 @@ pub async fn replay_prepared(
         contents: input.history.len(),
         token_limit,
         none_peak_request_tokens: uncompressed.peak(),
+        none_trigger_seen_peak_tokens: uncompressed.trigger_seen_peak(),
         first_request_tokens: uncompressed.first_request(),
         prompt_count_source,
         unsplittable,
@@ -786,7 +793,7 @@ pub async fn replay_prepared(
         }
         let pending_parts: Vec<Value> = pending.iter().flat_map(|c| history::parts(c).iter().cloned()).collect();
         if overflow_check(settings.overflow_guard, token_limit, last_prompt, &pending_parts).is_some() {
-            result.overflow_events += 1;
+            result.overflow_guard_refusals += 1;
         }
         for (j, c) in pending.iter().enumerate() {
             counted!(stored.push(c, uncompressed.measures.get(pending_start + j).copied().flatten()).await);
@@ -799,11 +806,11 @@ pub async fn replay_prepared(
         result.request_tokens_total += request;
         result.cached_request_tokens_total += cached;
         result.peak_request_tokens = result.peak_request_tokens.max(request);
-        result.window_exceeded_requests += (request > token_limit) as u64;
+        result.overflow_requests += (request > token_limit) as u64;
         let none_request = uncompressed.requests.get(k).copied().unwrap_or(request);
         result.none_request_tokens_total += none_request;
         result.none_cached_request_tokens_total += uncompressed.cached.get(k).copied().unwrap_or(0);
-        result.none_window_exceeded_requests += (none_request > token_limit) as u64;
+        result.none_overflow_requests += (none_request > token_limit) as u64;
         last_prompt = match settings.prompt_count_source {
             PromptCountSource::Recorded if use_recorded && !compressed_any => {
                 input.recorded_prompt_tokens.get(i).copied().flatten().unwrap_or(request)
@@ -1038,7 +1045,12 @@ mod tests {
         let r = run(&spec, input, &settings);
         assert_eq!(r.none_peak_request_tokens, peak);
         assert_eq!(r.token_limit, (0.6 * peak as f64).ceil() as u64);
-        assert_eq!(r.window_exceeded_requests, r.request_tokens.iter().filter(|&&t| t > r.token_limit).count() as u64);
+        assert_eq!(r.overflow_requests, r.request_tokens.iter().filter(|&&t| t > r.token_limit).count() as u64);
+        // No trigger sees the last request: the peak it sees is the largest of the others.
+        let seen = r.request_tokens[..r.request_tokens.len() - 1].iter().copied().max().unwrap();
+        assert_eq!(r.none_trigger_seen_peak_tokens, seen);
+        assert!(r.none_trigger_seen_peak_tokens < r.none_peak_request_tokens, "the last request is the largest here");
+        assert!(!r.summarizes, "drop-oldest writes no summary");
         // One task then only tool responses: nothing for drop-oldest (or the reference) to cut at.
         assert!(r.unsplittable && r.events.is_empty());
         assert_eq!(r.split_points["current"], 0, "{:?}", r.split_points);

@@ -23,6 +23,11 @@ impl StrategySpec {
     pub fn trigger_tokens(&self) -> Option<u64> {
         registry().into_iter().find(|s| s.name() == self.name)?.trigger_tokens(&self.params)
     }
+
+    /// Whether this point's strategy writes a summary of what it removes ([`Strategy::summarizes`]).
+    pub fn summarizes(&self) -> bool {
+        registry().into_iter().find(|s| s.name() == self.name).is_some_and(|s| s.summarizes())
+    }
 }
 
 static REGISTRY: LazyLock<RwLock<Vec<Arc<dyn Strategy>>>> = LazyLock::new(|| RwLock::new(strategies::builtin()));

@@ -191,6 +191,12 @@ pub trait Strategy: Send + Sync {
     fn knobs(&self) -> Vec<Knob>;
     /// Whether it calls the summarizer model (then it is swept over the grid's `summarizer` values).
     fn uses_llm(&self) -> bool;
+    /// Whether it writes a summary of what it removes (then a fact whose evidence it dropped can still
+    /// survive, and at-risk retention applies). Strategies that only drop, mask or truncate keep nothing at
+    /// risk. By default: whatever calls the summarizer.
+    fn summarizes(&self) -> bool {
+        self.uses_llm()
+    }
     /// The agent whose policy it models (`Codex CLI`), for the per-system report; `None` for baselines.
     fn system(&self) -> Option<&'static str> {
         None

@@ -3,6 +3,7 @@
 mod compactions;
 mod importers;
 mod malformed;
+mod manifest;
 mod real_sessions;
 
 use super::import::{Format, Imported};

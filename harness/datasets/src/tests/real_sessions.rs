@@ -119,3 +119,25 @@ fn agent_sessions_claude_code_import_whole_with_every_compaction() {
 fn agent_sessions_codex_import_whole_with_every_compaction() {
     assert_eq!(check_against_reader("agent-sessions/codex", "codex_read.py"), (8, 8));
 }
+
+/// Each agent-sessions file belongs to its project: the repository named in `SOURCE.md`, which agrees with
+/// the `<project>--<session>` file name; five Claude Code projects, one Codex project.
+#[test]
+fn agent_sessions_files_name_their_projects() {
+    assert_eq!(raw::project_of("FitToday--06560e53.jsonl.gz", None), "FitToday");
+    assert_eq!(raw::project_of("plain.jsonl", None), "plain");
+    for (dir, projects) in [("claude-code", 5), ("codex", 1)] {
+        let root = shared_dir().join("datasets-raw/agent-sessions").join(dir);
+        let table = raw::provenance_table(&root);
+        let mut seen = std::collections::BTreeSet::new();
+        for f in corpus(&format!("agent-sessions/{dir}")) {
+            let base = f.file_name().unwrap().to_string_lossy().into_owned();
+            let row = table.get(&base);
+            assert!(row.is_some_and(|r| r.repository.is_some()), "{base}: no provenance row");
+            let project = raw::project_of(&base, row);
+            assert_eq!(Some(project.as_str()), base.split_once("--").map(|p| p.0), "{base}");
+            seen.insert(project);
+        }
+        assert_eq!(seen.len(), projects, "{dir}: {seen:?}");
+    }
+}

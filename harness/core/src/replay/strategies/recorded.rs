@@ -30,6 +30,10 @@ impl Strategy for Recorded {
     fn uses_llm(&self) -> bool {
         false
     }
+    /// The agent's own summary (Codex's is opaque, but the agent wrote one).
+    fn summarizes(&self) -> bool {
+        true
+    }
     fn knobs(&self) -> Vec<Knob> {
         Vec::new()
     }

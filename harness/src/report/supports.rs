@@ -1,0 +1,345 @@
+//! "What this run supports": the report's claims, generated from the data. Each claim is one paired
+//! difference (a strategy's default point minus `none` or minus the reference) over one stated set of
+//! conversations, with its interval, its leave-one-conversation-out range and the share of the largest
+//! conversation. A claim is *established* only when its interval excludes 0 and no single conversation,
+//! left out, turns its sign; a point that never compressed *did not act* and makes no claim.
+
+use super::aggregate::{none_point, reference_point};
+use super::default_points;
+use crate::metrics::{self, Figure, Fragility, Parts};
+use crate::sweep::{CellResult, ConfigPoint, Plan};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// What the data says of one claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The paired interval excludes 0 and no single conversation, left out, flips the sign.
+    Established,
+    /// The interval includes 0, or one conversation decides the sign, or too few conversations pair.
+    NotEstablished,
+    /// The point never compressed on these conversations: it equals `none`, and no difference is a finding.
+    DidNotAct,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Established => "established",
+            Verdict::NotEstablished => "not established",
+            Verdict::DidNotAct => "did not act",
+        }
+    }
+}
+
+/// The verdict on a paired difference and why; `by_source` is the difference with each source (or
+/// project) left out in turn, when there are several.
+pub fn judge(d: &Figure, fragility: Option<&Fragility>, by_source: &[(String, f64)]) -> (Verdict, String) {
+    if d.low <= 0.0 && d.high >= 0.0 {
+        return (Verdict::NotEstablished, "the paired interval includes 0".into());
+    }
+    let flipped = |v: f64| v * d.value <= 0.0;
+    if let Some((source, v)) = by_source.iter().find(|(_, v)| flipped(*v)) {
+        return (
+            Verdict::NotEstablished,
+            format!("carried by one source: without `{source}` it is {:+.1} pp", v * 100.0),
+        );
+    }
+    match fragility {
+        None => (Verdict::NotEstablished, "fewer than two paired conversations".into()),
+        Some(f) if f.sign_flips(d.value) => (
+            Verdict::NotEstablished,
+            format!("leaving one conversation out gives {:+.1} to {:+.1} pp", f.loo_low * 100.0, f.loo_high * 100.0),
+        ),
+        Some(_) => (Verdict::Established, String::new()),
+    }
+}
+
+/// One claim of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Claim {
+    /// The point's number in the report (`#`).
+    pub point: usize,
+    pub strategy: String,
+    /// `none` or `reference`.
+    pub against: &'static str,
+    pub metric: &'static str,
+    /// `pooled` (every conversation both points have) or `actionable` (those either can act on).
+    pub scope: &'static str,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub difference: Option<Figure>,
+    pub fragility: Option<Fragility>,
+    /// The difference with each source (or project) left out in turn, when the claim spans several.
+    pub without_source: Vec<(String, f64)>,
+}
+
+/// The metrics a claim is made on.
+pub const CLAIM_METRICS: [&str; 2] = ["tokens_vs_none", "early_only_retention"];
+
+fn point_parts(plan: &Plan, cells: &[CellResult], p: &ConfigPoint) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
+    metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), metrics::point_pricing(plan, p).as_ref())
+}
+
+/// A point compressed somewhere (an event that changed the history).
+pub fn acted(cells: &[CellResult], p: &ConfigPoint) -> bool {
+    cells.iter().any(|c| c.cell.point == p.id && c.result.compressions().next().is_some())
+}
+
+fn actionable_conversations<'a>(cells: &'a [CellResult], p: &ConfigPoint) -> BTreeSet<&'a str> {
+    cells
+        .iter()
+        .filter(|c| c.cell.point == p.id && c.result.actionable())
+        .map(|c| c.cell.conversation.as_str())
+        .collect()
+}
+
+/// Every claim of the run: each strategy's default point against `none` and against the reference, on
+/// tokens and early-only retention, pooled and over the conversations either can act on.
+pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
+    let reference = reference_point(plan);
+    let source_of: BTreeMap<&str, &str> =
+        cells.iter().map(|c| (c.cell.conversation.as_str(), c.source.as_str())).collect();
+    let mut out = Vec::new();
+    for i in default_points(plan) {
+        let p = &plan.points[i];
+        if p.strategy.kind() == "none" {
+            continue;
+        }
+        let strategy = p.strategy.kind().to_string();
+        if !acted(cells, p) {
+            out.push(Claim {
+                point: i + 1,
+                strategy,
+                against: "none",
+                metric: "tokens_vs_none",
+                scope: "pooled",
+                verdict: Verdict::DidNotAct,
+                reason: "it never compressed: every figure equals `none`'s".into(),
+                difference: None,
+                fragility: None,
+                without_source: Vec::new(),
+            });
+            continue;
+        }
+        let mine = point_parts(plan, cells, p);
+        let bases = [("none", none_point(plan, p)), ("reference", reference.filter(|r| r.id != p.id))];
+        for (against, base) in bases {
+            let Some(base) = base else { continue };
+            let theirs = point_parts(plan, cells, base);
+            let either: BTreeSet<&str> =
+                actionable_conversations(cells, p).union(&actionable_conversations(cells, base)).copied().collect();
+            for metric in CLAIM_METRICS {
+                let (Some(m), Some(a), Some(b)) = (metrics::metric(metric), mine.get(metric), theirs.get(metric))
+                else {
+                    continue;
+                };
+                for scope in ["pooled", "actionable"] {
+                    let keep = |v: &Vec<(String, Parts)>| -> Vec<(String, Parts)> {
+                        v.iter().filter(|(c, _)| scope == "pooled" || either.contains(c.as_str())).cloned().collect()
+                    };
+                    let (a, b) = (keep(a), keep(b));
+                    let Some(d) = metrics::paired_difference(m, &a, &b) else { continue };
+                    let fragility = metrics::paired_fragility(m, &a, &b);
+                    let without_source = metrics::leave_group_out(m, &a, &b, &|c| {
+                        source_of.get(c).map(|s| s.to_string()).unwrap_or_default()
+                    });
+                    let (verdict, reason) = judge(&d, fragility.as_ref(), &without_source);
+                    out.push(Claim {
+                        point: i + 1,
+                        strategy: strategy.clone(),
+                        against,
+                        metric,
+                        scope,
+                        verdict,
+                        reason,
+                        difference: Some(d),
+                        fragility,
+                        without_source,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn pp(x: f64) -> String {
+    format!("{:+.1}", x * 100.0)
+}
+
+/// One claim as a sentence.
+pub fn sentence(c: &Claim) -> String {
+    let what = metrics::metric(c.metric).map_or(c.metric, |m| m.header);
+    let against = if c.against == "none" { "`none`" } else { "the reference" };
+    let Some(d) = c.difference else {
+        return format!("#{} `{}` **did not act**: {}; no finding.", c.point, c.strategy, c.reason);
+    };
+    let mut s = format!(
+        "#{} `{}` − {against}, {what} ({}, n = {} conversations): {} pp [{}, {}]",
+        c.point,
+        c.strategy,
+        c.scope,
+        d.n,
+        pp(d.value),
+        pp(d.low),
+        pp(d.high)
+    );
+    if let Some(f) = &c.fragility {
+        let _ = write!(
+            s,
+            "; leave-one-out {} to {}; largest conversation {:.0} % of the weight",
+            pp(f.loo_low),
+            pp(f.loo_high),
+            f.top_share * 100.0
+        );
+    }
+    if !c.without_source.is_empty() {
+        let (lo, hi) =
+            c.without_source.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), (_, v)| (l.min(*v), h.max(*v)));
+        let _ = write!(s, "; with one of its {} sources left out {} to {}", c.without_source.len(), pp(lo), pp(hi));
+    }
+    let _ = write!(s, ": **{}**", c.verdict.name());
+    if !c.reason.is_empty() && c.verdict != Verdict::Established {
+        let _ = write!(s, " ({})", c.reason);
+    }
+    s.push('.');
+    s
+}
+
+/// Whether each point finished its conversations inside the window, and how often it did not.
+pub fn overflow_lines(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in default_points(plan) {
+        let p = &plan.points[i];
+        let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
+        let overflowed = mine.iter().filter(|c| c.result.overflowed()).count();
+        let requests: u64 = mine.iter().map(|c| c.result.overflow_requests).sum();
+        out.push(format!(
+            "#{} `{}`: {} of {} conversations finished inside the window; {overflowed} overflowed ({requests} requests over the window; from the first one on, their probes score as lost).",
+            i + 1,
+            p.strategy.kind(),
+            mine.len() - overflowed,
+            mine.len()
+        ));
+    }
+    out
+}
+
+/// The report's section.
+pub fn markdown(plan: &Plan, cells: &[CellResult], claims: &[Claim]) -> String {
+    let mut md = String::from("## What this run supports\n\n");
+    md.push_str(
+        "Generated from the data: each strategy's default point minus `none` and minus the reference, paired by \
+         conversation, over every conversation both have (*pooled*) and over those either can act on \
+         (*actionable*), with the 95 % cluster-bootstrap interval, the range with any one conversation left out, \
+         and the largest conversation's share of the figure's weight. A difference is *established* only when its \
+         interval excludes 0 and no single conversation, left out, turns its sign; otherwise it is *not \
+         established*, whatever its size. A point that never compressed *did not act*. Every claim is in \
+         `results/claims.csv`.\n\n",
+    );
+    let mut established: Vec<&Claim> = claims.iter().filter(|c| c.verdict == Verdict::Established).collect();
+    established.sort_by_key(|c| (c.point, c.against, c.metric, c.scope));
+    md.push_str("Established:\n\n");
+    if established.is_empty() {
+        md.push_str("- nothing.\n");
+    }
+    for c in established {
+        let _ = writeln!(md, "- {}", sentence(c));
+    }
+    md.push_str("\nNot established, or did not act:\n\n");
+    let rest: Vec<&Claim> = claims.iter().filter(|c| c.verdict != Verdict::Established).collect();
+    if rest.is_empty() {
+        md.push_str("- nothing.\n");
+    }
+    for c in rest {
+        let _ = writeln!(md, "- {}", sentence(c));
+    }
+    md.push_str("\nOverflow (a request larger than the window is refused by the provider; the agent stops there):\n\n");
+    for l in overflow_lines(plan, cells) {
+        let _ = writeln!(md, "- {l}");
+    }
+    md.push('\n');
+    md
+}
+
+/// Writes `results/claims.{csv,json}`.
+pub fn write_claims(claims: &[Claim], dir: &std::path::Path) -> polars::prelude::PolarsResult<()> {
+    use polars::prelude::*;
+    let s = |f: &dyn Fn(&Claim) -> String| claims.iter().map(f).collect::<Vec<String>>();
+    let d = |f: &dyn Fn(&Figure) -> f64| claims.iter().map(|c| c.difference.as_ref().map(f)).collect::<Vec<_>>();
+    let g = |f: &dyn Fn(&Fragility) -> f64| claims.iter().map(|c| c.fragility.as_ref().map(f)).collect::<Vec<_>>();
+    let mut df = DataFrame::new(
+        claims.len(),
+        vec![
+            Column::new("point".into(), claims.iter().map(|c| c.point as u64).collect::<Vec<_>>()),
+            Column::new("strategy".into(), s(&|c| c.strategy.clone())),
+            Column::new("against".into(), s(&|c| c.against.to_string())),
+            Column::new("metric".into(), s(&|c| c.metric.to_string())),
+            Column::new("scope".into(), s(&|c| c.scope.to_string())),
+            Column::new("verdict".into(), s(&|c| c.verdict.name().to_string())),
+            Column::new(
+                "conversations".into(),
+                claims.iter().map(|c| c.difference.map(|d| d.n as u64)).collect::<Vec<_>>(),
+            ),
+            Column::new("difference".into(), d(&|f| f.value)),
+            Column::new("ci_low".into(), d(&|f| f.low)),
+            Column::new("ci_high".into(), d(&|f| f.high)),
+            Column::new("loo_low".into(), g(&|f| f.loo_low)),
+            Column::new("loo_high".into(), g(&|f| f.loo_high)),
+            Column::new(
+                "top_conversation".into(),
+                claims.iter().map(|c| c.fragility.as_ref().map(|f| f.top_conversation.clone())).collect::<Vec<_>>(),
+            ),
+            Column::new("top_share".into(), g(&|f| f.top_share)),
+            Column::new(
+                "without_source".into(),
+                s(&|c| c.without_source.iter().map(|(g, v)| format!("{g}={v}")).collect::<Vec<_>>().join(";")),
+            ),
+            Column::new("reason".into(), s(&|c| c.reason.clone())),
+        ],
+    )?;
+    std::fs::create_dir_all(dir)?;
+    CsvWriter::new(std::fs::File::create(dir.join("claims.csv"))?).finish(&mut df)?;
+    crate::fsutil::write_atomic(
+        &dir.join("claims.json"),
+        serde_json::to_string_pretty(claims).unwrap_or_default().as_bytes(),
+    )
+    .map_err(|e| PolarsError::ComputeError(e.to_string().into()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(value: f64, low: f64, high: f64) -> Figure {
+        Figure { value, n: 10, low, high }
+    }
+
+    fn fragile(loo_low: f64, loo_high: f64) -> Fragility {
+        Fragility { loo_low, loo_high, top_conversation: "c".into(), top_share: 0.5 }
+    }
+
+    #[test]
+    fn a_claim_is_established_only_when_the_interval_and_every_leave_one_out_agree() {
+        let (v, _) = judge(&fig(-0.2, -0.3, -0.1), Some(&fragile(-0.25, -0.15)), &[]);
+        assert_eq!(v, Verdict::Established);
+        // One source (project) carries it: without it the sign turns.
+        let by_source = [("a".to_string(), -0.3), ("b".to_string(), 0.01)];
+        let (v, why) = judge(&fig(-0.2, -0.3, -0.1), Some(&fragile(-0.25, -0.15)), &by_source);
+        assert_eq!(v, Verdict::NotEstablished);
+        assert!(why.contains("`b`"), "{why}");
+        let (v, why) = judge(&fig(-0.2, -0.3, 0.01), Some(&fragile(-0.25, -0.15)), &[]);
+        assert_eq!(v, Verdict::NotEstablished);
+        assert!(why.contains("includes 0"), "{why}");
+        let (v, why) = judge(&fig(-0.2, -0.3, -0.1), Some(&fragile(-0.25, 0.02)), &[]);
+        assert_eq!(v, Verdict::NotEstablished);
+        assert!(why.contains("+2.0"), "{why}");
+        assert_eq!(judge(&fig(0.2, 0.1, 0.3), None, &[]).0, Verdict::NotEstablished);
+        // A difference of exactly 0 with a degenerate interval is not a finding either.
+        assert_eq!(judge(&fig(0.0, 0.0, 0.0), Some(&fragile(0.0, 0.0)), &[]).0, Verdict::NotEstablished);
+    }
+}
