@@ -381,7 +381,35 @@ fn strip_root(path: &str) -> Vec<String> {
             accept.push(rest.to_string());
         }
     }
+    // An absolute path under an unknown checkout (`/home/me/projects/app/src/lib/x.ts`): a summary names the
+    // file relative to the project, so its last directory and name are accepted too.
+    if accept.is_empty() && path.starts_with('/') {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        if parts.len() >= 3 {
+            accept.push(parts[parts.len() - 2..].join("/"));
+        }
+    }
     accept
+}
+
+/// The files a patch in Codex's `apply_patch` format adds, updates, deletes or moves to.
+fn patch_paths(text: &str) -> Vec<String> {
+    const HEADERS: [&str; 4] = ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "];
+    text.lines()
+        .filter_map(|l| HEADERS.iter().find_map(|h| l.trim_start().strip_prefix(h)))
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// Every string in a call's arguments (an `input` patch, a `cmd` string, a `command` array).
+fn argument_strings(args: &serde_json::Value) -> Vec<&str> {
+    match args {
+        serde_json::Value::String(s) => vec![s.as_str()],
+        serde_json::Value::Array(a) => a.iter().flat_map(argument_strings).collect(),
+        serde_json::Value::Object(m) => m.values().flat_map(argument_strings).collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn artifact(out: &mut Vec<Candidate>, seen: &mut BTreeSet<String>, path: &str, question: String, at: usize) {
@@ -517,8 +545,21 @@ fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>)
     }
 }
 
-const WRITE_TOOLS: &[&str] =
-    &["write_file", "create_file", "edit", "edit_file", "replace", "insert", "str_replace", "apply_patch"];
+/// Tools that write files, by lower-cased name: Gemini CLI's and SWE-agent's, Claude Code's (`Edit`, `Write`,
+/// `MultiEdit`, `NotebookEdit`) and Codex's `apply_patch`.
+const WRITE_TOOLS: &[&str] = &[
+    "write_file",
+    "create_file",
+    "edit",
+    "edit_file",
+    "replace",
+    "insert",
+    "str_replace",
+    "apply_patch",
+    "write",
+    "multiedit",
+    "notebookedit",
+];
 const PATH_KEYS: &[&str] = &["path", "file_path", "absolute_path", "filename", "file"];
 
 fn structured_call(
@@ -531,8 +572,18 @@ fn structured_call(
     open_file: &Option<String>,
 ) {
     let sub = args.get("command").and_then(|v| v.as_str()).unwrap_or("");
-    let writes = WRITE_TOOLS.contains(&name) || (name.contains("editor") && sub != "view");
+    let lower = name.to_ascii_lowercase();
+    let writes = WRITE_TOOLS.contains(&lower.as_str()) || (lower.contains("editor") && sub != "view");
     let path = PATH_KEYS.iter().find_map(|k| args.get(*k).and_then(|v| v.as_str())).map(str::to_string);
+    // A Codex patch, given to `apply_patch` or through a shell (`exec_command`, `shell`): one artifact per file.
+    let patched: Vec<String> =
+        argument_strings(args).into_iter().filter(|s| s.contains("*** Begin Patch")).flat_map(patch_paths).collect();
+    if !patched.is_empty() {
+        for p in patched {
+            artifact(out, seen_paths, &p, format!("Which file did the agent change with `{name}` (a patch)?"), at);
+        }
+        return;
+    }
     if writes {
         let hint = ["search", "old_str", "content", "new_str", "replace"]
             .iter()
@@ -736,6 +787,52 @@ mod tests {
         let golds: Vec<&str> = out.iter().map(|c| c.gold.as_str()).collect();
         assert_eq!(golds, ["ModuleNotFoundError: No module named 'foo'", "3 passed, 1 failed", "Ran 23 tests"]);
         assert!(out[0].question.contains("exit code 1"));
+    }
+
+    /// Claude Code's `Edit`/`Write`/`MultiEdit` and Codex's `apply_patch` (as its own tool or through a shell)
+    /// are file changes: one artifact per file, an absolute path also accepted as its last directory and name.
+    #[test]
+    fn claude_code_and_codex_file_changes_are_artifacts() {
+        let mut out = Vec::new();
+        let (mut paths, mut args) = (BTreeSet::new(), BTreeSet::new());
+        let call = |name: &str, a: serde_json::Value, at, out: &mut Vec<Candidate>, p: &mut _, g: &mut _| {
+            structured_call(name, &a, at, out, p, g, &None)
+        };
+        call(
+            "Edit",
+            serde_json::json!({"file_path": "/home/u/app/src/lib.rs", "old_string": "a"}),
+            1,
+            &mut out,
+            &mut paths,
+            &mut args,
+        );
+        call(
+            "MultiEdit",
+            serde_json::json!({"file_path": "/home/u/app/Cargo.toml"}),
+            2,
+            &mut out,
+            &mut paths,
+            &mut args,
+        );
+        let patch = "*** Begin Patch\n*** Update File: /w/p/apps/cli/a.ts\n@@\n-x\n+y\n*** Add File: docs/b.md\n+z\n*** End Patch";
+        call("apply_patch", serde_json::json!({"input": patch}), 3, &mut out, &mut paths, &mut args);
+        let shell = format!("apply_patch <<'EOF'\n{}\nEOF", patch.replace("docs/b.md", "docs/c.md"));
+        call("exec_command", serde_json::json!({"cmd": shell}), 4, &mut out, &mut paths, &mut args);
+        call("Read", serde_json::json!({"file_path": "/home/u/app/README.md"}), 5, &mut out, &mut paths, &mut args);
+        let golds: Vec<(&str, usize)> = out.iter().map(|c| (c.gold.as_str(), c.evidence[0])).collect();
+        assert_eq!(
+            golds,
+            [
+                ("/home/u/app/src/lib.rs", 1),
+                ("/home/u/app/Cargo.toml", 2),
+                ("/w/p/apps/cli/a.ts", 3),
+                ("docs/b.md", 3),
+                ("docs/c.md", 4)
+            ]
+        );
+        assert!(out.iter().all(|c| c.kind == ProbeKind::Artifact));
+        assert_eq!(out[0].accept, ["src/lib.rs"]);
+        assert_eq!(out[3].accept, Vec::<String>::new(), "a relative path is accepted as it is");
     }
 
     #[test]

@@ -191,6 +191,63 @@ pub fn save_probe_file(path: &Path, file: &ProbeFile) -> Result<(), ProbeError> 
         .map_err(|source| ProbeError::Io { file: path.display().to_string(), source: source.source })
 }
 
+/// Format tag of a corpus probe file: the probes of many conversations of one dataset in one file,
+/// `<dir>/<dataset>.<origin>.json`, for corpora whose sessions are read in place and must not have files
+/// named after them in the repository.
+pub const CORPUS_PROBE_FORMAT: &str = "compactbench.corpus-probes/1";
+
+/// Where a dataset's corpus probe file of one origin lives.
+pub fn corpus_probe_path(dir: &Path, dataset: &str, origin: ProbeOrigin) -> PathBuf {
+    dir.join(format!("{dataset}.{}.json", origin.name()))
+}
+
+/// The probe files of a corpus probe file, each checked as a probe file is (errors name the corpus file and
+/// `conversations[i].…`).
+pub fn load_corpus_probe_file(path: &Path) -> Result<Vec<ProbeFile>, ProbeError> {
+    let bytes = std::fs::read(path).map_err(|source| ProbeError::Io { file: path.display().to_string(), source })?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| invalid(path, "", e.to_string()))?;
+    if v.get("format").and_then(|f| f.as_str()) != Some(CORPUS_PROBE_FORMAT) {
+        return Err(invalid(path, "format", format!("not `{CORPUS_PROBE_FORMAT}`")));
+    }
+    let Some(items) = v.get("conversations").and_then(|c| c.as_array()) else {
+        return Err(invalid(path, "conversations", "needs an array of probe files"));
+    };
+    let mut out: Vec<ProbeFile> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let file = parse_probe_file(item.to_string().as_bytes(), path).map_err(|e| match e {
+            ProbeError::Invalid { file, path, message } => {
+                ProbeError::Invalid { file, path: format!("conversations[{i}].{path}"), message }
+            }
+            other => other,
+        })?;
+        if out.iter().any(|f| f.conversation == file.conversation) {
+            let message = format!("conversation `{}` appears twice", file.conversation);
+            return Err(invalid(path, &format!("conversations[{i}].conversation"), message));
+        }
+        out.push(file);
+    }
+    Ok(out)
+}
+
+/// One conversation's probe file of one origin: its own file, else its entry in the dataset's corpus file.
+fn conversation_probe_file(
+    dir: &Path,
+    dataset: &str,
+    conversation: &str,
+    origin: ProbeOrigin,
+) -> Result<Option<(ProbeFile, PathBuf)>, ProbeError> {
+    let path = probe_path(dir, dataset, conversation, origin);
+    if path.exists() {
+        return Ok(Some((load_probe_file(&path)?, path)));
+    }
+    let corpus = corpus_probe_path(dir, dataset, origin);
+    if !corpus.exists() {
+        return Ok(None);
+    }
+    let files = load_corpus_probe_file(&corpus)?;
+    Ok(files.into_iter().find(|f| f.conversation == conversation).map(|f| (f, corpus)))
+}
+
 /// A conversation's probes from the given origins (missing files are no probes), checked against its length.
 pub fn load_probes(
     dir: &Path,
@@ -201,11 +258,7 @@ pub fn load_probes(
 ) -> Result<Vec<Probe>, ProbeError> {
     let mut out: Vec<Probe> = Vec::new();
     for &origin in origins {
-        let path = probe_path(dir, dataset, conversation, origin);
-        if !path.exists() {
-            continue;
-        }
-        let file = load_probe_file(&path)?;
+        let Some((file, path)) = conversation_probe_file(dir, dataset, conversation, origin)? else { continue };
         check_evidence(&file, &path, history_len)?;
         for p in file.probes {
             if out.iter().any(|q| q.id == p.id) {
@@ -235,6 +288,11 @@ fn source_probes(dir: &Path, dataset: &str, origins: &[ProbeOrigin]) -> std::syn
         .unwrap_or_default();
     paths.sort();
     let mut all = Vec::new();
+    for origin in origins {
+        if let Ok(files) = load_corpus_probe_file(&corpus_probe_path(dir, dataset, *origin)) {
+            all.extend(files.into_iter().flat_map(|f| f.probes));
+        }
+    }
     for path in paths {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if origins.iter().any(|o| name.ends_with(&format!(".{}.json", o.name()))) {
@@ -330,5 +388,37 @@ mod tests {
         dup.probes.push(dup.probes[0].clone());
         let e = parse_probe_file(&probe_file_bytes(&dup), Path::new("d.json")).unwrap_err().to_string();
         assert!(e.contains("probes[1].id") && e.contains("duplicate"), "{e}");
+    }
+
+    /// A corpus probe file holds many conversations' probes; a conversation's own file wins over it, and an
+    /// error names the corpus file and the entry.
+    #[test]
+    fn corpus_probe_files_serve_conversations_without_a_file_of_their_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut other = sample();
+        other.conversation = "c2".into();
+        other.probes[0].conversation = "c2".into();
+        other.probes[0].gold = "src/b.py".into();
+        let corpus =
+            serde_json::json!({"format": CORPUS_PROBE_FORMAT, "dataset": "d", "conversations": [sample(), other]});
+        let path = corpus_probe_path(tmp.path(), "d", ProbeOrigin::Manual);
+        std::fs::write(&path, corpus.to_string()).unwrap();
+        let manual = [ProbeOrigin::Manual];
+        let p = load_probes(tmp.path(), "d", "c2", &manual, 10).unwrap();
+        assert_eq!((p.len(), p[0].gold.as_str()), (1, "src/b.py"));
+        assert!(load_probes(tmp.path(), "d", "c3", &manual, 10).unwrap().is_empty());
+        let e = load_probes(tmp.path(), "d", "c1", &manual, 2).unwrap_err().to_string();
+        assert!(e.contains("d.manual.json") && e.contains("index 3"), "{e}");
+        // The conversation's own file wins.
+        std::fs::create_dir_all(tmp.path().join("d")).unwrap();
+        let mut own = sample();
+        own.probes[0].gold = "src/own.py".into();
+        save_probe_file(&probe_path(tmp.path(), "d", "c1", ProbeOrigin::Manual), &own).unwrap();
+        assert_eq!(load_probes(tmp.path(), "d", "c1", &manual, 10).unwrap()[0].gold, "src/own.py");
+        // A damaged entry is named.
+        let bad = corpus.to_string().replace("\"artifact\"", "\"artefact\"");
+        std::fs::write(&path, bad).unwrap();
+        let e = load_probes(tmp.path(), "d", "c2", &manual, 10).unwrap_err().to_string();
+        assert!(e.contains("conversations[0].probes[0].kind"), "{e}");
     }
 }
