@@ -39,6 +39,9 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Compare a run with a baseline: exit 0 pass, 1 regression, 2 unusable input, 4 incomplete.
     Gate(report::GateArgs),
+    /// One table across runs of the same strategies on different corpora (one per agent), and the paired
+    /// differences against the reference pooled over every run's conversations.
+    Compare(report::CompareArgs),
     /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
     Inspect(inspect::InspectArgs),
     /// Manage the embedded model's weights (fetch, path, list).
@@ -126,6 +129,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Merge(args) => run::merge(args),
         Command::Report(args) => report::run_report(args),
         Command::Gate(args) => report::run_gate(args),
+        Command::Compare(args) => report::run_compare(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Models(cmd) => llm::run_models(cmd),
         Command::Ask(args) => llm::run_ask(args),

@@ -41,6 +41,24 @@ pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One table across runs (e.g. one per agent, each in its own window).
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run directories (`run --out`), each complete.
+    #[arg(required = true, num_args = 2..)]
+    pub run_dirs: Vec<PathBuf>,
+    /// Markdown file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
+    let md = report::across::write(&args.run_dirs, &args.out)?;
+    crate::outln!("{md}")?;
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
+}
+
 /// Compare a run with a baseline; exit 0 (pass), 1 (regression), 2 (unusable input), 3 (the JUnit file
 /// cannot be written), 4 (incomplete: cells, configurations or conversations missing or damaged).
 #[derive(Debug, Args)]

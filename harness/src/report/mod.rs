@@ -3,6 +3,7 @@
 //! Everything is rebuilt from the run directory (`plan.json`, `cells/`), so `compactbench report RUN_DIR`
 //! reproduces a report byte for byte.
 
+pub mod across;
 pub mod aggregate;
 pub mod gate;
 pub mod kinds;

@@ -218,11 +218,12 @@ pub fn overflow_lines(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
         let overflowed = mine.iter().filter(|c| c.result.overflowed()).count();
         let requests: u64 = mine.iter().map(|c| c.result.overflow_requests).sum();
         out.push(format!(
-            "#{} `{}`: {} of {} conversations finished inside the window; {overflowed} overflowed ({requests} requests over the window; from the first one on, their probes score as lost).",
+            "#{} `{}`: {} of {} conversations finished inside the window; {overflowed} overflowed ({requests} request{} over the window; from the first one on, their probes score as lost).",
             i + 1,
             p.strategy.kind(),
             mine.len() - overflowed,
-            mine.len()
+            mine.len(),
+            if requests == 1 { "" } else { "s" }
         ));
     }
     out

@@ -305,7 +305,7 @@ fn numbers_missing(text: &str, source: &str) -> Vec<String> {
 }
 
 /// The README quotes committed reports and adds no figure of its own: every number inside a
-/// `<!-- figures: DIR -->` … `<!-- /figures -->` block is in `DIR/report.md`.
+/// `<!-- figures: DIR -->` … `<!-- /figures -->` block is in `DIR/report.md` (or in the named `.md` file).
 #[test]
 fn readme_figures_are_in_the_committed_reports() {
     assert_eq!(numbers_missing("kept 97.9 % of 1,603, not 12.5", "97.9% [1.0, 2.0] 1603"), ["12.5"]);
@@ -316,7 +316,8 @@ fn readme_figures_are_in_the_committed_reports() {
         let dir = cap[1].to_string();
         let start = cap.get(0).unwrap().end();
         let end = start + readme[start..].find("<!-- /figures -->").unwrap_or_else(|| panic!("{dir}: unclosed block"));
-        let report = std::fs::read_to_string(repo().join(&dir).join("report.md")).unwrap();
+        let file = if dir.ends_with(".md") { repo().join(&dir) } else { repo().join(&dir).join("report.md") };
+        let report = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let missing = numbers_missing(&readme[start..end], &report);
         assert!(missing.is_empty(), "README numbers quoted from {dir} that its report.md does not hold: {missing:?}");
         dirs.push(dir);
@@ -343,4 +344,34 @@ fn the_baseline_keeps_no_probe_after_an_overflow_and_truncation_only_did_not_act
         assert!(side != 0.0 && f("ci_low") * side > 0.0 && f("ci_high") * side > 0.0, "{c:?}");
         assert!(f("loo_low") * side > 0.0 && f("loo_high") * side > 0.0, "{c:?}");
     }
+}
+
+/// `compare` puts runs side by side and pools their paired differences: the same run twice gives each row
+/// twice, and pooled differences over twice the conversations with the per-run value.
+#[test]
+fn compare_tables_runs_side_by_side_and_pools_their_pairs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("across.md");
+    let status = Command::new(env!("CARGO_BIN_EXE_compactbench"))
+        .args(["compare", baseline().to_str().unwrap(), baseline().to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let md = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("| drop-oldest")).collect();
+    assert_eq!(rows.len(), 3, "twice per run, once pooled: {md}");
+    assert!(rows[0].starts_with("| gate-test ") && rows[1].starts_with("| gate-test#2 "), "{rows:?}");
+    // The pooled Δ tokens − ref. is over both copies (n doubled) and equals the per-run difference of the
+    // figures (the same conversations twice give the same ratios).
+    let cells =
+        |row: &str| row.split('|').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect::<Vec<_>>();
+    let share = |cell: &str| cell.split('%').next().unwrap().parse::<f64>().unwrap();
+    let reference = md.lines().find(|l| l.starts_with("| gate-test ") && l.contains("| gemini")).unwrap();
+    let (mine, theirs) = (cells(rows[0]), cells(reference));
+    let convs: usize = mine[2].parse().unwrap();
+    let pooled = cells(rows[2])[1].clone();
+    let n: usize = pooled.rsplit("n=").next().unwrap().trim_end_matches(')').parse().unwrap();
+    assert_eq!(n, 2 * convs, "{pooled}");
+    let delta: f64 = pooled.split(' ').next().unwrap().parse().unwrap();
+    assert!((delta - (share(&mine[4]) - share(&theirs[4]))).abs() <= 0.11, "{pooled} vs {mine:?} {theirs:?}");
 }

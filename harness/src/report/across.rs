@@ -1,0 +1,173 @@
+//! `compactbench compare`: one table across runs of the same strategies on different corpora (one run per
+//! agent, each in its own window and with its own prices), and the paired differences against the reference
+//! pooled over every run's conversations, judged as a report's claims are ([`super::supports::judge`], with
+//! each run left out in turn in place of each source).
+
+use super::aggregate::reference_point;
+use super::{default_points, supports, Table};
+use crate::metrics::{self, Figure, Parts};
+use crate::sweep::{self, CellResult, Plan};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The figures compared across runs.
+pub const COMPARED: [&str; 3] = ["tokens_vs_none", "early_only_retention", "kept_at_compressions"];
+
+/// One run: its name, plan and cells.
+pub struct Run {
+    pub name: String,
+    pub plan: Plan,
+    pub cells: Vec<CellResult>,
+}
+
+impl Run {
+    pub fn load(dir: &Path) -> Result<Run, sweep::runner::RunError> {
+        let plan = sweep::runner::load_plan(dir)?;
+        let cells = sweep::collect(dir, &plan);
+        Ok(Run { name: plan.name.clone(), plan, cells })
+    }
+
+    /// Each metric's parts of the run's default point of `strategy`, named `run/conversation`.
+    fn parts(&self, strategy: &str) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
+        let Some(point) = default_points(&self.plan).into_iter().map(|i| &self.plan.points[i]).find(|p| {
+            if strategy == "gemini" {
+                reference_point(&self.plan).is_some_and(|r| r.id == p.id)
+            } else {
+                p.strategy.kind() == strategy
+            }
+        }) else {
+            return BTreeMap::new();
+        };
+        let pricing = metrics::point_pricing(&self.plan, point);
+        let mut parts = metrics::point_parts(self.cells.iter().filter(|c| c.cell.point == point.id), pricing.as_ref());
+        for list in parts.values_mut() {
+            for (conv, _) in list.iter_mut() {
+                *conv = format!("{}/{conv}", self.name);
+            }
+        }
+        parts
+    }
+
+    fn compressions(&self, strategy: &str) -> usize {
+        let ids: Vec<&str> = default_points(&self.plan)
+            .into_iter()
+            .map(|i| &self.plan.points[i])
+            .filter(|p| p.strategy.kind() == strategy)
+            .map(|p| p.id.as_str())
+            .collect();
+        self.cells
+            .iter()
+            .filter(|c| ids.contains(&c.cell.point.as_str()))
+            .map(|c| c.result.compressions().count())
+            .sum()
+    }
+}
+
+fn pct(f: Option<Figure>) -> String {
+    match f {
+        Some(f) if f.low < f.high => format!("{:.1}% [{:.1}, {:.1}]", f.value * 100.0, f.low * 100.0, f.high * 100.0),
+        Some(f) => format!("{:.1}%", f.value * 100.0),
+        None => "–".into(),
+    }
+}
+
+/// A paired difference with its verdict; `by_run` leaves each run out in turn.
+fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> String {
+    let Some(d) = metrics::paired_difference(m, a, b) else { return "–".into() };
+    let by_run = metrics::leave_group_out(m, a, b, &|c: &str| c.split_once('/').map_or(c, |(run, _)| run).to_string());
+    let (verdict, _) = supports::judge(&d, metrics::paired_fragility(m, a, b).as_ref(), &by_run);
+    let mark = if verdict == supports::Verdict::Established { " ✓" } else { "" };
+    format!("{:+.1} [{:+.1}, {:+.1}]{mark} (n={})", d.value * 100.0, d.low * 100.0, d.high * 100.0, d.n)
+}
+
+/// The strategies every run has, in the first run's order.
+fn shared_strategies(runs: &[Run]) -> Vec<String> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    default_points(&first.plan)
+        .into_iter()
+        .map(|i| first.plan.points[i].strategy.kind().to_string())
+        .filter(|k| runs.iter().all(|r| r.plan.points.iter().any(|p| p.strategy.kind() == k)))
+        .collect()
+}
+
+/// Per run and strategy: conversations, compressions, the compared figures and Δ − reference (within the run).
+pub fn per_run_table(runs: &[Run]) -> Table {
+    let mut header: Vec<String> = ["run", "strategy", "convs", "compressions"].map(String::from).to_vec();
+    header.extend(COMPARED.iter().filter_map(|n| metrics::metric(n)).map(|m| m.title()));
+    header.push("Δ early-only − ref. (pp)".into());
+    header.push("Δ kept − ref. (pp)".into());
+    let mut rows = Vec::new();
+    for run in runs {
+        let reference = run.parts("gemini");
+        for strategy in shared_strategies(runs) {
+            let parts = run.parts(&strategy);
+            let convs = parts.get("tokens_vs_none").map_or(0, Vec::len);
+            let mut row =
+                vec![run.name.clone(), strategy.clone(), convs.to_string(), run.compressions(&strategy).to_string()];
+            for name in COMPARED {
+                let f = metrics::metric(name)
+                    .and_then(|m| metrics::figure(m, &parts.get(name)?.iter().map(|x| x.1).collect::<Vec<_>>()));
+                row.push(pct(f));
+            }
+            for name in ["early_only_retention", "kept_at_compressions"] {
+                let d = match (metrics::metric(name), parts.get(name), reference.get(name)) {
+                    (Some(m), Some(a), Some(b)) if strategy != "gemini" => judged(m, a, b),
+                    _ => "–".into(),
+                };
+                row.push(d);
+            }
+            rows.push(row);
+        }
+    }
+    Table { header, rows }
+}
+
+/// Per strategy: Δ − reference pooled over every run's conversations (cluster bootstrap over them).
+pub fn pooled_table(runs: &[Run]) -> Table {
+    let header: Vec<String> =
+        ["strategy", "Δ tokens vs none − ref. (pp)", "Δ early-only − ref. (pp)", "Δ kept − ref. (pp)"]
+            .map(String::from)
+            .to_vec();
+    let mut rows = Vec::new();
+    for strategy in shared_strategies(runs).into_iter().filter(|s| s != "gemini") {
+        let mut row = vec![strategy.clone()];
+        for name in COMPARED {
+            let Some(m) = metrics::metric(name) else { continue };
+            let gather = |s: &str| -> Vec<(String, Parts)> {
+                runs.iter().flat_map(|r| r.parts(s).remove(name).unwrap_or_default()).collect()
+            };
+            row.push(judged(m, &gather(&strategy), &gather("gemini")));
+        }
+        rows.push(row);
+    }
+    Table { header, rows }
+}
+
+/// Writes the comparison as Markdown to `out` and returns its text.
+pub fn write(dirs: &[PathBuf], out: &Path) -> Result<String, super::ReportError> {
+    let mut runs: Vec<Run> = dirs.iter().map(|d| Run::load(d)).collect::<Result<_, _>>()?;
+    // Conversations are keyed `run/conversation`: two runs of one name get distinct names.
+    for i in 1..runs.len() {
+        let taken = runs[..i]
+            .iter()
+            .filter(|r| r.name == runs[i].name || r.name.starts_with(&format!("{}#", runs[i].name)))
+            .count();
+        if taken > 0 {
+            runs[i].name = format!("{}#{}", runs[i].name, taken + 1);
+        }
+    }
+    let mut md = String::from("# compactbench: across runs\n\n");
+    let _ = writeln!(
+        md,
+        "Runs: {}. Each run keeps its own window, overhead and prices; figures of each run's default point of every strategy they share (`harness/docs/metrics.md`), 95 % cluster-bootstrap intervals over conversations. Δ: paired by conversation against the reference (`gemini`); ✓ marks an established difference (interval excludes 0, and no single conversation or run, left out, turns its sign).\n",
+        runs.iter().map(|r| format!("`{}` ({} conversations)", r.name, r.plan.conversations.len())).collect::<Vec<_>>().join(", ")
+    );
+    md.push_str("## Per run\n\n");
+    md.push_str(&per_run_table(&runs).markdown());
+    md.push_str("\n\n## Pooled over the runs\n\nEach run's conversations paired with the same run's reference, pooled; n = conversations.\n\n");
+    md.push_str(&pooled_table(&runs).markdown());
+    md.push('\n');
+    crate::fsutil::write_atomic(out, md.as_bytes())?;
+    Ok(md)
+}
