@@ -59,9 +59,18 @@ pub enum Command {
     Strategies,
 }
 
+/// The clap command, every subcommand's help ending with the exit statuses (one table for all: `exit.rs`).
+pub fn command() -> clap::Command {
+    fn with_statuses(c: clap::Command) -> clap::Command {
+        c.after_help(EXIT_STATUS_HELP).mut_subcommands(with_statuses)
+    }
+    with_statuses(<Cli as clap::CommandFactory>::command())
+}
+
 /// Runs the CLI and returns the process exit status.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let parsed = command().try_get_matches().and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -36,6 +36,9 @@ pub struct RunArgs {
     /// Every column of the summary table (default: the main ones, fitted to 120 columns).
     #[arg(long)]
     pub wide: bool,
+    /// Do not build the report (results files, plots, report.md) at the end of a complete run.
+    #[arg(long)]
+    pub no_report: bool,
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -90,6 +93,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    if args.shard.is_some() {
+        eprintln!("next: `compactbench merge --out DIR <shard dirs>`, then `compactbench report DIR`");
+    } else if !args.no_report {
+        let report = crate::report::build(&out, args.wide)?;
+        eprintln!("{}: written with {} plots and results/", report.markdown_path.display(), report.plots.written.len());
+    }
     Ok(())
 }
 
@@ -123,6 +132,9 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    // A complete merge ends as a complete run does: with its report.
+    let report = crate::report::build(&args.out, false)?;
+    eprintln!("{}: written with {} plots and results/", report.markdown_path.display(), report.plots.written.len());
     Ok(())
 }
 

@@ -406,16 +406,25 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
             ));
         }
     }
+    // One line for every point with hidden inflation or deflation (they repeat across a grid).
     let summaries = summarize(plan, cells);
+    let mut flagged = Vec::new();
     for s in &summaries {
         let hidden = s.figures.get("hidden_inflation_events").copied().unwrap_or(0.0);
         let deflated = s.figures.get("hidden_deflation_events").copied().unwrap_or(0.0);
         if hidden > 0.0 || deflated > 0.0 {
-            let label = plan.points.iter().find(|p| p.id == s.point).map(ConfigPoint::short_label).unwrap_or_default();
-            out.push(format!(
-                "`{label}`: {hidden} events reported a smaller history while the request grew (hidden inflation), {deflated} were discarded as inflated while the request would have shrunk (hidden deflation)."
-            ));
+            let number = plan.point_number(&s.point).map(|n| n.to_string()).unwrap_or_default();
+            flagged.push((number, hidden, deflated));
         }
+    }
+    if !flagged.is_empty() {
+        let list: Vec<String> = flagged.iter().map(|(n, h, d)| format!("#{n} {h}/{d}")).collect();
+        let total: f64 = flagged.iter().map(|(_, h, _)| h).sum();
+        out.push(format!(
+            "Hidden inflation at {} points ({total} events in all): a reduction was reported while the request grew; hidden deflation: discarded as inflated while the request would have shrunk. Per point, inflation/deflation events: {}.",
+            flagged.len(),
+            list.join(", ")
+        ));
     }
     out
 }
@@ -574,18 +583,19 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
         .collect();
     note(
         &mut list,
-        "Mean reduction of the request per compression (1 − after/before) versus the threshold, one line per preserve fraction (reference; prompts and verification pooled); the y axis starts at 0",
+        "Reduction of the request by the compressions (`reduction`: 1 − Σ after / Σ before over compressions, token-weighted; not the event mean `mean_event_reduction`) versus the threshold, one line per preserve fraction (reference; prompts and verification pooled); the y axis starts at 0",
         plots::lines_from_zero(
             dir,
             "reduction-vs-threshold",
             "Request reduction per compression vs threshold",
             "threshold (fraction of the window)",
-            "mean reduction (%), axis from 0",
+            "reduction, token-weighted (%), axis from 0",
             &series,
         ),
     );
     // 3. Heatmap: a quality metric versus preserve fraction (rows) and threshold (columns).
-    let metric = if cells.iter().any(|c| c.probes.is_some()) { "retention" } else { "tokens_vs_none" };
+    // The headline quality figure when there are probes.
+    let metric = if cells.iter().any(|c| c.probes.is_some()) { "early_only_retention" } else { "tokens_vs_none" };
     let values: Vec<Vec<Option<f64>>> = preserves
         .iter()
         .map(|r| {

@@ -123,3 +123,22 @@ fn every_option_has_help_text_and_help_shows_the_exit_statuses() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("Exit status: 0 success; 1 regression") && help.contains("4 incomplete"), "{help}");
 }
+
+/// Every subcommand's `--help` ends with the exit statuses, nested ones included.
+#[test]
+fn every_subcommand_help_lists_the_exit_statuses() {
+    fn check(c: &mut clap::Command, path: &str) -> usize {
+        let help = c.render_long_help().to_string();
+        assert!(help.contains("Exit status: 0 success"), "{path} --help: {help}");
+        let mut n = 1;
+        // clap's own `help` subcommands are generated after our help text is set.
+        for s in c.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+            let name = format!("{path} {}", s.get_name());
+            n += check(s, &name);
+        }
+        n
+    }
+    let mut c = compactbench::cli::command();
+    c.build();
+    assert!(check(&mut c, "compactbench") > 20);
+}
