@@ -343,10 +343,42 @@ pub fn derived_auto_probes(
     if !origins.contains(&auto) || probe_path(dir, &conversation.meta.source, &conversation.meta.id, auto).exists() {
         return (Vec::new(), Vec::new());
     }
+    // Every point of a run derives the same probes from the same conversation: derive them once per process.
+    let key = derived_key(conversation, stored);
+    if let Some(hit) = DERIVED_CACHE.lock().expect("derived cache").get(&key) {
+        return (hit.0.clone(), hit.1.clone());
+    }
     let derived: Vec<Probe> =
         extract::extract(conversation).into_iter().filter(|p| !stored.iter().any(|q| q.id == p.id)).collect();
     let lints = lint::lint_conversation(&derived, None, Some(&conversation.history));
-    (without_linted(derived, &lints), lints)
+    let out = (without_linted(derived, &lints), lints);
+    DERIVED_CACHE.lock().expect("derived cache").insert(key, std::sync::Arc::new(out.clone()));
+    out
+}
+
+type Derived = (Vec<Probe>, Vec<lint::Lint>);
+
+static DERIVED_CACHE: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<u64, std::sync::Arc<Derived>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// A fingerprint of what derivation reads: the conversation (id, source, every Content) and the stored
+/// probes' ids. SipHash with fixed keys over the Debug rendering, streamed (no copy of a long history).
+fn derived_key(conversation: &crate::datasets::Conversation, stored: &[Probe]) -> u64 {
+    use std::hash::Hasher;
+    struct Feed(std::hash::DefaultHasher);
+    impl std::fmt::Write for Feed {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut feed = Feed(std::hash::DefaultHasher::new());
+    let ids: Vec<&str> = stored.iter().map(|p| p.id.as_str()).collect();
+    let _ = std::fmt::Write::write_fmt(
+        &mut feed,
+        format_args!("{}\0{}\0{:?}\0{:?}", conversation.meta.id, conversation.meta.source, ids, conversation.history),
+    );
+    feed.0.finish()
 }
 
 #[cfg(test)]
