@@ -15,6 +15,16 @@ pub struct ReportArgs {
     pub wide: bool,
 }
 
+/// Prints each stage of a report as it starts, with the time since the first (nothing when `quiet`).
+pub fn stage_printer(quiet: bool) -> impl FnMut(&str) {
+    let start = std::time::Instant::now();
+    move |stage: &str| {
+        if !quiet {
+            eprintln!("report: {stage} ({:.1} s)", start.elapsed().as_secs_f64());
+        }
+    }
+}
+
 pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
     // Named before the report is built: the report covers only verified cells.
     let plan = crate::sweep::runner::load_plan(&args.run_dir)?;
@@ -22,7 +32,7 @@ pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
     for line in stored.problems(&args.run_dir, 50) {
         eprintln!("warning: {line}");
     }
-    let out = report::build(&args.run_dir, args.wide)?;
+    let out = report::build_with_progress(&args.run_dir, args.wide, &mut stage_printer(false))?;
     crate::outln!("{}", out.terminal)?;
     for f in &out.plots.failed {
         eprintln!("warning: {f}");
@@ -82,7 +92,15 @@ pub fn run_gate(args: GateArgs) -> anyhow::Result<()> {
         Some(p) => gate::Rules::load(p)?,
         None => gate::Rules::default(),
     };
+    let start = std::time::Instant::now();
+    eprintln!(
+        "gate: checking and pairing every cell of {} and {} against {} rules…",
+        args.baseline.display(),
+        args.current.display(),
+        rules.rule.len()
+    );
     let report = gate::compare(&args.baseline, &args.current, &rules)?;
+    eprintln!("gate: {} checks in {:.1} s", report.checks.len(), start.elapsed().as_secs_f64());
     let md = gate::markdown(&report);
     crate::outln!("{md}")?;
     if let Ok(summary) = std::env::var("GITHUB_STEP_SUMMARY") {

@@ -96,7 +96,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.shard.is_some() {
         eprintln!("next: `compactbench merge --out DIR <shard dirs>`, then `compactbench report DIR`");
     } else if !args.no_report {
-        let report = crate::report::build(&out, args.wide)?;
+        let report =
+            crate::report::build_with_progress(&out, args.wide, &mut super::report::stage_printer(args.quiet))?;
         eprintln!("{}: written with {} plots and results/", report.markdown_path.display(), report.plots.written.len());
     }
     Ok(())

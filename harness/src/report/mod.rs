@@ -693,9 +693,22 @@ pub enum ReportError {
 
 /// Rebuilds results, plots and `report.md` from a run directory.
 pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
+    build_with_progress(run_dir, wide, &mut |_| {})
+}
+
+/// [`build`], naming each stage to `progress` as it starts (the CLI prints them: a report of a large run
+/// takes a while).
+pub fn build_with_progress(
+    run_dir: &Path,
+    wide: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<ReportOutput, ReportError> {
+    progress("reading cells");
     let plan = sweep::runner::load_plan(run_dir)?;
     let cells = sweep::collect(run_dir, &plan);
+    progress(&format!("figures of {} cells by scope", cells.len()));
     let scopes = aggregate::scope_figures(&plan, &cells);
+    progress("results files");
     let mut frames = aggregate::frames(&plan, &cells, &scopes)
         .map_err(|source| ReportError::Aggregate { run_dir: run_dir.to_path_buf(), source })?;
     let results = run_dir.join("results");
@@ -703,10 +716,13 @@ pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
         .map_err(|source| ReportError::Results { path: results.clone(), source })?;
     crate::probes::figures::write_probe_rows(&plan, &cells, &results)
         .map_err(|source| ReportError::Results { path: results.join("probes.csv"), source })?;
+    progress("claims");
     let claims = supports::claims(&plan, &cells);
     supports::write_claims(&claims, &results)
         .map_err(|source| ReportError::Results { path: results.join("claims.csv"), source })?;
+    progress("plots");
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
+    progress("report.md");
     let md = markdown(run_dir, &plan, &cells, &scopes, &claims, &plots, wide);
     let markdown_path = run_dir.join("report.md");
     crate::fsutil::write_atomic(&markdown_path, md.as_bytes())?;
