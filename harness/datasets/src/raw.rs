@@ -322,12 +322,10 @@ pub fn import_all_cached(spec: &Path, options: &RawOptions, cache: &Path) -> Res
             let name = relative_name(&path, &root);
             let base = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let row = table.get(&base);
-            let result = if options.source_by_project {
-                let options = RawOptions { source: Some(project_of(&base, row)), ..options.clone() };
-                import_file_cached(&path, &name, &options, row, cache)
-            } else {
-                import_file_cached(&path, &name, options, row, cache)
-            };
+            let per_project = options
+                .source_by_project
+                .then(|| RawOptions { source: Some(project_of(&base, row)), ..options.clone() });
+            let result = import_file_cached(&path, &name, per_project.as_ref().unwrap_or(options), row, cache);
             RawFile { path, name, result }
         })
         .collect())

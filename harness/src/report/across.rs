@@ -74,10 +74,10 @@ fn pct(f: Option<Figure>) -> String {
 
 /// A paired difference with its verdict; `by_run` leaves each run out in turn.
 fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> String {
-    let Some(d) = metrics::paired_difference(m, a, b) else { return "–".into() };
-    let by_run = metrics::leave_group_out(m, a, b, &|c: &str| c.split_once('/').map_or(c, |(run, _)| run).to_string());
-    let (verdict, _) = supports::judge(&d, metrics::paired_fragility(m, a, b).as_ref(), &by_run);
-    let mark = if verdict == supports::Verdict::Established { " ✓" } else { "" };
+    let run = |c: &str| c.split_once('/').map_or(c, |(run, _)| run).to_string();
+    let Some(j) = supports::judge_pairs(m, a, b, Some(&run)) else { return "–".into() };
+    let d = j.difference;
+    let mark = if j.verdict == supports::Verdict::Established { " ✓" } else { "" };
     format!("{:+.1} [{:+.1}, {:+.1}]{mark} (n={})", d.value * 100.0, d.low * 100.0, d.high * 100.0, d.n)
 }
 

@@ -30,9 +30,9 @@ fn parts(cells: &[CellResult], p: &ConfigPoint, kind: &str) -> Vec<(String, Part
 }
 
 fn difference(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> String {
-    let Some(d) = metrics::paired_difference(m, a, b) else { return "–".into() };
-    let (verdict, _) = supports::judge(&d, metrics::paired_fragility(m, a, b).as_ref(), &[]);
-    let mark = if verdict == supports::Verdict::Established { " ✓" } else { "" };
+    let Some(j) = supports::judge_pairs(m, a, b, None) else { return "–".into() };
+    let d = j.difference;
+    let mark = if j.verdict == supports::Verdict::Established { " ✓" } else { "" };
     if d.low < d.high {
         format!("{:+.1} [{:+.1}, {:+.1}]{mark}", d.value * 100.0, d.low * 100.0, d.high * 100.0)
     } else {

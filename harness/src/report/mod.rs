@@ -435,21 +435,17 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
 fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     use std::fmt::Write;
     let Some(m) = metrics::metric("early_only_retention") else { return String::new() };
-    let parts = |p: &ConfigPoint| {
-        metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), metrics::point_pricing(plan, p).as_ref())
-            .remove(m.name)
-    };
+    let parts = |p: &ConfigPoint| supports::point_parts(plan, cells, p).remove(m.name);
     let main = |kind: &'static str| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.kind() == kind);
     let mut out = String::new();
     for d in main("drop-oldest") {
         let Some(dp) = parts(d) else { continue };
         for g in main("gemini").filter(|g| g.axes.get("threshold") == d.axes.get("threshold")) {
-            let Some(gp) = parts(g) else { continue };
-            let Some(diff) = metrics::paired_difference(m, &gp, &dp) else { continue };
-            let (verdict, reason) = supports::judge(&diff, metrics::paired_fragility(m, &gp, &dp).as_ref(), &[]);
-            let verdict = match verdict {
-                supports::Verdict::Established => verdict.name().to_string(),
-                _ => format!("{} ({reason})", verdict.name()),
+            let Some(j) = parts(g).and_then(|gp| supports::judge_pairs(m, &gp, &dp, None)) else { continue };
+            let diff = j.difference;
+            let verdict = match j.verdict {
+                supports::Verdict::Established => j.verdict.name().to_string(),
+                v => format!("{} ({})", v.name(), j.reason),
             };
             let _ = writeln!(
                 out,

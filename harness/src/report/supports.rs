@@ -57,6 +57,33 @@ pub fn judge(d: &Figure, fragility: Option<&Fragility>, by_source: &[(String, f6
     }
 }
 
+/// A paired difference with everything its verdict rests on.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    pub difference: Figure,
+    pub fragility: Option<Fragility>,
+    /// The difference with each group (source, project or run) left out in turn; empty without `group_of`
+    /// or with one group.
+    pub without_group: Vec<(String, f64)>,
+    pub verdict: Verdict,
+    pub reason: String,
+}
+
+/// `point − base` paired by conversation ([`metrics::paired_difference`]), its fragility, the difference
+/// with each group of `group_of` left out, and the verdict on them ([`judge`]); `None` when nothing pairs.
+pub fn judge_pairs(
+    m: &metrics::Metric,
+    point: &[(String, Parts)],
+    base: &[(String, Parts)],
+    group_of: Option<&dyn Fn(&str) -> String>,
+) -> Option<Judged> {
+    let difference = metrics::paired_difference(m, point, base)?;
+    let fragility = metrics::paired_fragility(m, point, base);
+    let without_group = group_of.map(|g| metrics::leave_group_out(m, point, base, g)).unwrap_or_default();
+    let (verdict, reason) = judge(&difference, fragility.as_ref(), &without_group);
+    Some(Judged { difference, fragility, without_group, verdict, reason })
+}
+
 /// One claim of the report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Claim {
@@ -79,7 +106,8 @@ pub struct Claim {
 /// The metrics a claim is made on.
 pub const CLAIM_METRICS: [&str; 2] = ["tokens_vs_none", "early_only_retention"];
 
-fn point_parts(plan: &Plan, cells: &[CellResult], p: &ConfigPoint) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
+/// Each metric's parts over one point's cells, at the point's prices.
+pub fn point_parts(plan: &Plan, cells: &[CellResult], p: &ConfigPoint) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
     metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), metrics::point_pricing(plan, p).as_ref())
 }
 
@@ -141,23 +169,19 @@ pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
                         v.iter().filter(|(c, _)| scope == "pooled" || either.contains(c.as_str())).cloned().collect()
                     };
                     let (a, b) = (keep(a), keep(b));
-                    let Some(d) = metrics::paired_difference(m, &a, &b) else { continue };
-                    let fragility = metrics::paired_fragility(m, &a, &b);
-                    let without_source = metrics::leave_group_out(m, &a, &b, &|c| {
-                        source_of.get(c).map(|s| s.to_string()).unwrap_or_default()
-                    });
-                    let (verdict, reason) = judge(&d, fragility.as_ref(), &without_source);
+                    let source = |c: &str| source_of.get(c).map(|s| s.to_string()).unwrap_or_default();
+                    let Some(j) = judge_pairs(m, &a, &b, Some(&source)) else { continue };
                     out.push(Claim {
                         point: i + 1,
                         strategy: strategy.clone(),
                         against,
                         metric,
                         scope,
-                        verdict,
-                        reason,
-                        difference: Some(d),
-                        fragility,
-                        without_source,
+                        verdict: j.verdict,
+                        reason: j.reason,
+                        difference: Some(j.difference),
+                        fragility: j.fragility,
+                        without_source: j.without_group,
                     });
                 }
             }
