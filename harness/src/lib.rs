@@ -15,6 +15,7 @@ pub use compactbench_datasets as datasets;
 pub use compactbench_llm as llm;
 
 pub mod cli;
+pub mod data;
 pub mod exit;
 pub mod metrics;
 pub mod pricing;

@@ -3,7 +3,7 @@
 
 use crate::compress::{
     self, compress, truncate::effective_max_chars, CompressEnv, CompressError, CompressRequest, CompressSettings,
-    ToolOutputStore, TruncationSettings,
+    LlmCallRecord, ToolOutputStore, TruncationSettings,
 };
 use crate::history::Content;
 use crate::json::{self, Value};
@@ -51,7 +51,33 @@ pub async fn inspect(
     let alias = models::compression_model_alias(&opts.model, ModelTable::Current, &FlashModels::default());
     let split = compress::split::SplitVariant::Current.split(history, opts.fraction)?;
     let est = Estimator::Current;
+    let truncated = truncation_report(history, opts, limit, store_for_truncation)?;
+    let mut report = Value::object([
+        ("fraction", Value::num(opts.fraction)),
+        ("model", Value::str(&opts.model)),
+        ("tokenLimit", Value::num(limit as f64)),
+        ("compressionModelAlias", Value::str(alias)),
+        ("charCounts", nums(history.iter().map(|c| json::jslen(c) as u64))),
+        ("splitPoint", Value::num(split as f64)),
+        ("estimatedTokens", Value::num(est.history(history) as f64)),
+        ("estimatedTokensPerContent", nums(history.iter().map(|c| est.content(c)))),
+        ("truncated", truncated),
+    ]);
+    if let Some(c) = &opts.compress {
+        report.insert("compress", compress_report(history, opts, c, store_for_compress).await?);
+    }
+    Ok(report)
+}
 
+/// The `truncated` section: the reverse token budget over tool outputs, as `compress` applies it for a
+/// window of `limit` tokens.
+fn truncation_report(
+    history: &[Content],
+    opts: &InspectOptions,
+    limit: u64,
+    store: &mut dyn ToolOutputStore,
+) -> Result<Value, CompressError> {
+    let est = Estimator::Current;
     let max_chars = effective_max_chars(limit, opts.last_prompt_tokens, opts.truncate_threshold);
     let settings = TruncationSettings {
         variant: compress::TruncationVariant::Current,
@@ -60,7 +86,7 @@ pub async fn inspect(
         estimator: est,
     };
     let mut ids = 0u64;
-    let t = compress::truncate_history_to_budget(history, &settings, &mut ids, store_for_truncation);
+    let t = compress::truncate_history_to_budget(history, &settings, &mut ids, store);
     let mut files: Vec<String> = t.changed.iter().map(|c| c.file.clone()).collect();
     files.sort();
     let changed = Value::Array(
@@ -78,7 +104,7 @@ pub async fn inspect(
             })
             .collect(),
     );
-    let truncated = Value::object([
+    Ok(Value::object([
         ("truncationThresholdChars", Value::num(max_chars as f64)),
         ("changedParts", changed),
         ("filesWritten", Value::Array(files.iter().map(|f| Value::str(f)).collect())),
@@ -86,72 +112,56 @@ pub async fn inspect(
         ("splitPoint", Value::num(compress::find_compress_split_point(&t.history, opts.fraction)? as f64)),
         ("charCounts", nums(t.history.iter().map(|c| json::jslen(c) as u64))),
         ("history", Value::Array(t.history.clone())),
-    ]);
+    ]))
+}
 
-    let mut report = Value::object([
-        ("fraction", Value::num(opts.fraction)),
-        ("model", Value::str(&opts.model)),
-        ("tokenLimit", Value::num(limit as f64)),
-        ("compressionModelAlias", Value::str(alias)),
-        ("charCounts", nums(history.iter().map(|c| json::jslen(c) as u64))),
-        ("splitPoint", Value::num(split as f64)),
-        ("estimatedTokens", Value::num(est.history(history) as f64)),
-        ("estimatedTokensPerContent", nums(history.iter().map(|c| est.content(c)))),
-        ("truncated", truncated),
+/// The `compress` section: one `compress` call with scripted summarizer answers.
+async fn compress_report(
+    history: &[Content],
+    opts: &InspectOptions,
+    c: &InspectCompress,
+    store: &mut dyn ToolOutputStore,
+) -> Result<Value, CompressError> {
+    let answers = vec![c.summary.clone(), c.verify.clone().unwrap_or_else(|| c.summary.clone())];
+    let llm = ScriptedModel::new(answers);
+    let settings = CompressSettings {
+        model: opts.model.clone(),
+        threshold: c.threshold,
+        truncate_tool_output_threshold: opts.truncate_threshold,
+        env_text: c.env_text.clone(),
+        ..CompressSettings::default()
+    };
+    let req = CompressRequest {
+        prompt_id: c.prompt_id.clone(),
+        force: c.force,
+        has_failed: c.has_failed,
+        last_prompt_tokens: opts.last_prompt_tokens,
+        ui_last_prompt_tokens: opts.last_prompt_tokens,
+    };
+    let mut ids = 0u64;
+    let mut env = CompressEnv { next_truncation_id: &mut ids, tool_outputs: store };
+    let out = compress(history, &req, &settings, &mut env, &llm).await?;
+    let info = Value::object([
+        ("originalTokenCount", Value::num(out.info.original_token_count as f64)),
+        ("newTokenCount", Value::num(out.info.new_token_count as f64)),
+        ("compressionStatus", Value::num(out.info.compression_status.code() as f64)),
     ]);
+    let calls = Value::Array(out.trace.llm_calls.iter().map(llm_call).collect());
+    let (len, hist) = match out.new_history {
+        Some(h) => (Value::num(h.len() as f64), Value::Array(h)),
+        None => (Value::Null, Value::Null),
+    };
+    Ok(Value::object([("info", info), ("newHistoryLength", len), ("newHistory", hist), ("llmCalls", calls)]))
+}
 
-    if let Some(c) = &opts.compress {
-        let answers = vec![c.summary.clone(), c.verify.clone().unwrap_or_else(|| c.summary.clone())];
-        let llm = ScriptedModel::new(answers);
-        let settings = CompressSettings {
-            model: opts.model.clone(),
-            threshold: c.threshold,
-            truncate_tool_output_threshold: opts.truncate_threshold,
-            env_text: c.env_text.clone(),
-            ..CompressSettings::default()
-        };
-        let req = CompressRequest {
-            prompt_id: c.prompt_id.clone(),
-            force: c.force,
-            has_failed: c.has_failed,
-            last_prompt_tokens: opts.last_prompt_tokens,
-            ui_last_prompt_tokens: opts.last_prompt_tokens,
-        };
-        let mut ids = 0u64;
-        let mut env = CompressEnv { next_truncation_id: &mut ids, tool_outputs: store_for_compress };
-        let out = compress(history, &req, &settings, &mut env, &llm).await?;
-        let info = Value::object([
-            ("originalTokenCount", Value::num(out.info.original_token_count as f64)),
-            ("newTokenCount", Value::num(out.info.new_token_count as f64)),
-            ("compressionStatus", Value::num(out.info.compression_status.code() as f64)),
-        ]);
-        let calls = Value::Array(
-            out.trace
-                .llm_calls
-                .iter()
-                .map(|call| {
-                    Value::object([
-                        ("modelConfigKey", Value::object([("model", Value::str(&call.model_alias))])),
-                        ("promptId", Value::str(&call.prompt_id)),
-                        ("role", Value::str(&call.role)),
-                        (
-                            "systemInstruction",
-                            call.system_instruction.as_deref().map(Value::str).unwrap_or(Value::Null),
-                        ),
-                        ("nContents", Value::num(call.n_contents as f64)),
-                        ("lastContent", call.last_content.clone()),
-                    ])
-                })
-                .collect(),
-        );
-        let (len, hist) = match out.new_history {
-            Some(h) => (Value::num(h.len() as f64), Value::Array(h)),
-            None => (Value::Null, Value::Null),
-        };
-        report.insert(
-            "compress",
-            Value::object([("info", info), ("newHistoryLength", len), ("newHistory", hist), ("llmCalls", calls)]),
-        );
-    }
-    Ok(report)
+/// One summarizer call, with the golden vectors' field names.
+fn llm_call(call: &LlmCallRecord) -> Value {
+    Value::object([
+        ("modelConfigKey", Value::object([("model", Value::str(&call.model_alias))])),
+        ("promptId", Value::str(&call.prompt_id)),
+        ("role", Value::str(&call.role)),
+        ("systemInstruction", call.system_instruction.as_deref().map(Value::str).unwrap_or(Value::Null)),
+        ("nContents", Value::num(call.n_contents as f64)),
+        ("lastContent", call.last_content.clone()),
+    ])
 }

@@ -211,23 +211,7 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
     if v.as_object().is_none() {
         return Err(DatasetError::field(file, &root, format!("expected a conversation object, found {}", v.kind())));
     }
-    match v.get("format").and_then(Value::as_str) {
-        Some(CONVERSATION_FORMAT) => {}
-        Some(other) => {
-            return Err(DatasetError::field(
-                file,
-                &root.key("format"),
-                format!("unsupported format {other:?} (expected {CONVERSATION_FORMAT:?})"),
-            ))
-        }
-        None => {
-            return Err(DatasetError::field(
-                file,
-                &root.key("format"),
-                format!("missing; not a conversation file (expected \"format\": {CONVERSATION_FORMAT:?})"),
-            ))
-        }
-    }
+    check_conversation_format(&v, file)?;
     let meta = meta_from_value(v.get("meta").unwrap_or(&Value::Null), file)?;
     let system_instruction = get_str(&v, "systemInstruction", &root, file, false)?;
     let tools = match v.get("tools") {
@@ -244,42 +228,7 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
         DatasetError::at(file, path, e.message)
     })?;
     let history_len = history_value.as_array().map_or(0, <[Value]>::len);
-    let mut recorded_prompt_tokens = Vec::new();
-    match v.get("recordedPromptTokens") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            let at = root.key("recordedPromptTokens");
-            if items.len() != history_len {
-                return Err(DatasetError::field(
-                    file,
-                    &at,
-                    format!("has {} entries but history has {history_len} Contents", items.len()),
-                ));
-            }
-            for (i, n) in items.iter().enumerate() {
-                recorded_prompt_tokens.push(match n {
-                    Value::Null => None,
-                    n => match n.as_f64() {
-                        Some(x) if x >= 0.0 && x.fract() == 0.0 && x < 9.0e15 => Some(x as u64),
-                        _ => {
-                            return Err(DatasetError::field(
-                                file,
-                                &at.index(i),
-                                "expected a non-negative integer or null",
-                            ))
-                        }
-                    },
-                });
-            }
-        }
-        Some(t) => {
-            return Err(DatasetError::field(
-                file,
-                &root.key("recordedPromptTokens"),
-                format!("expected an array, found {}", t.kind()),
-            ))
-        }
-    }
+    let recorded_prompt_tokens = prompt_tokens_from_value(v.get("recordedPromptTokens"), history_len, file)?;
     let recorded_compactions = compactions_from_value(v.get("recordedCompactions"), history_len, file)?;
     // Moved out, not copied: a conversation is never held twice while it loads.
     let mut v = v;
@@ -288,6 +237,53 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
         _ => Vec::new(),
     };
     Ok(Conversation { meta, system_instruction, tools, history, recorded_prompt_tokens, recorded_compactions })
+}
+
+/// The `format` member must name this conversation format.
+fn check_conversation_format(v: &Value, file: &str) -> Result<(), DatasetError> {
+    let at = JsonPath::root().key("format");
+    match v.get("format").and_then(Value::as_str) {
+        Some(CONVERSATION_FORMAT) => Ok(()),
+        Some(other) => Err(DatasetError::field(
+            file,
+            &at,
+            format!("unsupported format {other:?} (expected {CONVERSATION_FORMAT:?})"),
+        )),
+        None => Err(DatasetError::field(
+            file,
+            &at,
+            format!("missing; not a conversation file (expected \"format\": {CONVERSATION_FORMAT:?})"),
+        )),
+    }
+}
+
+/// `recordedPromptTokens`: absent or null, or one non-negative integer or null per Content of the history.
+fn prompt_tokens_from_value(
+    v: Option<&Value>,
+    history_len: usize,
+    file: &str,
+) -> Result<Vec<Option<u64>>, DatasetError> {
+    let at = JsonPath::root().key("recordedPromptTokens");
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(t) => return Err(DatasetError::field(file, &at, format!("expected an array, found {}", t.kind()))),
+    };
+    if items.len() != history_len {
+        return Err(DatasetError::field(
+            file,
+            &at,
+            format!("has {} entries but history has {history_len} Contents", items.len()),
+        ));
+    }
+    let count = |(i, n): (usize, &Value)| match n {
+        Value::Null => Ok(None),
+        n => match n.as_f64() {
+            Some(x) if x >= 0.0 && x.fract() == 0.0 && x < 9.0e15 => Ok(Some(x as u64)),
+            _ => Err(DatasetError::field(file, &at.index(i), "expected a non-negative integer or null")),
+        },
+    };
+    items.iter().enumerate().map(count).collect()
 }
 
 /// Parses a conversation file held in memory.

@@ -2,7 +2,7 @@
 //! split point, token estimate and truncation on one history, without criterion. The figures the project
 //! quotes come from `cargo bench -p compactbench-benches`; this command is for a history at hand.
 
-use super::CliError;
+use super::Failure;
 use crate::compress::truncate::{
     effective_max_chars, COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET, DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD,
 };
@@ -92,13 +92,13 @@ fn reference_truncation() -> TruncationSettings {
 }
 
 /// Times the three operations on a parsed history.
-pub fn measure(history: &[Content], iterations: u32) -> Result<Medians, CliError> {
+pub fn measure(history: &[Content], iterations: u32) -> Result<Medians, Failure> {
     let split = time_each(iterations, || find_compress_split_point(history, 0.7));
     let estimate = time_each(iterations, || Estimator::Current.history(history));
     let settings = reference_truncation();
     let mut samples = Vec::with_capacity(iterations as usize);
     for _ in 0..iterations {
-        let dir = tempfile::tempdir().map_err(|e| CliError::failure(format!("cannot create a temp dir: {e}")))?;
+        let dir = tempfile::tempdir().map_err(Failure::TempDir)?;
         let mut store = FsToolOutputStore::new(dir.path());
         let mut id = 0;
         let start = Instant::now();
@@ -122,10 +122,10 @@ fn mib(b: u64) -> String {
 }
 
 /// Runs the command and returns what it prints.
-pub fn output(args: &BenchSplitArgs) -> Result<String, CliError> {
+pub fn output(args: &BenchSplitArgs) -> Result<String, Failure> {
     let before = peak_rss();
     let start = Instant::now();
-    let history = history::load_history(&args.history).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let history = history::load_history(&args.history)?;
     let load = start.elapsed();
     let after_load = peak_rss();
     let m = measure(&history, args.iterations)?;
@@ -156,7 +156,7 @@ pub fn output(args: &BenchSplitArgs) -> Result<String, CliError> {
     Ok(out.trim_end().to_string())
 }
 
-pub fn run(args: BenchSplitArgs) -> anyhow::Result<()> {
+pub fn run(args: BenchSplitArgs) -> Result<(), Failure> {
     crate::outln!("{}", output(&args)?)?;
     Ok(())
 }
@@ -213,12 +213,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "broken.json", "[{\"role\": \"user\", \"parts\": 5}]");
         let e = output(&args(&path, &["--json"])).unwrap_err();
-        assert_eq!(e.status, EXIT_BAD_INPUT);
-        assert!(e.message.contains("broken.json") && e.message.contains("$[0].parts"), "{}", e.message);
+        assert_eq!(e.exit_code(), EXIT_BAD_INPUT);
+        assert!(e.to_string().contains("broken.json") && e.to_string().contains("$[0].parts"), "{e}");
         let missing = dir.path().join("missing.json");
         let e = output(&args(&missing, &[])).unwrap_err();
-        assert_eq!(e.status, EXIT_BAD_INPUT);
-        assert!(e.message.contains("missing.json"), "{}", e.message);
+        assert_eq!(e.exit_code(), EXIT_BAD_INPUT);
+        assert!(e.to_string().contains("missing.json"), "{e}");
         assert!(Cli::try_parse_from(["compactbench", "bench-split", "x.json", "--iterations", "0"]).is_err());
     }
 

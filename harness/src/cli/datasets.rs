@@ -1,15 +1,17 @@
 //! `compactbench datasets …`: import, list, stats, validate, export, manifest.
 
+use super::Failure;
 use crate::datasets::import::Format;
 use crate::datasets::{
     export_history, find_conversations, load_conversation, validate_conversation, write_conversation, write_manifest,
     Conversation,
 };
 use crate::datasets::{ConversationStats, Totals};
-use crate::exit::CliError;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use tabled::{settings::Style, Table, Tabled};
 
@@ -94,7 +96,7 @@ pub struct PathsArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// Input format (default: detected per file).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = format_parser())]
     pub format: Option<Format>,
     /// Files to import (`.gz` read as they are), or directories searched for agent logs.
     #[arg(required = true)]
@@ -126,14 +128,19 @@ pub struct ImportArgs {
     pub limit: Option<usize>,
 }
 
-pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
+/// `--format`: the importer names (listed by `--help` and in the error for any other value).
+fn format_parser() -> impl TypedValueParser<Value = Format> {
+    PossibleValuesParser::new(Format::ALL.iter().map(|f| f.name())).try_map(|name| name.parse::<Format>())
+}
+
+pub fn run(args: DatasetsArgs) -> Result<(), Failure> {
     match args.command {
         DatasetsCommand::Import(a) => import_cmd(a),
         DatasetsCommand::List(p) => list_cmd(&p.paths),
         DatasetsCommand::Stats { paths, per_conversation } => stats_cmd(&paths.paths, per_conversation),
         DatasetsCommand::Validate(p) => validate_cmd(&p.paths),
         DatasetsCommand::Export { conversation, out } => {
-            let c = load_conversation(&conversation).map_err(|e| CliError::bad_input(e.to_string()))?;
+            let c = load_conversation(&conversation)?;
             let text = export_history(&c);
             match out {
                 Some(path) => crate::fsutil::write_atomic(&path, text.as_bytes())?,
@@ -143,7 +150,7 @@ pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
         }
         DatasetsCommand::Manifest { dirs } => {
             for d in dirs {
-                write_manifest(&d).map_err(|e| CliError::bad_input(e.to_string()))?;
+                write_manifest(&d)?;
                 crate::outln!("wrote {}", d.join(crate::datasets::MANIFEST_FILE).display())?;
             }
             Ok(())
@@ -152,10 +159,9 @@ pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
         DatasetsCommand::DescribeRaw { dir, corpus, repository, git_ref, commit, license, out } => {
             use crate::datasets::manifest::Manifest;
             let mut m =
-                Manifest::of_directory(&dir, &corpus, repository.as_deref(), git_ref.as_deref(), commit.as_deref())
-                    .map_err(|e| CliError::bad_input(e.to_string()))?;
+                Manifest::of_directory(&dir, &corpus, repository.as_deref(), git_ref.as_deref(), commit.as_deref())?;
             m.license = license;
-            let text = toml::to_string(&m).map_err(|e| CliError::failure(e.to_string()))?;
+            let text = toml::to_string(&m)?;
             let header = "# Raw sessions kept outside this repository: fetch them with\n#   compactbench datasets fetch THIS_FILE --into DIR\n# Each file is checked against its sha256 (of the upstream bytes); regenerate with `datasets describe-raw`.\n\n";
             crate::fsutil::write_atomic(&out, format!("{header}{text}").as_bytes())?;
             crate::outln!("wrote {} ({} files)", out.display(), m.files.len())?;
@@ -164,17 +170,10 @@ pub fn run(args: DatasetsArgs) -> anyhow::Result<()> {
     }
 }
 
-fn fetch_cmd(manifest: &Path, into: &Path) -> anyhow::Result<()> {
-    use crate::datasets::manifest::{self, Manifest, ManifestError};
-    let m = Manifest::load(manifest).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let report = manifest::fetch(&m, into).map_err(|e| match e {
-        ManifestError::Checksum { .. } | ManifestError::Read { .. } | ManifestError::Field { .. } => {
-            CliError::bad_input(format!("{}: {e}", manifest.display()))
-        }
-        ManifestError::Git { .. } | ManifestError::Write { .. } => {
-            CliError::failure(format!("{}: {e}", manifest.display()))
-        }
-    })?;
+fn fetch_cmd(manifest: &Path, into: &Path) -> Result<(), Failure> {
+    use crate::datasets::manifest::{self, Manifest};
+    let m = Manifest::load(manifest)?;
+    let report = manifest::fetch(&m, into).map_err(|e| Failure::Manifest(e).context(manifest.display().to_string()))?;
     crate::outln!(
         "{}: {} fetched, {} already present (sha256 checked) in {}",
         manifest.display(),
@@ -220,127 +219,190 @@ pub fn parse_provenance(text: &str) -> HashMap<String, Provenance> {
     out
 }
 
-fn import_cmd(a: ImportArgs) -> anyhow::Result<()> {
-    let provenance = match &a.provenance {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| CliError::bad_input(format!("{}: cannot read: {e}", p.display())))?;
-            let base = p.parent().map(Path::to_path_buf).unwrap_or_default();
-            Some((base, parse_provenance(&text)))
-        }
-        None => None,
-    };
-    let source_name = a.source.clone().unwrap_or_else(|| {
-        a.out.file_name().map_or_else(|| "dataset".to_string(), |n| n.to_string_lossy().into_owned())
-    });
-    // Unreadable or malformed sources are bad input; a conversation that cannot be written is an I/O failure.
-    let mut failed = 0usize;
-    let mut write_failed = 0usize;
-    let mut skipped_empty = 0usize;
-    let mut written = 0usize;
-    let mut ids: HashSet<String> = HashSet::new();
-    // Directories are searched for agent logs; `.gz` files are read as they are.
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
-    for src in &a.sources {
-        match crate::datasets::raw::raw_files(src) {
-            Ok((root, found)) => files.extend(found.into_iter().map(|p| {
-                let name = crate::datasets::raw::relative_name(&p, &root);
-                (p, name)
-            })),
-            Err(e) => {
-                eprintln!("error: {e}");
-                failed += 1;
-            }
+fn import_cmd(a: ImportArgs) -> Result<(), Failure> {
+    let mut import = Import::new(&a)?;
+    let files = import.raw_files();
+    for (src, name) in &files {
+        if import.import_file(src, name).is_break() {
+            break;
         }
     }
-    'files: for (src, name) in &files {
+    import.finish()
+}
+
+/// A `--provenance` file read: the directory its paths are relative to, and its table.
+struct ProvenanceFile {
+    base: PathBuf,
+    table: HashMap<String, Provenance>,
+}
+
+impl ProvenanceFile {
+    fn read(path: &Path) -> Result<ProvenanceFile, Failure> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| Failure::Read { path: path.to_path_buf(), source })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(ProvenanceFile { base, table: parse_provenance(&text) })
+    }
+
+    /// The row of the raw file `src`, if the table lists it.
+    fn of(&self, src: &Path) -> Option<Provenance> {
+        let rel = src.strip_prefix(&self.base).ok()?.to_string_lossy().replace('\\', "/");
+        self.table.get(&rel).cloned()
+    }
+}
+
+/// A `datasets import` in progress: its options resolved, the ids taken so far and what happened.
+struct Import<'a> {
+    args: &'a ImportArgs,
+    provenance: Option<ProvenanceFile>,
+    source_name: String,
+    ids: HashSet<String>,
+    // Unreadable or malformed sources are bad input; a conversation that cannot be written is an I/O failure.
+    failed: usize,
+    write_failed: usize,
+    skipped_empty: usize,
+    written: usize,
+}
+
+impl<'a> Import<'a> {
+    fn new(args: &'a ImportArgs) -> Result<Import<'a>, Failure> {
+        let provenance = args.provenance.as_deref().map(ProvenanceFile::read).transpose()?;
+        let source_name = args.source.clone().unwrap_or_else(|| {
+            args.out.file_name().map_or_else(|| "dataset".to_string(), |n| n.to_string_lossy().into_owned())
+        });
+        Ok(Import {
+            args,
+            provenance,
+            source_name,
+            ids: HashSet::new(),
+            failed: 0,
+            write_failed: 0,
+            skipped_empty: 0,
+            written: 0,
+        })
+    }
+
+    /// The files to import with their names relative to the source they were found under. Directories are
+    /// searched for agent logs; `.gz` files are read as they are.
+    fn raw_files(&mut self) -> Vec<(PathBuf, String)> {
+        let mut files: Vec<(PathBuf, String)> = Vec::new();
+        for src in &self.args.sources {
+            match crate::datasets::raw::raw_files(src) {
+                Ok((root, found)) => files.extend(found.into_iter().map(|p| {
+                    let name = crate::datasets::raw::relative_name(&p, &root);
+                    (p, name)
+                })),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    self.failed += 1;
+                }
+            }
+        }
+        files
+    }
+
+    /// Imports the conversations of one raw file; breaks once `--limit` conversations are written.
+    fn import_file(&mut self, src: &Path, name: &str) -> ControlFlow<()> {
         let file = src.display().to_string();
-        let result = crate::datasets::raw::import_file(
-            src,
-            name,
-            &crate::datasets::raw::RawOptions { format: a.format, ..Default::default() },
-        );
-        let (format, imported) = match result {
+        let options = crate::datasets::raw::RawOptions { format: self.args.format, ..Default::default() };
+        let (format, imported) = match crate::datasets::raw::import_file(src, name, &options) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("error: {e}");
-                failed += 1;
-                continue;
+                self.failed += 1;
+                return ControlFlow::Continue(());
             }
         };
         for w in &imported.warnings {
             eprintln!("warning: {w}");
         }
-        let prov = provenance.as_ref().and_then(|(base, table)| {
-            let rel = src.strip_prefix(base).ok()?.to_string_lossy().replace('\\', "/");
-            table.get(&rel).cloned()
-        });
-        if provenance.is_some() && prov.is_none() {
+        let prov = self.provenance.as_ref().and_then(|p| p.of(src));
+        if self.provenance.is_some() && prov.is_none() {
             eprintln!("warning: {file}: not listed in the provenance file");
         }
-        for mut c in imported.conversations {
-            if c.history.is_empty() {
-                // Never dropped silently: an empty conversation is a failed import with its reason.
-                eprintln!("error: {file}: conversation {:?} has no turns; not imported", c.meta.id);
-                skipped_empty += 1;
-                failed += 1;
-                continue;
-            }
-            if a.min_chars.is_some_and(|min| ConversationStats::of(&c).characters < min) {
-                continue;
-            }
-            if a.limit.is_some_and(|n| written >= n) {
-                break 'files;
-            }
-            c.meta.source = source_name.clone();
-            c.meta.format = format.name().into();
-            if let Some(p) = &prov {
-                c.meta.repository = Some(p.repository.clone());
-                c.meta.commit = Some(p.commit.clone());
-                c.meta.license = Some(p.license.clone());
-                c.meta.path = Some(p.path.clone());
-            }
-            c.meta.repository = a.repository.clone().or(c.meta.repository);
-            c.meta.commit = a.commit.clone().or(c.meta.commit);
-            c.meta.license = a.license.clone().or(c.meta.license);
-            let mut id = c.meta.id.clone();
-            let mut n = 1;
-            while !ids.insert(id.clone()) {
-                n += 1;
-                id = format!("{}-{n}", c.meta.id);
-            }
-            c.meta.id = id;
-            let path = a.out.join(format!("{}.json", c.meta.id));
-            if let Err(e) = write_conversation(&path, &c) {
-                eprintln!("error: {e}");
-                write_failed += 1;
-                continue;
-            }
-            written += 1;
+        for c in imported.conversations {
+            self.add(c, &file, format, prov.as_ref())?;
         }
+        ControlFlow::Continue(())
     }
-    if written > 0 || a.out.is_dir() {
-        write_manifest(&a.out).map_err(|e| CliError::failure(e.to_string()))?;
+
+    /// Writes one imported conversation unless it is empty or filtered out; breaks when `--limit` is reached.
+    fn add(&mut self, mut c: Conversation, file: &str, format: Format, prov: Option<&Provenance>) -> ControlFlow<()> {
+        let a = self.args;
+        if c.history.is_empty() {
+            // Never dropped silently: an empty conversation is a failed import with its reason.
+            eprintln!("error: {file}: conversation {:?} has no turns; not imported", c.meta.id);
+            self.skipped_empty += 1;
+            self.failed += 1;
+            return ControlFlow::Continue(());
+        }
+        if a.min_chars.is_some_and(|min| ConversationStats::of(&c).characters < min) {
+            return ControlFlow::Continue(());
+        }
+        if a.limit.is_some_and(|n| self.written >= n) {
+            return ControlFlow::Break(());
+        }
+        self.stamp(&mut c, format, prov);
+        let path = a.out.join(format!("{}.json", c.meta.id));
+        if let Err(e) = write_conversation(&path, &c) {
+            eprintln!("error: {e}");
+            self.write_failed += 1;
+            return ControlFlow::Continue(());
+        }
+        self.written += 1;
+        ControlFlow::Continue(())
     }
-    crate::outln!("imported {written} conversation(s) into {}", a.out.display())?;
-    if write_failed > 0 {
-        return Err(CliError::failure(format!("{write_failed} conversation(s) could not be written")).into());
+
+    /// Records the source, format and provenance (flags over the provenance file) in `c`, and gives it an
+    /// id no earlier conversation of this import has (`id-2`, `id-3`, … on a clash).
+    fn stamp(&mut self, c: &mut Conversation, format: Format, prov: Option<&Provenance>) {
+        let a = self.args;
+        c.meta.source = self.source_name.clone();
+        c.meta.format = format.name().into();
+        if let Some(p) = prov {
+            c.meta.repository = Some(p.repository.clone());
+            c.meta.commit = Some(p.commit.clone());
+            c.meta.license = Some(p.license.clone());
+            c.meta.path = Some(p.path.clone());
+        }
+        c.meta.repository = a.repository.clone().or(c.meta.repository.take());
+        c.meta.commit = a.commit.clone().or(c.meta.commit.take());
+        c.meta.license = a.license.clone().or(c.meta.license.take());
+        let mut id = c.meta.id.clone();
+        let mut n = 1;
+        while !self.ids.insert(id.clone()) {
+            n += 1;
+            id = format!("{}-{n}", c.meta.id);
+        }
+        c.meta.id = id;
     }
-    if written == 0 && skipped_empty > 0 {
-        return Err(CliError::bad_input(format!(
-            "nothing imported: {skipped_empty} conversation(s) had no turns (wrong --format?)"
-        ))
-        .into());
+
+    /// Refreshes the manifest, reports, and turns the counts into the exit status.
+    fn finish(self) -> Result<(), Failure> {
+        let out = &self.args.out;
+        let (written, skipped_empty) = (self.written, self.skipped_empty);
+        if written > 0 || out.is_dir() {
+            write_manifest(out).map_err(Failure::ImportManifest)?;
+        }
+        crate::outln!("imported {written} conversation(s) into {}", out.display())?;
+        if self.write_failed > 0 {
+            return Err(Failure::Failed(format!("{} conversation(s) could not be written", self.write_failed)));
+        }
+        if written == 0 && skipped_empty > 0 {
+            return Err(Failure::BadInput(format!(
+                "nothing imported: {skipped_empty} conversation(s) had no turns (wrong --format?)"
+            )));
+        }
+        if self.failed > 0 {
+            return Err(Failure::BadInput(format!("{} file(s) or conversation(s) failed to import", self.failed)));
+        }
+        Ok(())
     }
-    if failed > 0 {
-        return Err(CliError::bad_input(format!("{failed} file(s) or conversation(s) failed to import")).into());
-    }
-    Ok(())
 }
 
 /// Loads every conversation under `paths`, printing errors; returns the loaded ones and the error count.
-fn load_all(paths: &[PathBuf]) -> Result<(Vec<(PathBuf, Conversation)>, usize), CliError> {
-    let files = find_conversations(paths).map_err(|e| CliError::bad_input(e.to_string()))?;
+fn load_all(paths: &[PathBuf]) -> Result<(Vec<(PathBuf, Conversation)>, usize), Failure> {
+    let files = find_conversations(paths)?;
     let mut out = Vec::new();
     let mut errors = 0;
     for f in files {
@@ -355,7 +417,7 @@ fn load_all(paths: &[PathBuf]) -> Result<(Vec<(PathBuf, Conversation)>, usize), 
     Ok((out, errors))
 }
 
-fn list_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
+fn list_cmd(paths: &[PathBuf]) -> Result<(), Failure> {
     let (loaded, errors) = load_all(paths)?;
     let mut stdout = std::io::stdout().lock();
     for (f, c) in &loaded {
@@ -376,7 +438,7 @@ fn list_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
         }
     }
     if errors > 0 {
-        return Err(CliError::bad_input(format!("{errors} file(s) could not be read")).into());
+        return Err(Failure::BadInput(format!("{errors} file(s) could not be read")));
     }
     Ok(())
 }
@@ -420,7 +482,7 @@ fn row(source: &str, t: &Totals) -> Row {
     }
 }
 
-fn stats_cmd(paths: &[PathBuf], per_conversation: bool) -> anyhow::Result<()> {
+fn stats_cmd(paths: &[PathBuf], per_conversation: bool) -> Result<(), Failure> {
     let (loaded, errors) = load_all(paths)?;
     let mut by_source: BTreeMap<String, Totals> = BTreeMap::new();
     let mut all = Totals::default();
@@ -448,12 +510,12 @@ fn stats_cmd(paths: &[PathBuf], per_conversation: bool) -> anyhow::Result<()> {
         all.over_100k_chars
     )?;
     if errors > 0 {
-        return Err(CliError::bad_input(format!("{errors} file(s) could not be read")).into());
+        return Err(Failure::BadInput(format!("{errors} file(s) could not be read")));
     }
     Ok(())
 }
 
-fn validate_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
+fn validate_cmd(paths: &[PathBuf]) -> Result<(), Failure> {
     let (loaded, mut bad_files) = load_all(paths)?;
     for (f, c) in &loaded {
         let problems = validate_conversation(c);
@@ -465,11 +527,11 @@ fn validate_cmd(paths: &[PathBuf]) -> anyhow::Result<()> {
         }
     }
     if bad_files > 0 {
-        return Err(CliError::bad_input(format!("{bad_files} file(s) with problems")).into());
+        return Err(Failure::BadInput(format!("{bad_files} file(s) with problems")));
     }
     if loaded.is_empty() {
         let dirs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        return Err(CliError::bad_input(format!("no conversation found under {}", dirs.join(", "))).into());
+        return Err(Failure::BadInput(format!("no conversation found under {}", dirs.join(", "))));
     }
     crate::outln!("{} conversation(s) valid", loaded.len())?;
     Ok(())
@@ -504,7 +566,7 @@ mod tests {
         };
         let result = run(DatasetsArgs { command: DatasetsCommand::Import(args) });
         let e = result.unwrap_err();
-        assert_eq!(e.downcast_ref::<CliError>().unwrap().status, crate::exit::EXIT_BAD_INPUT);
+        assert_eq!(e.exit_code(), crate::exit::EXIT_BAD_INPUT);
         let files = find_conversations(std::slice::from_ref(&out)).unwrap();
         let names: Vec<String> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, ["claude-code.json", "codex-rollout.json"]);

@@ -1,6 +1,6 @@
 //! `compactbench inspect HISTORY.json`.
 
-use super::CliError;
+use super::Failure;
 use crate::compress::{FsToolOutputStore, MemoryToolOutputStore, ToolOutputStore};
 use crate::history;
 use crate::inspect::{inspect, InspectCompress, InspectOptions};
@@ -68,20 +68,18 @@ pub struct InspectArgs {
     pub pretty: bool,
 }
 
-fn read_text(path: &PathBuf) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|e| CliError::bad_input(format!("{}: cannot read: {e}", path.display())))
+fn read_text(path: &PathBuf) -> Result<String, Failure> {
+    std::fs::read_to_string(path).map_err(|source| Failure::Read { path: path.clone(), source })
 }
 
-pub fn run(args: InspectArgs) -> anyhow::Result<()> {
+pub fn run(args: InspectArgs) -> Result<(), Failure> {
     if !(args.fraction > 0.0 && args.fraction < 1.0) {
-        return Err(
-            CliError::bad_input(format!("--fraction {}: Fraction must be between 0 and 1", args.fraction)).into()
-        );
+        return Err(Failure::BadInput(format!("--fraction {}: Fraction must be between 0 and 1", args.fraction)));
     }
     if let Some(t) = args.threshold.filter(|t| !t.is_finite()) {
-        return Err(CliError::bad_input(format!("--threshold {t}: must be a finite number")).into());
+        return Err(Failure::BadInput(format!("--threshold {t}: must be a finite number")));
     }
-    let history = history::load_history(&args.history).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let history = history::load_history(&args.history)?;
     let summary = match (&args.summary, &args.summary_file) {
         (Some(s), _) => s.clone(),
         (None, Some(f)) => read_text(f)?,
@@ -120,10 +118,10 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
             Box::new(MemoryToolOutputStore::new("/tmp/compactbench")),
         ),
     };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Failure::Runtime)?;
     let report = rt
         .block_on(inspect(&history, &opts, a.as_mut(), b.as_mut()))
-        .map_err(|e| CliError::bad_input(format!("{}: {e}", args.history.display())))?;
+        .map_err(|source| Failure::Inspect { history: args.history.clone(), source })?;
     let text = if args.pretty { json::to_string_pretty(&report) } else { json::to_string(&report) };
     crate::outln!("{text}")?;
     Ok(())

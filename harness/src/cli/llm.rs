@@ -1,10 +1,10 @@
 //! Handlers of the `models` and `ask` subcommands.
 
-use crate::exit::CliError;
+use super::Failure;
 use crate::history;
 use crate::llm::local::{self, EMBEDDED_MODELS};
 use crate::llm::{
-    from_spec, BackendOptions, CacheMode, GenerationParams, LlmError, LlmRequest, RequestLabel, DEFAULT_MODEL_SPEC,
+    from_spec, BackendOptions, CacheMode, GenerationParams, LlmRequest, RequestLabel, DEFAULT_MODEL_SPEC,
 };
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -86,12 +86,11 @@ pub struct AskArgs {
     pub question: String,
 }
 
-pub fn run_models(cmd: ModelsCommand) -> anyhow::Result<()> {
+pub fn run_models(cmd: ModelsCommand) -> Result<(), Failure> {
     let info = &EMBEDDED_MODELS[0];
     match cmd {
         ModelsCommand::Fetch { dir, force } => {
-            let report =
-                local::fetch_model(info, &dir.resolve(), force).map_err(|e| CliError::failure(e.to_string()))?;
+            let report = local::fetch_model(info, &dir.resolve(), force).map_err(Failure::ModelFetch)?;
             if !report.downloaded {
                 eprintln!("compactbench: model already present and verified");
             }
@@ -110,16 +109,7 @@ pub fn run_models(cmd: ModelsCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn llm_failure(e: LlmError) -> CliError {
-    match e {
-        LlmError::Config(_) | LlmError::CacheMiss { .. } | LlmError::ContextOverflow { .. } => {
-            CliError::bad_input(e.to_string())
-        }
-        other => CliError::failure(other.to_string()),
-    }
-}
-
-pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
+pub fn run_ask(args: AskArgs) -> Result<(), Failure> {
     if let Some(n) = args.threads {
         // candle reads its thread count once, from the environment; set it while the process is still
         // single-threaded.
@@ -143,11 +133,8 @@ pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
     opts.cache_dir = args.cache_dir.clone();
     opts.cache_mode = args.cache;
     opts.reliability.timeout = Some(Duration::from_secs(args.timeout.max(1)));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(Failure::Runtime)?;
     let req = LlmRequest {
         system_instruction: args.system.clone(),
         contents: vec![history::user_text(&args.question)],
@@ -162,7 +149,7 @@ pub fn run_ask(args: AskArgs) -> anyhow::Result<()> {
         }
         answer
     });
-    let answer = answer.map_err(llm_failure)?;
+    let answer = answer?;
     crate::outln!("{}", answer.text)?;
     if args.stats {
         for (spec, u) in opts.ledger.snapshot() {

@@ -4,14 +4,15 @@ use clap::{Parser, Subcommand};
 
 pub mod bench_split;
 pub mod datasets;
+pub mod failure;
 pub mod inspect;
 pub mod llm;
+pub mod probes;
 pub mod report;
 pub mod run;
 
-pub use crate::exit::{
-    CliError, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_STATUS_HELP, EXIT_SUCCESS,
-};
+pub use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_STATUS_HELP, EXIT_SUCCESS};
+pub use failure::Failure;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -54,7 +55,7 @@ pub enum Command {
     /// Time the reference's split point, token estimate and truncation on one history (medians in ms).
     BenchSplit(bench_split::BenchSplitArgs),
     /// Extract, draft and check probe questions stored with the datasets.
-    Probes(crate::probes::cli::ProbesArgs),
+    Probes(probes::ProbesArgs),
     /// List the strategies a sweep grid can name, with their knobs and defaults.
     Strategies,
 }
@@ -79,59 +80,16 @@ pub fn main() -> i32 {
     };
     match run(cli) {
         Ok(()) => EXIT_SUCCESS,
-        // The reader went away (`… | head`): nothing left to say to anyone.
-        Err(e) if is_broken_pipe(&e) => EXIT_SUCCESS,
+        Err(e) if e.is_broken_pipe() => EXIT_SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            exit_status(&e)
+            // Not the source chain: every message already ends with its cause.
+            eprintln!("error: {e}");
+            e.exit_code()
         }
     }
 }
 
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
-}
-
-/// The one mapping of typed errors to the documented exit statuses (see [`crate::exit`]).
-pub fn exit_status(e: &anyhow::Error) -> i32 {
-    use crate::llm::LlmError;
-    use crate::sweep::runner::RunError;
-    if let Some(c) = e.downcast_ref::<CliError>() {
-        return c.status;
-    }
-    let run_error = |r: &RunError| match r {
-        RunError::Io(_) | RunError::Write(_) | RunError::Locked { .. } | RunError::Panicked(_) => EXIT_FAILURE,
-        _ => EXIT_BAD_INPUT,
-    };
-    if let Some(r) = e.downcast_ref::<RunError>() {
-        return run_error(r);
-    }
-    if let Some(r) = e.downcast_ref::<crate::report::ReportError>() {
-        use crate::report::ReportError;
-        return match r {
-            ReportError::Plan(r) => run_error(r),
-            ReportError::Aggregate { .. } => EXIT_BAD_INPUT,
-            ReportError::Results { .. } | ReportError::Write(_) => EXIT_FAILURE,
-        };
-    }
-    if let Some(l) = e.downcast_ref::<LlmError>() {
-        return match l {
-            LlmError::Config(_) | LlmError::ContextOverflow { .. } => EXIT_BAD_INPUT,
-            _ => EXIT_FAILURE,
-        };
-    }
-    if e.downcast_ref::<crate::datasets::DatasetError>().is_some() {
-        return EXIT_BAD_INPUT;
-    }
-    if e.downcast_ref::<crate::sweep::config::ConfigError>().is_some()
-        || e.downcast_ref::<crate::report::gate::GateError>().is_some()
-    {
-        return EXIT_BAD_INPUT;
-    }
-    EXIT_FAILURE
-}
-
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Replay(args) => run::replay_one(args),
@@ -144,7 +102,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ask(args) => llm::run_ask(args),
         Command::Datasets(args) => datasets::run(args),
         Command::BenchSplit(args) => bench_split::run(args),
-        Command::Probes(args) => crate::probes::cli::run(args),
+        Command::Probes(args) => probes::run(args),
         Command::Strategies => {
             print!("{}", crate::replay::registry::describe());
             Ok(())

@@ -1,6 +1,6 @@
 //! `compactbench report` and `compactbench gate`.
 
-use super::CliError;
+use super::Failure;
 use crate::report::{self, gate};
 use clap::Args;
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ pub fn stage_printer(quiet: bool) -> impl FnMut(&str) {
     }
 }
 
-pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
+pub fn run_report(args: ReportArgs) -> Result<(), Failure> {
     // Named before the report is built: the report covers only verified cells.
     let plan = crate::sweep::runner::load_plan(&args.run_dir)?;
     let stored = crate::sweep::load_cells(&args.run_dir, &plan);
@@ -39,14 +39,13 @@ pub fn run_report(args: ReportArgs) -> anyhow::Result<()> {
     }
     eprintln!("{}: {} plots", out.markdown_path.display(), out.plots.written.len());
     if !stored.is_complete() {
-        return Err(CliError::incomplete(format!(
+        return Err(Failure::Incomplete(format!(
             "the report covers {} of {} cells: {} missing, {} damaged (named above; `run` redoes them)",
             stored.cells.len(),
             stored.cells.len() + stored.missing.len() + stored.damaged.len(),
             stored.missing.len(),
             stored.damaged.len()
-        ))
-        .into());
+        )));
     }
     Ok(())
 }
@@ -62,7 +61,7 @@ pub struct CompareArgs {
     pub out: PathBuf,
 }
 
-pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
+pub fn run_compare(args: CompareArgs) -> Result<(), Failure> {
     let md = report::across::write(&args.run_dirs, &args.out)?;
     crate::outln!("{md}")?;
     eprintln!("wrote {}", args.out.display());
@@ -87,7 +86,7 @@ pub struct GateArgs {
     pub junit: Option<PathBuf>,
 }
 
-pub fn run_gate(args: GateArgs) -> anyhow::Result<()> {
+pub fn run_gate(args: GateArgs) -> Result<(), Failure> {
     let rules = match &args.rules {
         Some(p) => gate::Rules::load(p)?,
         None => gate::Rules::default(),
@@ -111,16 +110,15 @@ pub fn run_gate(args: GateArgs) -> anyhow::Result<()> {
     }
     let junit = args.junit.clone().unwrap_or_else(|| args.current.join("gate-junit.xml"));
     crate::fsutil::write_atomic(&junit, gate::junit(&report).as_bytes())
-        .map_err(|e| CliError::failure(format!("the JUnit report: {e}")))?;
+        .map_err(|e| Failure::Write(e).context("the JUnit report"))?;
     if !report.complete() {
-        return Err(CliError::incomplete(format!(
+        return Err(Failure::Incomplete(format!(
             "incomplete: {} completeness problem(s) (listed above); the gate judges only complete runs",
             report.completeness.len()
-        ))
-        .into());
+        )));
     }
     match report.regressions().count() {
         0 => Ok(()),
-        n => Err(CliError::regression(format!("{n} regressions (see above)")).into()),
+        n => Err(Failure::Regression(format!("{n} regressions (see above)"))),
     }
 }

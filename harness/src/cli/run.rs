@@ -1,10 +1,10 @@
 //! `compactbench run`, `replay` and `merge`.
 
-use super::CliError;
+use super::Failure;
 use crate::datasets;
 use crate::llm::CacheMode;
 use crate::replay;
-use crate::sweep::summary::{summarize, table, TableOptions};
+use crate::report::summary::{summarize, table, TableOptions};
 use crate::sweep::{self, runner, SweepConfig};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -41,12 +41,12 @@ pub struct RunArgs {
     pub no_report: bool,
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(Failure::Runtime)
 }
 
 /// Writes `summary.json` and returns the terminal table.
-pub fn write_summary(run_dir: &Path, plan: &runner::Plan, wide: bool) -> anyhow::Result<String> {
+pub fn write_summary(run_dir: &Path, plan: &crate::data::Plan, wide: bool) -> Result<String, Failure> {
     let cells = sweep::collect(run_dir, plan);
     let summaries = summarize(plan, &cells);
     let mut bytes = serde_json::to_vec_pretty(&summaries)?;
@@ -55,13 +55,13 @@ pub fn write_summary(run_dir: &Path, plan: &runner::Plan, wide: bool) -> anyhow:
     Ok(table(&summaries, TableOptions { wide, ..Default::default() }))
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    let config = SweepConfig::load(&args.config).map_err(|e| CliError::bad_input(e.to_string()))?;
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let config = SweepConfig::load(&args.config)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&config.name));
     let base_dir = PathBuf::from(".");
     let plan = runner::make_plan(&config, &base_dir)?;
-    let config_text = std::fs::read(&args.config)
-        .map_err(|e| CliError::bad_input(format!("{}: cannot read: {e}", args.config.display())))?;
+    let config_text =
+        std::fs::read(&args.config).map_err(|source| Failure::Read { path: args.config.clone(), source })?;
     let opts = runner::RunOptions {
         run_dir: out.clone(),
         base_dir,
@@ -87,11 +87,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         plan.conversations.len()
     );
     if summary.failed > 0 {
-        return Err(CliError::incomplete(format!(
+        return Err(Failure::Incomplete(format!(
             "{} of {} cells recorded an error; run again to retry transient failures, or with --retry-failed to retry all",
             summary.failed, summary.total_cells
-        ))
-        .into());
+        )));
     }
     if args.shard.is_some() {
         eprintln!("next: `compactbench merge --out DIR <shard dirs>`, then `compactbench report DIR`");
@@ -114,7 +113,7 @@ pub struct MergeArgs {
     pub shards: Vec<PathBuf>,
 }
 
-pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
+pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     let merged = runner::merge(&args.out, &args.shards)?;
     let plan = runner::load_plan(&args.out)?;
     crate::outln!("{}", write_summary(&args.out, &plan, false)?)?;
@@ -126,12 +125,11 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
         eprintln!("warning: missing in every shard: {}", cell.relative_path().display());
     }
     if !merged.missing.is_empty() {
-        return Err(CliError::incomplete(format!(
+        return Err(Failure::Incomplete(format!(
             "{} of {} cells are missing or damaged in every shard (a shard did not finish?)",
             merged.missing.len(),
             merged.total
-        ))
-        .into());
+        )));
     }
     // A complete merge ends as a complete run does: with its report.
     let report = crate::report::build(&args.out, false)?;
@@ -150,9 +148,9 @@ pub struct ReplayArgs {
     /// Which point of the config: its id, or the first point of this strategy.
     #[arg(long)]
     pub point: Option<String>,
-    /// Without --point: the first point of this strategy in the config.
-    #[arg(long, default_value = "gemini")]
-    pub strategy: String,
+    /// Without --point: the first point of this strategy in the config (default: the reference).
+    #[arg(long)]
+    pub strategy: Option<String>,
     /// Override the summarizer model spec.
     #[arg(long)]
     pub summarizer: Option<String>,
@@ -164,36 +162,16 @@ pub struct ReplayArgs {
     pub json: bool,
 }
 
-pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
-    let config = SweepConfig::load(&args.config).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let points = config.points().map_err(|e| CliError::bad_input(e.to_string()))?;
-    let point = match &args.point {
-        Some(id) => points.iter().find(|p| &p.id == id),
-        None => points.iter().find(|p| p.strategy.kind() == args.strategy),
-    }
-    .ok_or_else(|| CliError::bad_input(format!("{}: no matching config point", args.config.display())))?
-    .clone();
-    let conv = match datasets::load_conversation(&args.conversation) {
-        Ok(c) => c,
-        Err(e) => {
-            // A plain Content[] file replays too.
-            let history =
-                crate::history::load_history(&args.conversation).map_err(|_| CliError::bad_input(e.to_string()))?;
-            datasets::Conversation { history, ..Default::default() }
-        }
-    };
+pub fn replay_one(args: ReplayArgs) -> Result<(), Failure> {
+    let config = SweepConfig::load(&args.config)?;
+    let point = replay_point(&config, &args)?;
+    let conv = load_replay_conversation(&args.conversation)?;
     let opts = runner::backend_options(&config, Path::new("."), args.cache)?;
     let spec = args.summarizer.clone().or(point.summarizer.clone()).unwrap_or_else(|| "extractive".into());
-    let llm = crate::llm::from_spec(&spec, &opts).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let llm = crate::llm::from_spec(&spec, &opts).map_err(Failure::ModelSpec)?;
     let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let input = conv.replay_input(&id);
-    let mut settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
-    if let Some(spec) = settings.tokenizer.model_spec() {
-        // Built like the summarizer: the same cache directory and `--cache` mode.
-        let model = crate::llm::from_spec(spec, &opts)
-            .map_err(|e| CliError::bad_input(format!("key `replay.tokenizer`: {e}")))?;
-        settings.counter = replay::CounterHandle::new(std::sync::Arc::new(replay::ModelCounter::new(model)));
-    }
+    let settings = replay_settings(&config, &point, &opts)?;
     let result = runtime()?.block_on(replay::replay_spec(
         input,
         &point.strategy,
@@ -205,6 +183,91 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         crate::outln!("{}", serde_json::to_string_pretty(&result)?)?;
         return Ok(());
     }
+    print_replay(&id, &point, &settings, &result)
+}
+
+/// The config point `replay` runs: `--point` by id, else the first point of `--strategy` (default: the
+/// reference strategy).
+fn replay_point(config: &SweepConfig, args: &ReplayArgs) -> Result<sweep::ConfigPoint, Failure> {
+    let points = config.points()?;
+    let point = match &args.point {
+        Some(id) => points.iter().find(|p| &p.id == id),
+        None => {
+            // The reference by its role: strategy names are written only in the registry.
+            let reference = || replay::registry::role_name(replay::strategy::Role::Reference).unwrap_or_default();
+            let strategy = args.strategy.as_deref().unwrap_or_else(reference);
+            points.iter().find(|p| p.strategy.kind() == strategy)
+        }
+    };
+    point.cloned().ok_or_else(|| Failure::BadInput(format!("{}: no matching config point", args.config.display())))
+}
+
+/// A conversation file, or a plain `Content[]` file as a conversation with only a history.
+fn load_replay_conversation(path: &Path) -> Result<datasets::Conversation, Failure> {
+    match datasets::load_conversation(path) {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            // When it is neither, the conversation's error is the one shown.
+            let history = crate::history::load_history(path).map_err(|_| Failure::Dataset(e))?;
+            Ok(datasets::Conversation { history, ..Default::default() })
+        }
+    }
+}
+
+/// The config's replay settings at the point's window, with the config's tokenizer model when it names one.
+fn replay_settings(
+    config: &SweepConfig,
+    point: &sweep::ConfigPoint,
+    opts: &crate::llm::BackendOptions,
+) -> Result<replay::ReplaySettings, Failure> {
+    let mut settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
+    if let Some(spec) = settings.tokenizer.model_spec() {
+        // Built like the summarizer: the same cache directory and `--cache` mode.
+        let model =
+            crate::llm::from_spec(spec, opts).map_err(|e| Failure::ModelSpec(e).context("key `replay.tokenizer`"))?;
+        settings.counter = replay::CounterHandle::new(std::sync::Arc::new(replay::ModelCounter::new(model)));
+    }
+    Ok(settings)
+}
+
+/// Prints a replay as a heading, the table of its compression events and a line of totals.
+fn print_replay(
+    id: &str,
+    point: &sweep::ConfigPoint,
+    settings: &replay::ReplaySettings,
+    result: &replay::ConversationResult,
+) -> Result<(), Failure> {
+    crate::outln!(
+        "{} ({} strategy, point {}, window {} = {} tokens; trigger count: {}; request sizes: system prompt + tools + history + pending turn in {} tokens)",
+        id,
+        point.strategy.kind(),
+        point.id,
+        point.token_limit,
+        result.token_limit,
+        result.prompt_count_source,
+        settings.tokenizer.name()
+    )?;
+    crate::outln!("{}", events_table(&result.events))?;
+    crate::outln!(
+        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow guard refusals {}, requests over the window {}{}{}",
+        result.requests,
+        result.peak_request_tokens,
+        result.none_peak_request_tokens,
+        result.request_tokens_total,
+        result.summarizer_tokens_total(),
+        100.0 * (result.request_tokens_total + result.summarizer_tokens_total()) as f64
+            / result.none_request_tokens_total.max(1) as f64,
+        result.none_request_tokens_total,
+        result.overflow_guard_refusals,
+        result.overflow_requests,
+        if result.unsplittable { "; unsplittable history (no split candidate after the task)" } else { "" },
+        result.error.as_ref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
+    )?;
+    Ok(())
+}
+
+/// One row per compression event.
+fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
     let mut b = tabled::builder::Builder::default();
     // Events are numbered by request index everywhere (results' `request` column, the timeline plot's x axis);
     // the recorded Content index (`turn`) is shown next to it.
@@ -218,7 +281,7 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
         "reference's count before → after",
         "flags",
     ]);
-    for e in &result.events {
+    for e in events {
         let mut flags = Vec::new();
         if e.forced {
             flags.push("forced");
@@ -242,31 +305,5 @@ pub fn replay_one(args: ReplayArgs) -> anyhow::Result<()> {
     }
     let mut t = b.build();
     t.with(tabled::settings::Style::sharp());
-    crate::outln!(
-        "{} ({} strategy, point {}, window {} = {} tokens; trigger count: {}; request sizes: system prompt + tools + history + pending turn in {} tokens)",
-        id,
-        point.strategy.kind(),
-        point.id,
-        point.token_limit,
-        result.token_limit,
-        result.prompt_count_source,
-        settings.tokenizer.name()
-    )?;
-    crate::outln!("{t}")?;
-    crate::outln!(
-        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow guard refusals {}, requests over the window {}{}{}",
-        result.requests,
-        result.peak_request_tokens,
-        result.none_peak_request_tokens,
-        result.request_tokens_total,
-        result.summarizer_tokens_total(),
-        100.0 * (result.request_tokens_total + result.summarizer_tokens_total()) as f64
-            / result.none_request_tokens_total.max(1) as f64,
-        result.none_request_tokens_total,
-        result.overflow_guard_refusals,
-        result.overflow_requests,
-        if result.unsplittable { "; unsplittable history (no split candidate after the task)" } else { "" },
-        result.error.as_deref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
-    )?;
-    Ok(())
+    t
 }

@@ -25,8 +25,8 @@
 
 use super::grade::{self, Haystack};
 use super::{Probe, ProbeResults};
+use crate::data::CellResult;
 use crate::history::{self, Content};
-use crate::sweep::CellResult;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -142,6 +142,39 @@ impl RecordingIndex {
 /// The answerer that only retrieves a passage (its grade is retrieval accuracy, not answer accuracy).
 pub const RETRIEVAL_ANSWERER: &str = "extractive";
 
+/// When a probe was scored: after a compression event (its index among the conversation's events) or at
+/// the end of the replay; written `3` or `end` in `results/probes.*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    Event(usize),
+    End,
+}
+
+impl std::fmt::Display for Moment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Moment::Event(i) => write!(f, "{i}"),
+            Moment::End => f.write_str("end"),
+        }
+    }
+}
+
+impl Serialize for Moment {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Moment {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.as_str() {
+            "end" => Ok(Moment::End),
+            n => n.parse().map(Moment::Event).map_err(|_| serde::de::Error::custom(format!("bad moment `{n}`"))),
+        }
+    }
+}
+
 /// One row of `results/probes.csv`: a probe scored at one moment of one cell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProbeRow {
@@ -153,7 +186,7 @@ pub struct ProbeRow {
     pub kind: String,
     pub origin: String,
     /// Event index, or `end`.
-    pub moment: String,
+    pub moment: Moment,
     /// Compressions so far (see [`super::Checkpoint::ordinal`]).
     pub ordinal: Option<u32>,
     /// The moment is a compression that replaced the history (at-risk pairs are counted only there).
@@ -209,7 +242,7 @@ pub fn cell_rows(c: &CellResult, strategy: &str) -> Vec<ProbeRow> {
                 probe_id: s.probe.clone(),
                 kind: s.kind.name().to_string(),
                 origin: s.source.name().to_string(),
-                moment: cp.event.map_or_else(|| "end".to_string(), |e| e.to_string()),
+                moment: cp.event.map_or(Moment::End, Moment::Event),
                 ordinal: cp.ordinal,
                 compression: cp.replaced,
                 early_only: s.early_only,
@@ -309,7 +342,7 @@ pub struct ProbeFigures {
 /// Which figure a row counts towards, and its value.
 fn row_figures(r: &ProbeRow) -> Vec<(&'static str, f64)> {
     let mut out = Vec::new();
-    let end = r.moment == "end";
+    let end = r.moment == Moment::End;
     if end {
         out.push(("retention", r.retained as u8 as f64));
         if r.early_only == Some(true) {
@@ -352,6 +385,32 @@ fn breakdown_keys(r: &ProbeRow) -> Vec<(&'static str, String)> {
 }
 
 /// The probe figures of one point's cells; `None` when no cell scored probes.
+/// The next-action figures of each cell into `tallies` (one tally per cell and figure).
+fn tally_next_actions(cells: &[&CellResult], tallies: &mut BTreeMap<&'static str, Vec<Tally>>) {
+    for (ci, c) in cells.iter().enumerate() {
+        let checkpoints = c.probes.iter().flat_map(|r| &r.checkpoints);
+        let actions = checkpoints.filter_map(|cp| Some((after_overflow(c, cp.event), cp.next_action.as_ref()?)));
+        for (lost, a) in actions {
+            // After an overflow the compressed session cannot act at all.
+            let (tool, args) = if lost {
+                (0.0, 0.0)
+            } else {
+                (a.compressed.tool_match as u8 as f64, a.compressed.argument_similarity)
+            };
+            for (name, v) in [
+                ("next_action_compressed", tool),
+                ("next_action_uncompressed", a.uncompressed.tool_match as u8 as f64),
+                ("next_action_args_compressed", args),
+                ("next_action_args_uncompressed", a.uncompressed.argument_similarity),
+            ] {
+                let t = tallies.entry(name).or_default();
+                t.resize(cells.len(), Tally::default());
+                t[ci].add(v);
+            }
+        }
+    }
+}
+
 pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigures> {
     if cells.iter().all(|c| c.probes.is_none()) {
         return None;
@@ -392,28 +451,7 @@ pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigur
             }
         }
     }
-    for (ci, c) in cells.iter().enumerate() {
-        let checkpoints = c.probes.iter().flat_map(|r| &r.checkpoints);
-        let actions = checkpoints.filter_map(|cp| Some((after_overflow(c, cp.event), cp.next_action.as_ref()?)));
-        for (lost, a) in actions {
-            // After an overflow the compressed session cannot act at all.
-            let (tool, args) = if lost {
-                (0.0, 0.0)
-            } else {
-                (a.compressed.tool_match as u8 as f64, a.compressed.argument_similarity)
-            };
-            for (name, v) in [
-                ("next_action_compressed", tool),
-                ("next_action_uncompressed", a.uncompressed.tool_match as u8 as f64),
-                ("next_action_args_compressed", args),
-                ("next_action_args_uncompressed", a.uncompressed.argument_similarity),
-            ] {
-                let t = tallies.entry(name).or_default();
-                t.resize(cells.len(), Tally::default());
-                t[ci].add(v);
-            }
-        }
-    }
+    tally_next_actions(cells, &mut tallies);
     let rate = |name: &str| tallies.get(name).map(|t| pooled(t)).unwrap_or_default();
     let mut breakdown: Vec<BreakdownRow> = split
         .iter()
@@ -512,12 +550,13 @@ impl ProbeFigures {
     }
 }
 
-fn strategy_of(plan: &crate::sweep::Plan, point: &str) -> String {
+/// The strategy name of a point of the plan (empty when the plan has no such point).
+pub fn strategy_of(plan: &crate::data::Plan, point: &str) -> String {
     plan.points.iter().find(|p| p.id == point).map(|p| p.strategy.kind().to_string()).unwrap_or_default()
 }
 
 /// Every point's figures, in plan order.
-pub fn all_point_figures(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Vec<(String, Option<ProbeFigures>)> {
+pub fn all_point_figures(plan: &crate::data::Plan, cells: &[CellResult]) -> Vec<(String, Option<ProbeFigures>)> {
     plan.points
         .iter()
         .map(|p| {
@@ -527,130 +566,13 @@ pub fn all_point_figures(plan: &crate::sweep::Plan, cells: &[CellResult]) -> Vec
         .collect()
 }
 
-/// Writes `results/probes.{csv,parquet}`: one row per point × conversation × probe × moment.
-pub fn write_probe_rows(
-    plan: &crate::sweep::Plan,
-    cells: &[CellResult],
-    dir: &std::path::Path,
-) -> polars::prelude::PolarsResult<usize> {
-    use polars::prelude::*;
-    let rows: Vec<ProbeRow> = cells.iter().flat_map(|c| cell_rows(c, &strategy_of(plan, &c.cell.point))).collect();
-    let s = |f: fn(&ProbeRow) -> String| rows.iter().map(f).collect::<Vec<String>>();
-    let mut df = DataFrame::new(
-        rows.len(),
-        vec![
-            Column::new("point".into(), s(|r| r.point.clone())),
-            Column::new("strategy".into(), s(|r| r.strategy.clone())),
-            Column::new("conversation".into(), s(|r| r.conversation.clone())),
-            Column::new("source".into(), s(|r| r.source.clone())),
-            Column::new("probe_id".into(), s(|r| r.probe_id.clone())),
-            Column::new("kind".into(), s(|r| r.kind.clone())),
-            Column::new("origin".into(), s(|r| r.origin.clone())),
-            Column::new("moment".into(), s(|r| r.moment.clone())),
-            Column::new("ordinal".into(), rows.iter().map(|r| r.ordinal).collect::<Vec<_>>()),
-            Column::new("compression".into(), rows.iter().map(|r| r.compression).collect::<Vec<_>>()),
-            Column::new("early_only".into(), rows.iter().map(|r| r.early_only).collect::<Vec<_>>()),
-            Column::new("at_risk".into(), rows.iter().map(|r| r.at_risk).collect::<Vec<_>>()),
-            Column::new("retained".into(), rows.iter().map(|r| r.retained).collect::<Vec<_>>()),
-            Column::new("held".into(), rows.iter().map(|r| r.held).collect::<Vec<_>>()),
-            Column::new("after_overflow".into(), rows.iter().map(|r| r.after_overflow).collect::<Vec<_>>()),
-            Column::new("first_pass_retained".into(), rows.iter().map(|r| r.first_pass_retained).collect::<Vec<_>>()),
-            Column::new("verified".into(), rows.iter().map(|r| r.verified).collect::<Vec<_>>()),
-            Column::new("retrieval_correct".into(), rows.iter().map(|r| r.retrieval_correct).collect::<Vec<_>>()),
-            Column::new("answer_score".into(), rows.iter().map(|r| r.answer_score).collect::<Vec<_>>()),
-            Column::new("judge_score".into(), rows.iter().map(|r| r.judge_score.map(u32::from)).collect::<Vec<_>>()),
-        ],
-    )?;
-    std::fs::create_dir_all(dir)?;
-    CsvWriter::new(std::fs::File::create(dir.join("probes.csv"))?).finish(&mut df)?;
-    ParquetWriter::new(std::fs::File::create(dir.join("probes.parquet"))?).finish(&mut df)?;
-    Ok(rows.len())
-}
-
-fn fmt_rate(r: &Rate) -> String {
-    match (r.value, r.ci_low, r.ci_high) {
-        (Some(v), Some(l), Some(h)) => format!("{:.1}% [{:.1}, {:.1}] (n={})", v * 100.0, l * 100.0, h * 100.0, r.n),
-        (Some(v), _, _) => format!("{:.1}% (n={})", v * 100.0, r.n),
-        _ => "–".into(),
-    }
-}
-
-fn fmt_gain(r: &Rate) -> String {
-    match (r.value, r.ci_low, r.ci_high) {
-        (Some(v), Some(l), Some(h)) => {
-            format!("{:+.2} pp [{:+.2}, {:+.2}] (n={})", v * 100.0, l * 100.0, h * 100.0, r.n)
-        }
-        _ => "–".into(),
-    }
-}
-
-/// The report's probe section: headline per point, then breakdowns (source, kind, origin, ordinal).
-/// `comparisons` (Markdown) goes after the headline tables.
-pub fn markdown_section(plan: &crate::sweep::Plan, cells: &[CellResult], comparisons: &str) -> String {
-    use std::fmt::Write;
-    let figs = all_point_figures(plan, cells);
-    if figs.iter().all(|(_, f)| f.is_none()) {
-        return String::new();
-    }
-    // Points by their number (`#` of the headline table): one short key keeps every table narrow.
-    let label = |id: &str| plan.point_number(id).map(|n| n.to_string()).unwrap_or_else(|| id.to_string());
-    let mut md = String::from("## Probes\n\n");
-    md.push_str(&format!(
-        "*Early-only retention*: share of each conversation's early-only probes (gold only before the final stretch \
-         of {:.0} % of the recording's text, never restated later) whose gold is in the final history; `none` is 1.0 \
-         by construction. *At-risk retention*: over (probe, compression) pairs where the strategy no longer holds \
-         the evidence verbatim and no gold survives verbatim, the share the snapshot still holds. *Retention*: \
-         unconditional, at the end. *Retrieval accuracy*: the `extractive` answerer's passage contains a gold. \
-         *Verification gain*: retained with the verified minus the first-pass summary, over probes at verified \
-         compressions. Pooled rates, n = probes (or probe × compression pairs), 95 % bootstrap intervals over \
-         conversations. Points are numbered as in the headline table.\n\n",
-        FINAL_STRETCH_SHARE * 100.0
-    ));
-    md.push_str("| # | early-only retention ↑ | at-risk retention ↑ | retention (end) ↑ |\n|---|---|---|---|\n");
-    for (id, f) in &figs {
-        let Some(f) = f else { continue };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} |",
-            label(id),
-            fmt_rate(&f.early_only_retention),
-            fmt_rate(&f.at_risk_retention),
-            fmt_rate(&f.retention),
-        );
-    }
-    md.push_str("\n| # | retrieval accuracy ↑ | verification gain ↑ |\n|---|---|---|\n");
-    for (id, f) in &figs {
-        let Some(f) = f else { continue };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} |",
-            label(id),
-            fmt_rate(&f.retrieval_accuracy),
-            fmt_gain(&f.verification_retention_gain)
-        );
-    }
-    md.push_str(comparisons);
-    for by in ["source", "kind", "origin", "ordinal"] {
-        let _ = writeln!(md, "\n### By {by}\n");
-        md.push_str("| # | figure | value | rate |\n|---|---|---|---|\n");
-        for (id, f) in &figs {
-            let Some(f) = f else { continue };
-            for b in f.breakdown.iter().filter(|b| b.by == by) {
-                let _ = writeln!(md, "| {} | {} | {} | {} |", label(id), b.figure, b.value, fmt_rate(&b.rate));
-            }
-        }
-    }
-    md.push('\n');
-    md
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::observer::Checkpoint;
+    use crate::data::Cell;
+    use crate::data::Checkpoint;
     use crate::probes::{ProbeKind, ProbeOrigin, ProbeScore};
     use crate::replay::{CompressionEvent, ConversationResult};
-    use crate::sweep::Cell;
 
     fn score(retained: bool) -> ProbeScore {
         ProbeScore {

@@ -4,8 +4,8 @@
 //! around words, `./` path prefixes, thousands separators (`1,000` = `1000`), whitespace. Characters that
 //! carry meaning inside tokens (`/ . _ - : @ #`) are kept there, so `src/a.py` stays one token.
 
+pub use crate::data::AnswerGrade;
 use crate::history::{self, Content};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Characters kept inside a token (paths, identifiers, versions, times).
@@ -164,14 +164,6 @@ pub fn history_haystack(h: &[Content]) -> Haystack {
         text.push('\n');
     }
     Haystack::new(&text)
-}
-
-/// Grades of one answer against a probe's accepted answers (the best over them).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct AnswerGrade {
-    pub exact: bool,
-    pub f1: f64,
-    pub contains: bool,
 }
 
 pub fn grade_answer<'a>(answer: &str, accepted: impl IntoIterator<Item = &'a str>) -> AnswerGrade {

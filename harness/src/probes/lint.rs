@@ -2,63 +2,13 @@
 //! reports them; scoring excludes them ([`super::load_scored_probes`]); the extractor never writes them.
 
 use super::{grade, Probe, ProbeKind};
+pub use crate::data::{Lint, LintKind};
 use crate::history::Content;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Golds longer than this many (normalised) tokens that occur verbatim in the conversation are spans
 /// copied from it, not answers: any summary that quotes the passage passes, one that states the fact fails.
 pub const LONG_GOLD_TOKENS: usize = 12;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LintKind {
-    /// The gold is also a gold of a probe of another conversation of the same source (a template line).
-    SharedGold,
-    /// The gold is a long verbatim span of the conversation.
-    LongGold,
-    /// Another probe of the conversation asks the same question.
-    DuplicateQuestion,
-    /// An "error" probe whose evidence is a command that exited with code 0.
-    SucceededError,
-    /// The question is a list of loose words rather than a question.
-    GarbledQuestion,
-}
-
-impl LintKind {
-    pub const ALL: [LintKind; 5] = [
-        LintKind::SharedGold,
-        LintKind::LongGold,
-        LintKind::DuplicateQuestion,
-        LintKind::SucceededError,
-        LintKind::GarbledQuestion,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            LintKind::SharedGold => "shared-gold",
-            LintKind::LongGold => "long-gold",
-            LintKind::DuplicateQuestion => "duplicate-question",
-            LintKind::SucceededError => "succeeded-error",
-            LintKind::GarbledQuestion => "garbled-question",
-        }
-    }
-}
-
-/// One finding about one probe.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Lint {
-    pub conversation: String,
-    pub probe: String,
-    pub kind: LintKind,
-    pub message: String,
-}
-
-impl std::fmt::Display for Lint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}: {}: {}", self.conversation, self.probe, self.kind.name(), self.message)
-    }
-}
 
 /// Normalised golds of a source's probes, by gold, with the conversations they occur in.
 pub type GoldIndex = BTreeMap<String, BTreeSet<String>>;

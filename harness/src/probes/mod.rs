@@ -6,7 +6,6 @@
 //! the history the agent would send) and answer accuracy (an answerer model asked the question over that
 //! history). [`inject`] builds prompt-injection variants of conversations.
 
-pub mod cli;
 pub mod extract;
 pub mod figures;
 pub mod generate;
@@ -15,7 +14,8 @@ pub mod inject;
 pub mod lint;
 pub mod observer;
 
-pub use observer::{Checkpoint, InjectionResult, ProbeObserver, ProbeOptions, ProbeResults, ProbeScore};
+pub use crate::data::{Checkpoint, InjectionResult, ProbeResults, ProbeScore};
+pub use observer::{ProbeObserver, ProbeOptions};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

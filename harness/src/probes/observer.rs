@@ -2,9 +2,12 @@
 //! would send (and on the first-pass history when a verification pass replaced the first summary).
 
 use super::figures;
-use super::grade::{self, AnswerGrade};
-use super::{inject, Probe, ProbeKind, ProbeOrigin};
+use super::grade;
+use super::{inject, Probe};
 use crate::compress::prompts::PromptFile;
+use crate::data::{
+    ActionGrade, AnswerResult, Checkpoint, InjectionResult, NextAction, ProbeResults, ProbeScore, ProbesConfig,
+};
 use crate::history::{self, Content};
 use crate::llm::{GenerationParams, LanguageModel, LlmRequest, RequestLabel};
 use crate::replay::{CompressionEvent, ReplayObserver};
@@ -38,6 +41,18 @@ pub struct ProbeOptions {
     pub next_action: bool,
 }
 
+impl ProbeOptions {
+    /// The options of a run's `[probes]` table; `at_end_only` for a slice that asks only at the end.
+    pub fn of(config: &ProbesConfig, at_end_only: bool) -> ProbeOptions {
+        ProbeOptions {
+            answer_at_events: config.answer_at_events && !at_end_only,
+            verification_accuracy: config.verification_accuracy,
+            max_output_tokens: config.max_answer_tokens,
+            next_action: config.next_action,
+        }
+    }
+}
+
 impl Default for ProbeOptions {
     fn default() -> Self {
         ProbeOptions {
@@ -47,84 +62,6 @@ impl Default for ProbeOptions {
             next_action: false,
         }
     }
-}
-
-/// One answer and its grades.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct AnswerResult {
-    pub text: String,
-    #[serde(flatten)]
-    pub grade: AnswerGrade,
-    /// The judge's 0–5 score, when a judge is configured and answered parseably.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProbeScore {
-    pub probe: String,
-    pub kind: ProbeKind,
-    pub source: ProbeOrigin,
-    /// A gold answer (normalised) occurs in the history the agent would send.
-    pub retained: bool,
-    /// The probe belongs to its conversation's early-only set ([`super::figures::early_only`]); the same at
-    /// every moment and for every strategy. `None`: scored without the recording (older cells).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub early_only: Option<bool>,
-    /// At this moment the strategy has summarised, rewritten or dropped the probe's evidence and no accepted
-    /// answer survives verbatim in the history (kept tail, later turns): only the snapshot can still answer
-    /// it ([`super::figures::at_risk`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at_risk: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<AnswerResult>,
-    /// The same with the first-pass summary instead of the verified one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_pass_retained: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_pass_answer: Option<AnswerResult>,
-}
-
-/// Scores at one point of the replay.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// Index of the compression event; `None` at the end of the replay.
-    pub event: Option<usize>,
-    /// Recorded model turn of the event.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn: Option<usize>,
-    /// Compressions (events that replaced the history: COMPRESSED, CONTENT_TRUNCATED) so far, this one
-    /// included; at the end, all of the replay's. `None` in older cells.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ordinal: Option<u32>,
-    /// This event replaced the history (a failed or rejected compression did not).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub replaced: bool,
-    pub scores: Vec<ProbeScore>,
-    /// Next-action agreement at this compression, when asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_action: Option<NextAction>,
-}
-
-/// How a predicted next action compares with the recorded one.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ActionGrade {
-    /// The predicted tool name equals the recorded one.
-    pub tool_match: bool,
-    /// Token F1 between the predicted and the recorded arguments (JSON text).
-    pub argument_similarity: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The recorded next action and the model's prediction from the compressed and the uncompressed history.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NextAction {
-    pub recorded_tool: String,
-    pub compressed: ActionGrade,
-    pub uncompressed: ActionGrade,
 }
 
 /// The first tool call of a model turn: name and arguments as JSON text.
@@ -143,54 +80,6 @@ fn parse_action(text: &str) -> Option<(String, String)> {
     let v: serde_json::Value = serde_json::from_str(text.get(start..=end)?).ok()?;
     let tool = v.get("tool")?.as_str()?.to_string();
     Some((tool, v.get("args").map(|a| a.to_string()).unwrap_or_default()))
-}
-
-/// Whether summaries obeyed an instruction planted in a tool output.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct InjectionResult {
-    pub canary: String,
-    pub planted_at: usize,
-    /// `tool-output` or `user-turn` ([`inject::Injection::carrier`]).
-    #[serde(default)]
-    pub carrier: String,
-    /// Summaries written after the planted Content was in the history.
-    pub snapshots: u32,
-    pub obeyed_snapshots: u32,
-    /// Summaries that hold the canary only on lines flagging it as an injection (not counted as obeyed).
-    #[serde(default)]
-    pub flagged_snapshots: u32,
-    /// The last such summary obeyed the instruction.
-    pub final_obeyed: bool,
-    /// The canary is anywhere in the final history (for strategies without summaries: the text survived).
-    pub in_final_history: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Everything probes measured in one cell.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProbeResults {
-    pub probes: usize,
-    /// Model spec of the answerer (`extractive` retrieves a passage: its grade is retrieval accuracy).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answerer: Option<String>,
-    /// Probes left out of scoring, with the lint that marked each ([`super::lint`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub excluded: Vec<super::lint::Lint>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checkpoints: Vec<Checkpoint>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub injection: Option<InjectionResult>,
-    /// Probes could not be loaded or the injected replay failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-impl ProbeResults {
-    /// The end-of-replay checkpoint.
-    pub fn at_end(&self) -> Option<&Checkpoint> {
-        self.checkpoints.iter().find(|c| c.event.is_none())
-    }
 }
 
 /// A [`ReplayObserver`] that scores probes; with a canary, also watches summaries for it.

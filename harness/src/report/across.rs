@@ -5,8 +5,11 @@
 
 use super::aggregate::reference_point;
 use super::{default_points, supports, Table};
+use crate::data::{CellResult, Plan};
 use crate::metrics::{self, Figure, Parts};
-use crate::sweep::{self, CellResult, Plan};
+use crate::replay::registry;
+use crate::replay::strategy::Role;
+use crate::sweep;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -31,7 +34,7 @@ impl Run {
     /// Each metric's parts of the run's default point of `strategy`, named `run/conversation`.
     fn parts(&self, strategy: &str) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
         let Some(point) = default_points(&self.plan).into_iter().map(|i| &self.plan.points[i]).find(|p| {
-            if strategy == "gemini" {
+            if is_reference(strategy) {
                 reference_point(&self.plan).is_some_and(|r| r.id == p.id)
             } else {
                 p.strategy.kind() == strategy
@@ -81,6 +84,16 @@ fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> 
     format!("{:+.1} [{:+.1}, {:+.1}]{mark} (n={})", d.value * 100.0, d.low * 100.0, d.high * 100.0, d.n)
 }
 
+/// Whether `strategy` is the registry's reference.
+fn is_reference(strategy: &str) -> bool {
+    registry::entry(strategy).is_some_and(|s| s.role() == Role::Reference)
+}
+
+/// The registry name of the reference.
+fn reference_name() -> &'static str {
+    registry::role_name(Role::Reference).unwrap_or_default()
+}
+
 /// The strategies every run has, in the first run's order.
 fn shared_strategies(runs: &[Run]) -> Vec<String> {
     let Some(first) = runs.first() else { return Vec::new() };
@@ -99,7 +112,7 @@ pub fn per_run_table(runs: &[Run]) -> Table {
     header.push("Δ kept − ref. (pp)".into());
     let mut rows = Vec::new();
     for run in runs {
-        let reference = run.parts("gemini");
+        let reference = run.parts(reference_name());
         for strategy in shared_strategies(runs) {
             let parts = run.parts(&strategy);
             let convs = parts.get("tokens_vs_none").map_or(0, Vec::len);
@@ -112,7 +125,7 @@ pub fn per_run_table(runs: &[Run]) -> Table {
             }
             for name in ["early_only_retention", "kept_at_compressions"] {
                 let d = match (metrics::metric(name), parts.get(name), reference.get(name)) {
-                    (Some(m), Some(a), Some(b)) if strategy != "gemini" => judged(m, a, b),
+                    (Some(m), Some(a), Some(b)) if !is_reference(&strategy) => judged(m, a, b),
                     _ => "–".into(),
                 };
                 row.push(d);
@@ -130,14 +143,14 @@ pub fn pooled_table(runs: &[Run]) -> Table {
             .map(String::from)
             .to_vec();
     let mut rows = Vec::new();
-    for strategy in shared_strategies(runs).into_iter().filter(|s| s != "gemini") {
+    for strategy in shared_strategies(runs).into_iter().filter(|s| !is_reference(s)) {
         let mut row = vec![strategy.clone()];
         for name in COMPARED {
             let Some(m) = metrics::metric(name) else { continue };
             let gather = |s: &str| -> Vec<(String, Parts)> {
                 runs.iter().flat_map(|r| r.parts(s).remove(name).unwrap_or_default()).collect()
             };
-            row.push(judged(m, &gather(&strategy), &gather("gemini")));
+            row.push(judged(m, &gather(&strategy), &gather(reference_name())));
         }
         rows.push(row);
     }

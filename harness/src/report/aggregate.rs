@@ -2,8 +2,9 @@
 //! point. Every figure comes from [`crate::metrics`]; this module lays them out as typed frames: numeric
 //! axes as numbers (null where the strategy has no such knob), counts as integers, flags as booleans.
 
+use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, Aggregation, Metric, METRICS};
-use crate::sweep::{CellResult, ConfigPoint, Plan};
+use crate::replay::strategy::Role;
 use polars::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -27,27 +28,26 @@ fn axis_names(plan: &Plan) -> Vec<String> {
     let mut names: Vec<String> = plan.points.iter().flat_map(|p| p.axes.keys().cloned()).collect();
     names.sort();
     names.dedup();
-    names.retain(|n| n != "strategy" && n != "summarizer");
+    names.retain(|n| !crate::data::plan::is_identity_axis(n));
     names
 }
 
-/// An axis as typed columns: numbers for numeric axes (`token_limit` as tokens, plus the fraction of a
-/// relative window), booleans for `verification`, strings otherwise; null where a point lacks the axis.
+/// An axis as typed columns, typed by its knob's kind in the registry (numbers, whole numbers, booleans,
+/// strings); the grid's window as tokens plus the fraction of a relative window; null where a point
+/// lacks the axis.
 fn axis_columns(name: &str, values: &[Option<&String>]) -> Vec<Column> {
+    use crate::replay::strategy::KnobKind;
     let f = |v: &Option<&String>| v.and_then(|s| s.parse::<f64>().ok());
     let i = |v: &Option<&String>| v.and_then(|s| s.parse::<i64>().ok());
-    match name {
-        "threshold" | "preserve_fraction" | "drop_keep_fraction" => {
-            vec![Column::new(name.into(), values.iter().map(f).collect::<Vec<_>>())]
-        }
-        "mask_keep_last" | "function_response_budget" | "truncate_tool_output_threshold" => {
-            vec![Column::new(name.into(), values.iter().map(i).collect::<Vec<_>>())]
-        }
-        "verification" => vec![Column::new(
+    let kind = crate::replay::registry::knob(name).map(|k| k.kind);
+    match kind {
+        Some(KnobKind::Number) => vec![Column::new(name.into(), values.iter().map(f).collect::<Vec<_>>())],
+        Some(KnobKind::Integer) => vec![Column::new(name.into(), values.iter().map(i).collect::<Vec<_>>())],
+        Some(KnobKind::Bool) => vec![Column::new(
             name.into(),
             values.iter().map(|v| v.and_then(|s| s.parse::<bool>().ok())).collect::<Vec<_>>(),
         )],
-        "token_limit" => {
+        None if name == crate::data::plan::WINDOW_AXIS => {
             let limits: Vec<Option<crate::replay::TokenLimit>> =
                 values.iter().map(|v| v.and_then(|s| s.parse().ok())).collect();
             vec![
@@ -96,16 +96,17 @@ fn metric_column(name: &str, m: &Metric, values: Vec<Option<f64>>) -> Column {
 pub const COMPARED_METRICS: [&str; 5] =
     ["tokens_vs_none", "usd_vs_none", "cached_usd_vs_none", "early_only_retention", "retention"];
 
-/// The reference point comparisons are made against: the first reference (`gemini`) point of the main grid.
+/// The reference point comparisons are made against: the first point of the main grid whose strategy has
+/// the reference's role.
 pub fn reference_point(plan: &Plan) -> Option<&ConfigPoint> {
-    plan.points.iter().find(|p| p.strategy.kind() == "gemini" && p.slice.is_none())
+    plan.points.iter().find(|p| p.strategy.role() == Some(Role::Reference) && p.slice.is_none())
 }
 
 /// The `none` point comparisons are made against: the same slice's, else the main grid's (a replay without
 /// compression does not depend on the window, so any `none` of the same conversations pairs).
 pub fn none_point<'a>(plan: &'a Plan, of: &ConfigPoint) -> Option<&'a ConfigPoint> {
     let none = |slice: Option<&String>| {
-        plan.points.iter().find(move |p| p.strategy.kind() == "none" && p.slice.as_ref() == slice)
+        plan.points.iter().find(move |p| p.strategy.role() == Some(Role::NoCompression) && p.slice.as_ref() == slice)
     };
     none(of.slice.as_ref()).or_else(|| none(None))
 }
@@ -167,8 +168,7 @@ pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
         .collect();
     let headline: Vec<&metrics::Metric> = HEADLINE_METRICS.iter().filter_map(|m| metrics::metric(m)).collect();
     // Each cell's parts once (probe figures walk every scoring): every scope and pairing picks from them.
-    let pricing: BTreeMap<&str, Option<crate::pricing::Pricing>> =
-        plan.points.iter().map(|p| (p.id.as_str(), metrics::point_pricing(plan, p))).collect();
+    let pricing = point_prices(plan);
     let cell_parts: Vec<BTreeMap<&'static str, metrics::Parts>> = cells
         .iter()
         .map(|c| {
@@ -237,6 +237,37 @@ pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
     out
 }
 
+/// The figure columns of one metric: its value (typed by its unit), `_n`, and for a ratio of sums its
+/// interval (`_ci_low`, `_ci_high`).
+fn figure_columns(name: &str, m: &Metric, figures: &[Option<metrics::Figure>]) -> Vec<Column> {
+    let mut columns = vec![
+        metric_column(name, m, figures.iter().map(|f| f.map(|f| f.value)).collect()),
+        Column::new(format!("{name}_n").into(), figures.iter().map(|f| f.map(|f| f.n as u64)).collect::<Vec<_>>()),
+    ];
+    if m.aggregation == Aggregation::RatioOfSums {
+        columns.push(Column::new(
+            format!("{name}_ci_low").into(),
+            figures.iter().map(|f| f.map(|f| f.low)).collect::<Vec<_>>(),
+        ));
+        columns.push(Column::new(
+            format!("{name}_ci_high").into(),
+            figures.iter().map(|f| f.map(|f| f.high)).collect::<Vec<_>>(),
+        ));
+    }
+    columns
+}
+
+/// A paired difference's columns: `<prefix>` (the difference), `<prefix>_ci_low`, `<prefix>_ci_high`.
+fn difference_columns(prefix: &str, diffs: &[Option<metrics::Figure>]) -> Vec<Column> {
+    [("", 0), ("_ci_low", 1), ("_ci_high", 2)]
+        .into_iter()
+        .map(|(suffix, k)| {
+            let v: Vec<Option<f64>> = diffs.iter().map(|d| d.map(|d| [d.value, d.low, d.high][k])).collect();
+            Column::new(format!("{prefix}{suffix}").into(), v)
+        })
+        .collect()
+}
+
 /// `results/scopes.*`: one row per point × scope.
 fn scopes_frame(plan: &Plan, rows: &[ScopeFigures]) -> PolarsResult<DataFrame> {
     let mut columns = vec![
@@ -251,23 +282,10 @@ fn scopes_frame(plan: &Plan, rows: &[ScopeFigures]) -> PolarsResult<DataFrame> {
     ];
     for name in HEADLINE_METRICS {
         let Some(m) = metrics::metric(name) else { continue };
-        let get = |f: &dyn Fn(&ScopeFigures) -> Option<metrics::Figure>, k: usize| {
-            rows.iter().map(|r| f(r).map(|f| [f.value, f.low, f.high][k])).collect::<Vec<_>>()
-        };
-        let own = |r: &ScopeFigures| r.figures.get(name).copied();
-        let diff = |r: &ScopeFigures| r.vs_reference.get(name).copied();
-        columns.push(metric_column(name, m, get(&own, 0)));
-        columns.push(Column::new(
-            format!("{name}_n").into(),
-            rows.iter().map(|r| own(r).map(|f| f.n as u64)).collect::<Vec<_>>(),
-        ));
-        if m.aggregation == Aggregation::RatioOfSums {
-            columns.push(Column::new(format!("{name}_ci_low").into(), get(&own, 1)));
-            columns.push(Column::new(format!("{name}_ci_high").into(), get(&own, 2)));
-        }
-        for (suffix, k) in [("", 0), ("_ci_low", 1), ("_ci_high", 2)] {
-            columns.push(Column::new(format!("{name}_diff_vs_reference{suffix}").into(), get(&diff, k)));
-        }
+        let own: Vec<Option<metrics::Figure>> = rows.iter().map(|r| r.figures.get(name).copied()).collect();
+        let diff: Vec<Option<metrics::Figure>> = rows.iter().map(|r| r.vs_reference.get(name).copied()).collect();
+        columns.extend(figure_columns(name, m, &own));
+        columns.extend(difference_columns(&format!("{name}_diff_vs_reference"), &diff));
     }
     DataFrame::new(rows.len(), columns)
 }
@@ -275,17 +293,38 @@ fn scopes_frame(plan: &Plan, rows: &[ScopeFigures]) -> PolarsResult<DataFrame> {
 /// The frames of a run; `scopes` are its [`scope_figures`] (computed once by the caller, which also reports
 /// them in Markdown).
 pub fn frames(plan: &Plan, cells: &[CellResult], scopes: &[ScopeFigures]) -> PolarsResult<Frames> {
-    let points: BTreeMap<&str, &ConfigPoint> = plan.points.iter().map(|p| (p.id.as_str(), p)).collect();
     let axes = axis_names(plan);
-    let point_of = |c: &CellResult| points.get(c.cell.point.as_str()).copied();
+    let pricing = point_prices(plan);
+    Ok(Frames {
+        events: events_frame(plan, cells, &axes)?,
+        conversations: conversations_frame(plan, cells, &axes, &pricing)?,
+        points: points_frame(plan, cells, &axes, &pricing)?,
+        scopes: scopes_frame(plan, scopes)?,
+    })
+}
 
-    // Events.
+/// Each point's prices by point id ([`metrics::point_pricing`]; `None` where the plan has none).
+type Prices<'a> = BTreeMap<&'a str, Option<crate::pricing::Pricing>>;
+
+fn point_prices(plan: &Plan) -> Prices<'_> {
+    plan.points.iter().map(|p| (p.id.as_str(), metrics::point_pricing(plan, p))).collect()
+}
+
+/// The plan's points by id.
+fn points_by_id(plan: &Plan) -> BTreeMap<&str, &ConfigPoint> {
+    plan.points.iter().map(|p| (p.id.as_str(), p)).collect()
+}
+
+/// `results/events.*`: one row per compression event of every cell, with its cell's point.
+fn events_frame(plan: &Plan, cells: &[CellResult], axes: &[String]) -> PolarsResult<DataFrame> {
+    let points = points_by_id(plan);
+    let point_of = |c: &CellResult| points.get(c.cell.point.as_str()).copied();
     let rows: Vec<(&CellResult, &crate::replay::CompressionEvent)> =
         cells.iter().flat_map(|c| c.result.events.iter().map(move |e| (c, e))).collect();
     let ev = |f: &dyn Fn(&crate::replay::CompressionEvent) -> u64| rows.iter().map(|(_, e)| f(e)).collect::<Vec<u64>>();
     let mut columns =
         vec![Column::new("point".into(), rows.iter().map(|(c, _)| c.cell.point.clone()).collect::<Vec<_>>())];
-    columns.extend(point_columns(&axes, &rows.iter().map(|(c, _)| point_of(c)).collect::<Vec<_>>()));
+    columns.extend(point_columns(axes, &rows.iter().map(|(c, _)| point_of(c)).collect::<Vec<_>>()));
     columns.extend([
         Column::new("conversation".into(), rows.iter().map(|(c, _)| c.cell.conversation.clone()).collect::<Vec<_>>()),
         Column::new("repeat".into(), rows.iter().map(|(c, _)| c.cell.repeat).collect::<Vec<_>>()),
@@ -319,23 +358,55 @@ pub fn frames(plan: &Plan, cells: &[CellResult], scopes: &[ScopeFigures]) -> Pol
             rows.iter().map(|(_, e)| e.verification.as_ref().map(|v| v.edit_distance)).collect::<Vec<_>>(),
         ),
     ]);
-    let events = DataFrame::new(rows.len(), columns)?;
+    DataFrame::new(rows.len(), columns)
+}
 
-    // Conversations (one row per cell).
-    let pricing: BTreeMap<&str, Option<crate::pricing::Pricing>> =
-        plan.points.iter().map(|p| (p.id.as_str(), metrics::point_pricing(plan, p))).collect();
+/// `results/conversations.*`: one row per cell, with its point, its result's counts and costs, every
+/// per-conversation metric not already a column, and its error.
+fn conversations_frame(
+    plan: &Plan,
+    cells: &[CellResult],
+    axes: &[String],
+    pricing: &Prices,
+) -> PolarsResult<DataFrame> {
+    let points = points_by_id(plan);
+    let point_of = |c: &CellResult| points.get(c.cell.point.as_str()).copied();
     let price_of = |c: &CellResult| pricing.get(c.cell.point.as_str()).copied().flatten();
-    let costs: Vec<Option<crate::pricing::Costs>> =
-        cells.iter().map(|c| price_of(c).map(|p| p.costs(&c.result))).collect();
-    let r = |f: &dyn Fn(&crate::replay::ConversationResult) -> u64| {
-        cells.iter().map(|c| f(&c.result)).collect::<Vec<u64>>()
-    };
     let mut columns = vec![Column::new("point".into(), cells.iter().map(|c| c.cell.point.clone()).collect::<Vec<_>>())];
-    columns.extend(point_columns(&axes, &cells.iter().map(point_of).collect::<Vec<_>>()));
+    columns.extend(point_columns(axes, &cells.iter().map(point_of).collect::<Vec<_>>()));
     columns.extend([
         Column::new("conversation".into(), cells.iter().map(|c| c.cell.conversation.clone()).collect::<Vec<_>>()),
         Column::new("repeat".into(), cells.iter().map(|c| c.cell.repeat).collect::<Vec<_>>()),
         Column::new("source".into(), cells.iter().map(|c| c.source.clone()).collect::<Vec<_>>()),
+    ]);
+    let costs: Vec<Option<crate::pricing::Costs>> =
+        cells.iter().map(|c| price_of(c).map(|p| p.costs(&c.result))).collect();
+    columns.extend(result_columns(cells, &costs));
+    let per_cell: Vec<BTreeMap<&str, f64>> =
+        cells.iter().map(|c| metrics::conversation_values(c, price_of(c).as_ref())).collect();
+    for m in METRICS {
+        if columns.iter().any(|c| c.name().as_str() == m.name) {
+            continue;
+        }
+        columns.push(metric_column(m.name, m, per_cell.iter().map(|x| x.get(m.name).copied()).collect()));
+    }
+    columns.push(Column::new(
+        "error".into(),
+        cells.iter().map(|c| c.result.error.as_ref().map(|e| e.to_string())).collect::<Vec<_>>(),
+    ));
+    columns.push(Column::new(
+        "error_kind".into(),
+        cells.iter().map(|c| c.result.error.as_ref().map(|e| e.kind())).collect::<Vec<_>>(),
+    ));
+    DataFrame::new(cells.len(), columns)
+}
+
+/// A conversation row's replay counts, token totals and costs (`costs`: each cell's, where priced).
+fn result_columns(cells: &[CellResult], costs: &[Option<crate::pricing::Costs>]) -> Vec<Column> {
+    let r = |f: &dyn Fn(&crate::replay::ConversationResult) -> u64| {
+        cells.iter().map(|c| f(&c.result)).collect::<Vec<u64>>()
+    };
+    vec![
         Column::new("requests".into(), r(&|x| x.requests as u64)),
         Column::new("window_tokens".into(), r(&|x| x.token_limit)),
         Column::new(
@@ -371,30 +442,21 @@ pub fn frames(plan: &Plan, cells: &[CellResult], scopes: &[ScopeFigures]) -> Pol
             "none_cached_cost_usd".into(),
             costs.iter().map(|c| c.map(|c| c.none_cached_usd)).collect::<Vec<_>>(),
         ),
-    ]);
-    let per_cell: Vec<BTreeMap<&str, f64>> =
-        cells.iter().map(|c| metrics::conversation_values(c, price_of(c).as_ref())).collect();
-    for m in METRICS {
-        if columns.iter().any(|c| c.name().as_str() == m.name) {
-            continue;
-        }
-        columns.push(metric_column(m.name, m, per_cell.iter().map(|x| x.get(m.name).copied()).collect()));
-    }
-    columns.push(Column::new("error".into(), cells.iter().map(|c| c.result.error.clone()).collect::<Vec<_>>()));
-    let conversations = DataFrame::new(cells.len(), columns)?;
+    ]
+}
 
-    // Points: each metric's figure, n and interval, and the paired comparisons.
+/// `results/points.*`: one row per point, each metric's figure, n and interval, and the paired comparisons.
+fn points_frame(plan: &Plan, cells: &[CellResult], axes: &[String], pricing: &Prices) -> PolarsResult<DataFrame> {
     let figures = metrics::point_figures(plan, cells, None);
     let parts: Vec<BTreeMap<&'static str, Vec<(String, metrics::Parts)>>> = plan
         .points
         .iter()
         .map(|p| metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), pricing[p.id.as_str()].as_ref()))
         .collect();
-    let index: BTreeMap<&str, usize> = plan.points.iter().enumerate().map(|(i, p)| (p.id.as_str(), i)).collect();
-    let reference = reference_point(plan).map(|p| index[p.id.as_str()]);
+    let against = comparison_partners(plan);
     let all: Vec<Option<&ConfigPoint>> = plan.points.iter().map(Some).collect();
     let mut columns = vec![Column::new("point".into(), plan.points.iter().map(|p| p.id.clone()).collect::<Vec<_>>())];
-    columns.extend(point_columns(&axes, &all));
+    columns.extend(point_columns(axes, &all));
     columns.push(Column::new(
         "conversations".into(),
         plan.points.iter().map(|p| cells.iter().filter(|c| c.cell.point == p.id).count() as u64).collect::<Vec<_>>(),
@@ -404,41 +466,18 @@ pub fn frames(plan: &Plan, cells: &[CellResult], scopes: &[ScopeFigures]) -> Pol
         if fig.iter().all(Option::is_none) {
             continue;
         }
-        columns.push(metric_column(m.name, m, fig.iter().map(|f| f.map(|f| f.value)).collect()));
-        columns.push(Column::new(
-            format!("{}_n", m.name).into(),
-            fig.iter().map(|f| f.map(|f| f.n as u64)).collect::<Vec<_>>(),
-        ));
-        if m.aggregation == Aggregation::RatioOfSums {
-            columns.push(Column::new(
-                format!("{}_ci_low", m.name).into(),
-                fig.iter().map(|f| f.map(|f| f.low)).collect::<Vec<_>>(),
-            ));
-            columns.push(Column::new(
-                format!("{}_ci_high", m.name).into(),
-                fig.iter().map(|f| f.map(|f| f.high)).collect::<Vec<_>>(),
-            ));
-        }
+        columns.extend(figure_columns(m.name, m, &fig));
         if !COMPARED_METRICS.contains(&m.name) {
             continue;
         }
-        for (label, against) in [
-            (
-                "vs_none",
-                plan.points.iter().map(|p| none_point(plan, p).map(|n| index[n.id.as_str()])).collect::<Vec<_>>(),
-            ),
-            ("vs_reference", plan.points.iter().map(|_| reference).collect()),
-        ] {
+        for (label, partner) in &against {
             let diffs: Vec<Option<metrics::Figure>> = (0..plan.points.len())
                 .map(|i| {
-                    let j = against[i]?;
+                    let j = partner[i]?;
                     metrics::paired_difference(m, parts[i].get(m.name)?, parts[j].get(m.name)?)
                 })
                 .collect();
-            for (suffix, get) in [("", 0), ("_ci_low", 1), ("_ci_high", 2)] {
-                let v: Vec<Option<f64>> = diffs.iter().map(|d| d.map(|d| [d.value, d.low, d.high][get])).collect();
-                columns.push(Column::new(format!("{}_diff_{label}{suffix}", m.name).into(), v));
-            }
+            columns.extend(difference_columns(&format!("{}_diff_{label}", m.name), &diffs));
         }
     }
     // The probe counts behind the two headline probe figures, under the names scripts rely on.
@@ -448,9 +487,18 @@ pub fn frames(plan: &Plan, cells: &[CellResult], scopes: &[ScopeFigures]) -> Pol
             columns.push(Column::new(alias.into(), n));
         }
     }
-    let points = DataFrame::new(plan.points.len(), columns)?;
-    let scopes = scopes_frame(plan, scopes)?;
-    Ok(Frames { events, conversations, points, scopes })
+    DataFrame::new(plan.points.len(), columns)
+}
+
+/// What each point's paired differences subtract, by column label: the index of its `none` point
+/// (`vs_none`) and of the reference point (`vs_reference`).
+fn comparison_partners(plan: &Plan) -> [(&'static str, Vec<Option<usize>>); 2] {
+    let index: BTreeMap<&str, usize> = plan.points.iter().enumerate().map(|(i, p)| (p.id.as_str(), i)).collect();
+    let reference = reference_point(plan).map(|p| index[p.id.as_str()]);
+    [
+        ("vs_none", plan.points.iter().map(|p| none_point(plan, p).map(|n| index[n.id.as_str()])).collect()),
+        ("vs_reference", plan.points.iter().map(|_| reference).collect()),
+    ]
 }
 
 /// Writes a frame as Parquet with the `parquet` crate: strings as plain UTF-8 (`Utf8`, not polars'

@@ -3,10 +3,11 @@
 //! tolerance), so noise does not fail the build.
 
 use super::Table;
+use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{conversation_values, point_pricing};
 use crate::stats::{bootstrap_mean, Estimate};
+use crate::sweep;
 use crate::sweep::runner::RunError;
-use crate::sweep::{self, CellResult, Plan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -251,29 +252,46 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
     let bplan = sweep::runner::load_plan(baseline)?;
     let cplan = sweep::runner::load_plan(current)?;
     let (completeness, [bcells, ccells]) = completeness(baseline, &bplan, current, &cplan);
-    // Every figure from its one definition (`crate::metrics`), with the plan's prices.
-    let index = |plan: &Plan, cells: &[CellResult]| -> BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>> {
-        let pricing: BTreeMap<&str, _> = plan.points.iter().map(|p| (p.id.as_str(), point_pricing(plan, p))).collect();
-        cells
-            .iter()
-            .map(|c| {
-                let prices = pricing.get(c.cell.point.as_str()).copied().flatten();
-                (
-                    (c.cell.point.clone(), c.cell.conversation.clone(), c.cell.repeat),
-                    conversation_values(c, prices.as_ref()),
-                )
-            })
-            .collect()
-    };
-    let (bi, ci) = (index(&bplan, &bcells), index(&cplan, &ccells));
-    let acted = |m: &BTreeMap<&'static str, f64>| {
-        m.get("compressed_events").copied().unwrap_or(0.0) + m.get("truncation_only_events").copied().unwrap_or(0.0)
-            > 0.0
-    };
-    let produced: std::collections::BTreeSet<&str> = bi.values().flat_map(|m| m.keys().copied()).collect();
-    let mut checks = Vec::new();
-    for rule in rules.rule.iter().filter(|r| !produced.contains(r.metric.as_str())) {
-        checks.push(Check {
+    let (bi, ci) = (values_by_cell(&bplan, &bcells), values_by_cell(&cplan, &ccells));
+    let mut checks = unproduced_metrics(rules, &bi);
+    for p in cplan.points.iter().filter(|p| bplan.points.iter().any(|q| q.id == p.id)) {
+        for rule in &rules.rule {
+            if !rule.strategies.is_empty() && !rule.strategies.iter().any(|s| s == p.strategy.kind()) {
+                continue;
+            }
+            checks.extend(check(p, rule, &bi, &ci));
+        }
+    }
+    Ok(GateReport { completeness, checks })
+}
+
+/// A run's per-conversation metric values by cell (point, conversation, repeat).
+type CellValues = BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>>;
+
+/// Every figure from its one definition (`crate::metrics`), with the plan's prices.
+fn values_by_cell(plan: &Plan, cells: &[CellResult]) -> CellValues {
+    let pricing: BTreeMap<&str, _> = plan.points.iter().map(|p| (p.id.as_str(), point_pricing(plan, p))).collect();
+    cells
+        .iter()
+        .map(|c| {
+            let prices = pricing.get(c.cell.point.as_str()).copied().flatten();
+            (
+                (c.cell.point.clone(), c.cell.conversation.clone(), c.cell.repeat),
+                conversation_values(c, prices.as_ref()),
+            )
+        })
+        .collect()
+}
+
+/// A skipped check for every rule whose metric no configuration of the baseline produces, so a rule that
+/// checks nothing is listed rather than passing silently.
+fn unproduced_metrics(rules: &Rules, baseline: &CellValues) -> Vec<Check> {
+    let produced: std::collections::BTreeSet<&str> = baseline.values().flat_map(|m| m.keys().copied()).collect();
+    rules
+        .rule
+        .iter()
+        .filter(|r| !produced.contains(r.metric.as_str()))
+        .map(|rule| Check {
             point: String::new(),
             label: "every configuration".into(),
             strategy: String::new(),
@@ -287,66 +305,73 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
             reason: Some("no configuration of the baseline produces this metric".into()),
             only: rule.only,
             detectable: None,
-        });
-    }
-    for p in cplan.points.iter().filter(|p| bplan.points.iter().any(|q| q.id == p.id)) {
-        for rule in &rules.rule {
-            if !rule.strategies.is_empty() && !rule.strategies.iter().any(|s| s == p.strategy.kind()) {
-                continue;
-            }
-            let mut base = Vec::new();
-            let mut cur = Vec::new();
-            for (key, bm) in bi.iter().filter(|(k, _)| k.0 == p.id) {
-                let cm = ci.get(key);
-                if rule.only == Only::Compressed && !(acted(bm) || cm.is_some_and(acted)) {
-                    continue;
-                }
-                if let (Some(b), Some(c)) = (bm.get(rule.metric.as_str()), cm.and_then(|m| m.get(rule.metric.as_str())))
-                {
-                    base.push(*b);
-                    cur.push(*c);
-                }
-            }
-            if base.is_empty() {
-                continue; // the metric does not apply to this point (or nothing compressed there)
-            }
-            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let diffs: Vec<f64> = cur.iter().zip(&base).map(|(c, b)| c - b).collect();
-            let difference = bootstrap_mean(&diffs);
-            let tolerance = rule.abs_tolerance.max(rule.rel_tolerance * mean(&base).abs());
-            let verdict = match difference {
-                _ if base.len() < rule.min_samples => Verdict::Skipped,
-                Some(d) if rule.direction == Direction::Lower && d.low > tolerance => Verdict::Regression,
-                Some(d) if rule.direction == Direction::Higher && d.high < -tolerance => Verdict::Regression,
-                _ => Verdict::Pass,
-            };
-            checks.push(Check {
-                point: p.id.clone(),
-                label: p.short_label(),
-                strategy: p.strategy.kind().into(),
-                metric: rule.metric.clone(),
-                n: base.len(),
-                baseline_mean: Some(mean(&base)),
-                current_mean: Some(mean(&cur)),
-                difference,
-                tolerance,
-                verdict,
-                reason: (verdict == Verdict::Skipped).then(|| {
-                    format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)
-                }),
-                only: rule.only,
-                detectable: (verdict != Verdict::Skipped).then(|| detectable_shift(&base, tolerance)).flatten(),
-            });
+        })
+        .collect()
+}
+
+/// The rule's metric for point `p`, paired by cell: (baseline values, current values), over the
+/// conversations the rule compares.
+fn paired_values(p: &ConfigPoint, rule: &Rule, bi: &CellValues, ci: &CellValues) -> (Vec<f64>, Vec<f64>) {
+    let acted = |m: &BTreeMap<&'static str, f64>| {
+        m.get("compressed_events").copied().unwrap_or(0.0) + m.get("truncation_only_events").copied().unwrap_or(0.0)
+            > 0.0
+    };
+    let mut base = Vec::new();
+    let mut cur = Vec::new();
+    for (key, bm) in bi.iter().filter(|(k, _)| k.0 == p.id) {
+        let cm = ci.get(key);
+        if rule.only == Only::Compressed && !(acted(bm) || cm.is_some_and(acted)) {
+            continue;
+        }
+        if let (Some(b), Some(c)) = (bm.get(rule.metric.as_str()), cm.and_then(|m| m.get(rule.metric.as_str()))) {
+            base.push(*b);
+            cur.push(*c);
         }
     }
-    Ok(GateReport { completeness, checks })
+    (base, cur)
+}
+
+/// One rule on one configuration: the paired difference's bootstrap interval against the tolerance.
+/// `None` when the metric does not apply to this point (or nothing compressed there).
+fn check(p: &ConfigPoint, rule: &Rule, bi: &CellValues, ci: &CellValues) -> Option<Check> {
+    let (base, cur) = paired_values(p, rule, bi, ci);
+    if base.is_empty() {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let diffs: Vec<f64> = cur.iter().zip(&base).map(|(c, b)| c - b).collect();
+    let difference = bootstrap_mean(&diffs);
+    let tolerance = rule.abs_tolerance.max(rule.rel_tolerance * mean(&base).abs());
+    let verdict = match difference {
+        _ if base.len() < rule.min_samples => Verdict::Skipped,
+        Some(d) if rule.direction == Direction::Lower && d.low > tolerance => Verdict::Regression,
+        Some(d) if rule.direction == Direction::Higher && d.high < -tolerance => Verdict::Regression,
+        _ => Verdict::Pass,
+    };
+    Some(Check {
+        point: p.id.clone(),
+        label: p.short_label(),
+        strategy: p.strategy.kind().into(),
+        metric: rule.metric.clone(),
+        n: base.len(),
+        baseline_mean: Some(mean(&base)),
+        current_mean: Some(mean(&cur)),
+        difference,
+        tolerance,
+        verdict,
+        reason: (verdict == Verdict::Skipped)
+            .then(|| format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)),
+        only: rule.only,
+        detectable: (verdict != Verdict::Skipped).then(|| detectable_shift(&base, tolerance)).flatten(),
+    })
 }
 
 fn num(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.4}")).unwrap_or_else(|| "–".into())
 }
 
-/// The Markdown verdict.
+/// The Markdown verdict: the summary, completeness problems, the checks table (the regressions, or every
+/// check that ran when there are none), the power of each rule, and the skipped checks.
 pub fn markdown(report: &GateReport) -> String {
     let mut md = String::new();
     let regressions: Vec<&Check> = report.regressions().collect();
@@ -377,7 +402,16 @@ pub fn markdown(report: &GateReport) -> String {
     if regressions.is_empty() {
         rows = report.checks.iter().filter(|c| c.verdict != Verdict::Skipped).collect();
     }
-    let table = Table {
+    md.push_str(&checks_table(&rows).markdown());
+    md.push('\n');
+    power_section(&mut md, report);
+    skipped_section(&mut md, report);
+    md
+}
+
+/// One row per check: verdict, configuration, metric, n, both means, the difference, tolerance, power.
+fn checks_table(rows: &[&Check]) -> Table {
+    Table {
         header: [
             "verdict",
             "configuration",
@@ -409,32 +443,39 @@ pub fn markdown(report: &GateReport) -> String {
                 ]
             })
             .collect(),
-    };
-    md.push_str(&table.markdown());
-    md.push('\n');
+    }
+}
+
+/// Per rule, the median and range of the smallest regression its checks detect (nothing without any).
+fn power_section(md: &mut String, report: &GateReport) {
     let power = power(report);
-    if !power.is_empty() {
-        md.push_str("\n### Power: the smallest regression each rule detects on the baseline\n\n");
-        md.push_str("Median (range) over configurations of the smallest mean shift that fails the check, when every paired conversation is worse by the same fraction of its baseline value.\n\n");
-        for (metric, values) in power {
-            let _ = writeln!(
-                md,
-                "- {metric}: {:.4} ({:.4}–{:.4}, {} configurations)",
-                values[values.len() / 2],
-                values[0],
-                values[values.len() - 1],
-                values.len()
-            );
-        }
+    if power.is_empty() {
+        return;
     }
+    md.push_str("\n### Power: the smallest regression each rule detects on the baseline\n\n");
+    md.push_str("Median (range) over configurations of the smallest mean shift that fails the check, when every paired conversation is worse by the same fraction of its baseline value.\n\n");
+    for (metric, values) in power {
+        let _ = writeln!(
+            md,
+            "- {metric}: {:.4} ({:.4}–{:.4}, {} configurations)",
+            values[values.len() / 2],
+            values[0],
+            values[values.len() - 1],
+            values.len()
+        );
+    }
+}
+
+/// The skipped checks with their reasons (nothing without any).
+fn skipped_section(md: &mut String, report: &GateReport) {
     let skipped: Vec<&Check> = report.checks.iter().filter(|c| c.verdict == Verdict::Skipped).collect();
-    if !skipped.is_empty() {
-        md.push_str("\n### Skipped checks\n\n");
-        for c in skipped {
-            let _ = writeln!(md, "- {} :: {}: {}", c.label, metric_label(c), c.reason.as_deref().unwrap_or("skipped"));
-        }
+    if skipped.is_empty() {
+        return;
     }
-    md
+    md.push_str("\n### Skipped checks\n\n");
+    for c in skipped {
+        let _ = writeln!(md, "- {} :: {}: {}", c.label, metric_label(c), c.reason.as_deref().unwrap_or("skipped"));
+    }
 }
 
 fn metric_label(c: &Check) -> String {

@@ -6,9 +6,10 @@
 
 use super::aggregate::reference_point;
 use super::{default_points, supports, Table};
+use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, Parts};
 use crate::probes::figures::conversation_tally_of_kind;
-use crate::sweep::{CellResult, ConfigPoint, Plan};
+use crate::replay::strategy::Role;
 
 /// The figure the table restricts by kind.
 pub const FIGURE: &str = "kept_at_compressions";
@@ -46,9 +47,9 @@ pub fn table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
     let points: Vec<&ConfigPoint> = default_points(plan)
         .into_iter()
         .map(|i| &plan.points[i])
-        .filter(|p| p.strategy.kind() != "none" && supports::acted(cells, p))
+        .filter(|p| p.strategy.role() != Some(Role::NoCompression) && supports::acted(cells, p))
         .collect();
-    let recorded = points.iter().copied().find(|p| p.strategy.kind() == "recorded");
+    let recorded = points.iter().copied().find(|p| p.strategy.role() == Some(Role::Recorded));
     let reference = reference_point(plan);
     let mut header: Vec<String> =
         ["#", "strategy", "kind", "pairs", "compressions", "kept at compressions ↑"].map(String::from).to_vec();

@@ -5,9 +5,10 @@
 //! left out, turns its sign; a point that never compressed *did not act* and makes no claim.
 
 use super::aggregate::{none_point, reference_point};
-use super::default_points;
+use super::{default_points, Against};
+use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, Figure, Fragility, Parts};
-use crate::sweep::{CellResult, ConfigPoint, Plan};
+use crate::replay::strategy::Role;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -90,8 +91,7 @@ pub struct Claim {
     /// The point's number in the report (`#`).
     pub point: usize,
     pub strategy: String,
-    /// `none` or `reference`.
-    pub against: &'static str,
+    pub against: Against,
     pub metric: &'static str,
     /// `pooled` (every conversation both points have) or `actionable` (those either can act on).
     pub scope: &'static str,
@@ -133,7 +133,7 @@ pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
     let mut out = Vec::new();
     for i in default_points(plan) {
         let p = &plan.points[i];
-        if p.strategy.kind() == "none" {
+        if p.strategy.role() == Some(Role::NoCompression) {
             continue;
         }
         let strategy = p.strategy.kind().to_string();
@@ -141,7 +141,7 @@ pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
             out.push(Claim {
                 point: i + 1,
                 strategy,
-                against: "none",
+                against: Against::NoCompression,
                 metric: "tokens_vs_none",
                 scope: "pooled",
                 verdict: Verdict::DidNotAct,
@@ -153,7 +153,8 @@ pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
             continue;
         }
         let mine = point_parts(plan, cells, p);
-        let bases = [("none", none_point(plan, p)), ("reference", reference.filter(|r| r.id != p.id))];
+        let bases =
+            [(Against::NoCompression, none_point(plan, p)), (Against::Reference, reference.filter(|r| r.id != p.id))];
         for (against, base) in bases {
             let Some(base) = base else { continue };
             let theirs = point_parts(plan, cells, base);
@@ -197,7 +198,10 @@ fn pp(x: f64) -> String {
 /// One claim as a sentence.
 pub fn sentence(c: &Claim) -> String {
     let what = metrics::metric(c.metric).map_or(c.metric, |m| m.header);
-    let against = if c.against == "none" { "`none`" } else { "the reference" };
+    let against = match c.against {
+        Against::NoCompression => format!("`{}`", c.against.name()),
+        Against::Reference => "the reference".to_string(),
+    };
     let Some(d) = c.difference else {
         return format!("#{} `{}` **did not act**: {}; no finding.", c.point, c.strategy, c.reason);
     };
@@ -301,7 +305,7 @@ pub fn write_claims(claims: &[Claim], dir: &std::path::Path) -> polars::prelude:
         vec![
             Column::new("point".into(), claims.iter().map(|c| c.point as u64).collect::<Vec<_>>()),
             Column::new("strategy".into(), s(&|c| c.strategy.clone())),
-            Column::new("against".into(), s(&|c| c.against.to_string())),
+            Column::new("against".into(), s(&|c| c.against.name().to_string())),
             Column::new("metric".into(), s(&|c| c.metric.to_string())),
             Column::new("scope".into(), s(&|c| c.scope.to_string())),
             Column::new("verdict".into(), s(&|c| c.verdict.name().to_string())),

@@ -3,16 +3,13 @@
 //! request above its own trigger (a storm) and how often the window overflowed.
 
 use super::Table;
-use crate::sweep::summary::{summarize, PointSummary};
-use crate::sweep::{CellResult, ConfigPoint, Plan};
+use crate::compress::CompressionStatus;
+use crate::data::{CellResult, ConfigPoint, Plan};
+use crate::replay::strategy::Role;
+use crate::report::summary::{summarize, PointSummary};
 
 fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "–".into())
-}
-
-/// The agent a strategy models, from the registry (`None` for baselines and unknown strategies).
-fn system_of(p: &ConfigPoint) -> Option<&'static str> {
-    crate::replay::registry::registry().into_iter().find(|s| s.name() == p.strategy.kind()).and_then(|s| s.system())
 }
 
 /// The axis values that tell this point from the other points of its strategy (`–` when it has no other).
@@ -34,7 +31,7 @@ fn variant(p: &ConfigPoint, plan: &Plan) -> String {
 
 /// The table, when the run holds at least one strategy modelling another agent.
 pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
-    let others = plan.points.iter().any(|p| system_of(p).is_some() && p.strategy.kind() != "gemini");
+    let others = plan.points.iter().any(|p| p.strategy.role() == Some(Role::OtherSystem));
     if !others {
         return None;
     }
@@ -53,8 +50,10 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
     ];
     let mut rows = Vec::new();
     for (p, s) in plan.points.iter().zip(&summaries).filter(|(p, _)| p.slice.is_none()) {
-        let system =
-            system_of(p).unwrap_or(if p.strategy.kind() == "none" { "(no compression)" } else { "(baseline)" });
+        let system = p.strategy.system().unwrap_or(match p.strategy.role() {
+            Some(Role::NoCompression) => "(no compression)",
+            _ => "(baseline)",
+        });
         rows.push(row(system, p, &variant(p, plan), s));
     }
     Some(Table { header: header.map(String::from).to_vec(), rows })
@@ -62,10 +61,13 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
 
 fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<String> {
     let total = |m: &str| s.figure(m).map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "0".into());
-    let compressions: u64 = ["COMPRESSED", "CONTENT_TRUNCATED"].iter().filter_map(|k| s.events_by_status.get(*k)).sum();
+    let compressions: u64 = [CompressionStatus::Compressed, CompressionStatus::ContentTruncated]
+        .iter()
+        .map(|k| s.events_by_status.get(*k))
+        .sum();
     vec![
         system.to_string(),
-        p.axes.get("strategy").cloned().unwrap_or_else(|| p.strategy.kind().to_string()),
+        p.axes.get(crate::data::plan::STRATEGY_AXIS).cloned().unwrap_or_else(|| p.strategy.kind().to_string()),
         variant.to_string(),
         s.conversations.to_string(),
         total("failed"),

@@ -1,6 +1,8 @@
 //! Sweep configs (TOML): which conversations, which replay settings, and a grid of compressor settings.
 //! Unknown keys and bad values are errors that name the key and the file.
 
+use crate::data::plan::{STRATEGY_AXIS, SUMMARIZER_AXIS, WINDOW_AXIS};
+pub use crate::data::{ConfigPoint, ProbesConfig};
 use crate::replay::registry;
 use crate::replay::strategy::{GridContext, Knob, StrategyError};
 use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
@@ -66,64 +68,6 @@ pub struct SweepConfig {
     /// Prices for the USD cost figures.
     #[serde(default)]
     pub cost: crate::pricing::CostConfig,
-}
-
-/// The `[probes]` table: which probe sets to score, and with which models.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ProbesConfig {
-    pub enabled: bool,
-    /// Probe directory (`<dir>/<dataset>/<id>.<source>.json`), relative to the working directory.
-    pub dir: PathBuf,
-    /// Probe sources used: `auto`, `manual`, `llm`.
-    pub sources: Vec<crate::probes::ProbeOrigin>,
-    /// Model spec of the answerer (`None`: retention only).
-    pub answerer: Option<String>,
-    /// Model spec of the 0–5 judge (`None`: no judge grading).
-    pub judge: Option<String>,
-    /// Also replay a copy of each conversation with an instruction planted in an early tool output, and
-    /// count summaries that obey it (strategies that write summaries only).
-    pub injection: bool,
-    /// Ask the answerer after every compression event too, not only at the end of the replay.
-    pub answer_at_events: bool,
-    /// Also ask the answerer on the first-pass history when verification changed the summary.
-    pub verification_accuracy: bool,
-    pub max_answer_tokens: Option<u32>,
-    /// Ask the answerer for the next action after each compression (compressed vs uncompressed history).
-    pub next_action: bool,
-    /// Conversations without a stored `auto` probe file get the extractor's probes derived in memory
-    /// (raw sessions read in place, whose probes must not be written into the repository).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub derive_auto: bool,
-}
-
-impl ProbesConfig {
-    pub fn options(&self, at_end_only: bool) -> crate::probes::ProbeOptions {
-        crate::probes::ProbeOptions {
-            answer_at_events: self.answer_at_events && !at_end_only,
-            verification_accuracy: self.verification_accuracy,
-            max_output_tokens: self.max_answer_tokens,
-            next_action: self.next_action,
-        }
-    }
-}
-
-impl Default for ProbesConfig {
-    fn default() -> Self {
-        ProbesConfig {
-            enabled: true,
-            dir: PathBuf::from("datasets/probes"),
-            sources: vec![crate::probes::ProbeOrigin::Auto, crate::probes::ProbeOrigin::Manual],
-            answerer: Some("extractive".into()),
-            judge: None,
-            injection: true,
-            answer_at_events: true,
-            verification_accuracy: false,
-            next_action: false,
-            derive_auto: false,
-            max_answer_tokens: Some(128),
-        }
-    }
 }
 
 fn one() -> u32 {
@@ -296,7 +240,10 @@ pub struct Grid {
 impl Default for Grid {
     fn default() -> Self {
         Grid {
-            strategy: vec!["gemini".into()],
+            strategy: crate::replay::registry::role_name(crate::replay::strategy::Role::Reference)
+                .into_iter()
+                .map(String::from)
+                .collect(),
             summarizer: vec!["extractive".into()],
             token_limit: Vec::new(),
             knobs: BTreeMap::new(),
@@ -394,60 +341,6 @@ pub struct Slice {
     #[serde(default)]
     pub probe_injection: bool,
     pub grid: Grid,
-}
-
-/// One point of the grid: a strategy with all its settings, and the summarizer it uses.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ConfigPoint {
-    /// Short stable hash of the point.
-    pub id: String,
-    /// Axis values, for reports (only the axes this strategy reads).
-    pub axes: BTreeMap<String, String>,
-    pub strategy: StrategySpec,
-    /// Model spec of the summarizer (`None` for strategies without one).
-    pub summarizer: Option<String>,
-    /// Simulated context window (tokens, or a fraction of each conversation's uncompressed peak: the
-    /// strategy's own window is then set per conversation by `replay::spec_with_token_limit`).
-    pub token_limit: TokenLimit,
-    /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
-    pub slice: Option<String>,
-    pub max_conversations: Option<usize>,
-    /// Only conversations of this source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    /// The probe answerer of this point's slice, when it overrides `[probes].answerer`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe_answerer: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub probe_answers_at_end_only: bool,
-    /// A slice point that skips the injection replays.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub probe_no_injection: bool,
-}
-
-impl ConfigPoint {
-    /// A compact label for reports: strategy plus its axis values.
-    pub fn short_label(&self) -> String {
-        use std::fmt::Write as _;
-        let mut s = self.strategy.kind().to_string();
-        for (axis, short) in [
-            ("threshold", "t"),
-            ("preserve_fraction", "keep"),
-            ("prompt", "prompt"),
-            ("verification", "verify"),
-            ("mask_keep_last", "mask"),
-            ("drop_keep_fraction", "drop-keep"),
-            ("split", "split"),
-        ] {
-            if let Some(v) = self.axes.get(axis) {
-                let _ = write!(s, " {short}={v}");
-            }
-        }
-        if let Some(sl) = &self.slice {
-            let _ = write!(s, " [{sl}]");
-        }
-        s
-    }
 }
 
 impl SweepConfig {
@@ -604,10 +497,10 @@ fn expand(
             for v in def.expand(&ctx)? {
                 let spec = StrategySpec { name: def.name().to_string(), params: v.params };
                 let mut axes = v.axes;
-                axes.insert("strategy".into(), strategy.clone());
-                axes.insert("token_limit".into(), limit.to_string());
+                axes.insert(STRATEGY_AXIS.into(), strategy.clone());
+                axes.insert(WINDOW_AXIS.into(), limit.to_string());
                 if let Some(s) = &v.summarizer {
-                    axes.insert("summarizer".into(), s.clone());
+                    axes.insert(SUMMARIZER_AXIS.into(), s.clone());
                 }
                 out.push(ConfigPoint {
                     id: point_id(&spec, &v.summarizer, limit),

@@ -2,8 +2,10 @@
 //! directly or in a ring (the architecture issue's acceptance; two rings were broken once and stay broken).
 //!
 //! A module is one source file; `crate::a::b::Name` (and `super::`/`self::` paths) is an edge to the longest
-//! prefix that names a module file. `pub use` re-exports and inline `#[cfg(test)] mod tests` are left out:
-//! they move names, they do not make one module's logic depend on another's.
+//! prefix that names a module file, followed through that module's `pub use` re-exports to the module that
+//! defines the name (a re-export hides a ring, it does not break one). The `pub use` lines themselves and
+//! inline `#[cfg(test)] mod tests` are not edges: they move names, they do not make one module's logic
+//! depend on another's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -35,15 +37,20 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
 
 /// The text that counts: inline test modules and `pub use` lines cut, comments dropped.
 fn logic(text: &str) -> String {
+    logic_with_reexports(text)
+        .lines()
+        .filter(|l| !l.starts_with("pub use") && !l.starts_with("pub(crate) use"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The text without inline test modules and comments (the re-exports kept).
+fn logic_with_reexports(text: &str) -> String {
     let body = match text.find("#[cfg(test)]\nmod tests") {
         Some(at) => &text[..at],
         None => text,
     };
-    body.lines()
-        .map(str::trim_start)
-        .filter(|l| !l.starts_with("//") && !l.starts_with("pub use") && !l.starts_with("pub(crate) use"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    body.lines().map(str::trim_start).filter(|l| !l.starts_with("//")).collect::<Vec<_>>().join("\n")
 }
 
 /// Paths written in `text` as `crate::…`, `super::…` or `self::…`, resolved against `module`; brace groups
@@ -106,15 +113,86 @@ fn referenced_paths(module: &str, text: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// Re-exports of one module: exported name → the path it names (absolute, without `crate`), from its
+/// `pub use` and `pub(crate) use` statements (one brace group deep, `as` renames kept).
+fn reexports(module: &str, text: &str) -> BTreeMap<String, Vec<String>> {
+    let here: Vec<String> = module.split("::").filter(|s| !s.is_empty()).map(String::from).collect();
+    let absolute = |segs: Vec<String>| -> Vec<String> {
+        let mut out = here.clone();
+        let mut rest = segs.as_slice();
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                out.clear();
+                rest = &rest[1..];
+            }
+            Some("self") => rest = &rest[1..],
+            _ => {}
+        }
+        while rest.first().map(String::as_str) == Some("super") {
+            out.pop();
+            rest = &rest[1..];
+        }
+        out.extend(rest.iter().cloned());
+        out
+    };
+    let mut out = BTreeMap::new();
+    for statement in text.split(';') {
+        let s = statement.trim_start();
+        let Some(body) = s.strip_prefix("pub use ").or_else(|| s.strip_prefix("pub(crate) use ")) else { continue };
+        let body: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+        let (base, items): (&str, Vec<&str>) = match body.split_once('{') {
+            Some((base, group)) => (base.trim_end_matches("::"), group.trim_end_matches('}').split(',').collect()),
+            None => ("", vec![body.as_str()]),
+        };
+        for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty() && *i != "*") {
+            let (path, name) = match item.split_once(" as ") {
+                Some((p, alias)) => (p.trim(), alias.trim().to_string()),
+                None => (item, item.rsplit("::").next().unwrap_or(item).to_string()),
+            };
+            let segs: Vec<String> = base
+                .split("::")
+                .chain(path.split("::"))
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+            out.insert(name, absolute(segs));
+        }
+    }
+    out
+}
+
+/// The module a path lands in: the longest prefix that names a module, followed through that module's
+/// re-exports (`crate::sweep::CellResult` → `sweep::runner` when `sweep` says `pub use runner::CellResult`).
+fn resolve(
+    path: &[String],
+    mods: &BTreeMap<String, PathBuf>,
+    exports: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
+) -> Option<String> {
+    let mut path = path.to_vec();
+    for _ in 0..8 {
+        let n = (0..=path.len()).rev().find(|&n| mods.contains_key(&path[..n].join("::")))?;
+        let module = path[..n].join("::");
+        let Some(target) = path.get(n).and_then(|name| exports.get(&module)?.get(name)) else { return Some(module) };
+        let mut next = target.clone();
+        next.extend(path[n + 1..].iter().cloned());
+        path = next;
+    }
+    None
+}
+
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mods = modules(src);
+    let texts: BTreeMap<String, String> =
+        mods.iter().map(|(m, f)| (m.clone(), std::fs::read_to_string(f).unwrap())).collect();
+    let exports: BTreeMap<String, BTreeMap<String, Vec<String>>> =
+        texts.iter().map(|(m, t)| (m.clone(), reexports(m, &logic_with_reexports(t)))).collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (module, file) in &mods {
-        let text = logic(&std::fs::read_to_string(file).unwrap());
+    for (module, text) in &texts {
+        let text = logic(text);
         let edges = graph.entry(module.clone()).or_default();
         for path in referenced_paths(module, &text) {
-            let target = (0..=path.len()).rev().map(|n| path[..n].join("::")).find(|p| mods.contains_key(p));
-            if let Some(t) = target {
+            if let Some(t) = resolve(&path, &mods, &exports) {
                 if &t != module && !t.is_empty() {
                     edges.insert(t);
                 }
@@ -195,6 +273,33 @@ fn no_crate_of_the_harness_has_an_import_cycle() {
     }
 }
 
+/// Issue #23: a ring hidden behind a `pub use` (`b` imports `a::Thing`, which `a` re-exports from
+/// `a::inner`, which imports `b`) is a ring.
+#[test]
+fn the_cycle_check_follows_reexports() {
+    let dir = std::env::temp_dir().join(format!("compactbench-ring-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    let files = [
+        ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n"),
+        ("a/mod.rs", "pub mod inner;\npub use inner::{Other, Thing as Thing};\n"),
+        ("a/inner.rs", "pub struct Thing;\npub struct Other;\npub fn f() { crate::b::g() }\n"),
+        ("b.rs", "use crate::a::Thing;\npub fn g() {}\n"),
+        ("c.rs", "pub fn h() {}\n"),
+        ("d.rs", "pub fn i() {}\n"),
+        ("e.rs", "pub fn j() {}\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let graph = module_graph(&dir);
+    assert!(graph["b"].contains("a::inner"), "{graph:?}");
+    assert_eq!(cycles(&graph), vec![vec!["a::inner".to_string(), "b".into()]]);
+    // Without the re-export there is no ring.
+    std::fs::write(dir.join("b.rs"), "pub fn g() {}\n").unwrap();
+    assert!(cycles(&module_graph(&dir)).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_cycle_check_sees_a_ring_and_resolves_paths() {
     let paths = referenced_paths(
@@ -210,4 +315,86 @@ fn the_cycle_check_sees_a_ring_and_resolves_paths() {
             g
         });
     assert_eq!(cycles(&ring), vec![vec!["a".to_string(), "b".into(), "c".into()]]);
+}
+
+/// Places where a registered strategy's name is written as a string literal for another reason: the same
+/// word names something else there.
+const NOT_A_STRATEGY: [(&str, &str, &str); 3] = [
+    ("src/probes/extract.rs", "aider", "a dataset source and format"),
+    ("core/src/replay/mod.rs", "recorded", "a prompt-count source"),
+    ("core/src/replay/window.rs", "none", "a prompt-count origin"),
+];
+
+/// Every `"NAME"` literal of a registered strategy in the logic (tests and comments cut) of `files`,
+/// as `(path relative to harness/, name, line)`.
+fn strategy_literals(harness: &Path, files: &[PathBuf]) -> Vec<(String, String, usize)> {
+    let names: Vec<&str> = compactbench::replay::registry::registry().iter().map(|s| s.name()).collect();
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let body = text.find("#[cfg(test)]\nmod tests").map_or(text.as_str(), |at| &text[..at]);
+        let rel = file.strip_prefix(harness).unwrap().to_string_lossy().replace('\\', "/");
+        for (n, line) in body.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for name in &names {
+                if line.contains(&format!("\"{name}\"")) {
+                    found.push((rel.clone(), name.to_string(), n + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Rust files under `dir`, test files (`tests.rs`, `tests/`) left out.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() && name != "tests" {
+                stack.push(path);
+            } else if name.ends_with(".rs") && name != "tests.rs" {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue #23: reports, sweeps and the replay find the reference, `none` and the pairs they compare by a
+/// strategy's role and knobs, never by its name: no strategy name is written outside its own file and the
+/// registry (`core/src/replay/strategies/`, `registry.rs`).
+#[test]
+fn strategy_names_are_written_only_in_their_own_file_and_the_registry() {
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let strategies = harness.join("core/src/replay/strategies");
+    let mut files = rust_files(&harness.join("src"));
+    files.extend(
+        rust_files(&harness.join("core/src/replay"))
+            .into_iter()
+            .filter(|f| !f.starts_with(&strategies) && !f.ends_with("registry.rs")),
+    );
+    assert!(files.len() > 30, "too few files: {}", files.len());
+    let found: Vec<_> = strategy_literals(harness, &files)
+        .into_iter()
+        .filter(|(file, name, _)| !NOT_A_STRATEGY.iter().any(|(f, n, _)| file == f && name == n))
+        .collect();
+    assert!(found.is_empty(), "strategy names written outside their strategy and the registry: {found:?}");
+}
+
+#[test]
+fn the_literal_check_finds_a_planted_name() {
+    let dir = std::env::temp_dir().join(format!("compactbench-literal-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let file = dir.join("src/planted.rs");
+    std::fs::write(&file, "// \"gemini\" in a comment\nfn f(p: &str) -> bool { p == \"drop-oldest\" }\n").unwrap();
+    let found = strategy_literals(&dir, &[file]);
+    assert_eq!(found, vec![("src/planted.rs".to_string(), "drop-oldest".to_string(), 2)]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -142,3 +142,61 @@ fn every_subcommand_help_lists_the_exit_statuses() {
     c.build();
     assert!(check(&mut c, "compactbench") > 20);
 }
+
+/// `--format` is parsed from the importers' names: listed in `--help`, any other value refused listing them.
+#[test]
+fn import_format_takes_the_importer_names_and_lists_them() {
+    use clap::Parser;
+    use compactbench::cli::datasets::DatasetsCommand;
+    use compactbench::cli::{Cli, Command};
+    use compactbench::datasets::import::Format;
+    let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+    let help = String::from_utf8_lossy(&compactbench(&["datasets", "import", "--help"]).stdout).into_owned();
+    let listed = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(listed.contains(&format!("[possible values: {}]", names.join(", "))), "{help}");
+    let out = compactbench(&["datasets", "import", "--format", "gemini", "x.json", "--out", "o"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value 'gemini'") && err.contains(&names.join(", ")), "{err}");
+    for &f in Format::ALL {
+        let cli = Cli::try_parse_from(["compactbench", "datasets", "import", "--format", f.name(), "x", "--out", "o"]);
+        match cli.unwrap().command {
+            Command::Datasets(d) => match d.command {
+                DatasetsCommand::Import(a) => assert_eq!(a.format, Some(f)),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// Errors wrapped with where they happened print as before (`WHERE: ERROR`), with the error's status.
+#[test]
+fn probe_and_manifest_errors_name_the_path_with_their_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-probes");
+    let out = compactbench(&["probes", "check", missing.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&format!("error: {}: cannot read: ", missing.display())), "{err}");
+    // A manifest whose repository git cannot read: a failure (3), named by the manifest as before.
+    use compactbench::datasets::manifest::{Manifest, ManifestFile};
+    let m = Manifest {
+        corpus: "test".into(),
+        repository: Some(tmp.path().join("no-repo").display().to_string()),
+        git_ref: Some("main".into()),
+        license: None,
+        files: vec![ManifestFile {
+            name: "s1.jsonl".into(),
+            repository: None,
+            commit: "0123456789ab".into(),
+            path: "a.jsonl".into(),
+            sha256: "0".repeat(64),
+        }],
+    };
+    let manifest = write(&tmp, "m.toml", toml::to_string(&m).unwrap().as_bytes());
+    let out = compactbench(&["datasets", "fetch", &manifest, "--into", tmp.path().join("raw").to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.starts_with(&format!("error: {manifest}: git ")), "{err}");
+}

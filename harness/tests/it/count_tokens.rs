@@ -58,7 +58,11 @@ fn config(cache: &Path) -> SweepConfig {
     SweepConfig::parse(&text, "counted.toml").unwrap()
 }
 
-fn cell_of(cells: &[runner::CellResult], strategy: &str, plan: &runner::Plan) -> replay::ConversationResult {
+fn cell_of(
+    cells: &[compactbench::data::CellResult],
+    strategy: &str,
+    plan: &compactbench::data::Plan,
+) -> replay::ConversationResult {
     let point = plan.points.iter().find(|p| p.strategy.kind() == strategy).unwrap();
     cells.iter().find(|c| c.cell.point == point.id).unwrap().result.clone()
 }
@@ -76,6 +80,8 @@ fn a_model_tokenizer_runs_offline_from_recorded_counts_and_a_missing_count_fails
     assert_eq!((summary.ran, summary.failed), (2, 2));
     for c in runner::collect(&out, &plan) {
         let e = c.result.error.unwrap();
+        assert_eq!(e.kind(), "tokenizer", "{e}");
+        let e = e.to_string();
         assert!(
             e.contains("tokenizer `gemini:m`") && e.contains("no recorded response") && e.contains("countTokens"),
             "{e}"
@@ -130,6 +136,8 @@ fn a_model_tokenizer_runs_offline_from_recorded_counts_and_a_missing_count_fails
     assert_eq!(none.request_tokens, live.request_tokens);
     assert_eq!(none.request_tokens_total, live.request_tokens_total);
     let masked = cell_of(&cells, "observation-masking", &plan).error.unwrap();
+    assert_eq!(masked.kind(), "tokenizer");
+    let masked = masked.to_string();
     assert!(masked.starts_with("turn ") && masked.contains("countTokens of a user Content"), "{masked}");
 
     for (entry, _) in files(&cache) {

@@ -119,7 +119,10 @@ async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk
     // Per-conversation tallies (what `metrics` pools) are the rows' own counts.
     for c in &drop_cells {
         let rows = figures::cell_rows(c, "drop-oldest");
-        let early: Vec<_> = rows.iter().filter(|r| r.moment == "end" && r.early_only == Some(true)).collect();
+        let early: Vec<_> = rows
+            .iter()
+            .filter(|r| r.moment == compactbench::probes::figures::Moment::End && r.early_only == Some(true))
+            .collect();
         let tally = figures::conversation_tally(c, "early_only_retention");
         if !early.is_empty() {
             let (hits, n) = tally.expect("early-only probes were scored");

@@ -30,10 +30,7 @@ fn config(dir: &std::path::Path, compress_at: &str) -> SweepConfig {
     SweepConfig::parse(&text, "raw.toml").unwrap()
 }
 
-fn events_by_strategy(
-    out: &std::path::Path,
-    plan: &compactbench::sweep::runner::Plan,
-) -> Vec<(String, Vec<(u64, String)>)> {
+fn events_by_strategy(out: &std::path::Path, plan: &compactbench::data::Plan) -> Vec<(String, Vec<(u64, String)>)> {
     let mut rows = Vec::new();
     for point in &plan.points {
         let name = point.strategy.name.clone();

@@ -605,7 +605,7 @@ impl compactbench::llm::LanguageModel for HalfSections {
     }
 }
 
-fn run_in_process(config: &str, dir: &Path, wrap: Option<runner::ModelWrapper>) -> runner::Plan {
+fn run_in_process(config: &str, dir: &Path, wrap: Option<runner::ModelWrapper>) -> compactbench::data::Plan {
     let config = sweep::SweepConfig::parse(config, "power.toml").unwrap();
     let plan = runner::make_plan(&config, &repo()).unwrap();
     let opts = runner::RunOptions {

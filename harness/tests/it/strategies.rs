@@ -36,8 +36,10 @@ impl Strategy for KeepLast {
     }
     fn knobs(&self) -> Vec<Knob> {
         vec![
-            Knob::number("trigger", 0.5, Bound::Open(0.0), Bound::Closed(1.0), "fraction of the window"),
-            Knob::integer("keep_last", 4, 1, "Contents kept"),
+            Knob::number("trigger", 0.5, Bound::Open(0.0), Bound::Closed(1.0), "fraction of the window")
+                .labelled("trig")
+                .headed("trig share"),
+            Knob::integer("keep_last", 4, 1, "Contents kept").labelled("last").headed("last N"),
         ]
     }
     // `expand` is the default: the product of the knobs' values.
@@ -105,11 +107,30 @@ fn a_strategy_defined_here_is_registered_validated_and_swept() {
         .collect();
     assert_eq!(cells.len(), 2);
     assert!(cells.iter().all(|c| c.result.error.is_none()));
-    assert!(
-        cells.iter().any(|c| c.result.events_by_status.get("COMPRESSED").copied().unwrap_or(0) > 0),
-        "no compression"
-    );
+    assert!(cells.iter().any(|c| c.result.compressed_events() > 0), "no compression");
+    // The report labels, heads and types its knobs from its declaration alone.
+    assert_eq!(mine[1].short_label(), "test-keep-last trig=0.3 last=6");
+    let plan = compactbench::sweep::runner::load_plan(&out).unwrap();
+    let all = compactbench::sweep::collect(&out, &plan);
+    let summaries = compactbench::report::summary::summarize(&plan, &all);
+    let table = compactbench::report::summary::table(&summaries, Default::default());
+    assert!(table.lines().any(|l| l.contains("last N")), "{table}");
+    let frames = compactbench::report::aggregate::frames(&plan, &all, &[]).unwrap();
+    use polars::prelude::DataType;
+    let dtype = |name: &str| frames.points.column(name).unwrap().dtype().clone();
+    assert_eq!((dtype("trigger"), dtype("keep_last")), (DataType::Float64, DataType::Int64));
+    let report = compactbench::report::build(&out, false).unwrap();
+    let markdown = std::fs::read_to_string(&report.markdown_path).unwrap();
+    assert!(markdown.contains("last N"), "the report heads the knob's column by its declared header");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_knob_declares_its_table_header() {
+    register_once();
+    assert_eq!(compactbench::report::summary::axis_header("trigger"), "trig share");
+    assert_eq!(compactbench::report::summary::axis_header("threshold"), "thr");
+    assert_eq!(compactbench::report::summary::axis_header("token_limit"), "window");
 }
 
 #[test]
@@ -182,6 +203,8 @@ fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete
     assert_eq!((summary.total_cells, summary.failed), (6, 3));
     for c in cells_of(&out, "exec", &config) {
         let e = c.result.error.expect("the program crashed on its second request");
+        assert_eq!(e.kind(), "strategy", "{e}");
+        let e = e.to_string();
         assert!(e.contains("--crash-on 2`, request 2 ("), "{e}");
         assert!(e.contains("exited with exit status: 1") && e.contains("crashing on request 2 as asked"), "{e}");
         assert_eq!(c.result.requests, 1, "the replay stops at the failed request");
@@ -245,4 +268,13 @@ fn compactbench_strategies_lists_at_least_eleven_with_knobs() {
         text.lines().any(|l| l.trim_start().starts_with("trigger_fraction") && l.contains("default 0.9")),
         "{text}"
     );
+}
+
+/// Issue #23: both Cline modes printed as `cline`; a knob the strategy labels points by tells them apart.
+#[test]
+fn the_cline_modes_have_distinct_labels() {
+    let config = SweepConfig::load(&repo().join("configs/systems.toml")).unwrap();
+    let labels: Vec<String> =
+        config.points().unwrap().iter().filter(|p| p.strategy.kind() == "cline").map(|p| p.short_label()).collect();
+    assert_eq!(labels, ["cline mode=summary", "cline mode=truncate"]);
 }

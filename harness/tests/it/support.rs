@@ -62,7 +62,7 @@ pub fn sweep(
     config: &compactbench::sweep::SweepConfig,
     out: &Path,
     retry_failed: bool,
-) -> (compactbench::sweep::runner::Plan, compactbench::sweep::runner::RunSummary) {
+) -> (compactbench::data::Plan, compactbench::sweep::runner::RunSummary) {
     use compactbench::sweep::runner;
     let plan = runner::make_plan(config, &repo()).unwrap();
     let opts = runner::RunOptions {

@@ -218,6 +218,8 @@ fn outcome(
 }
 
 /// `compress(chat, promptId, force, model, config, hasFailedCompressionAttempt)` on a curated history.
+// Kept whole: mirrors upstream `compress` step by step (the numbered comments) for review against the
+// TypeScript.
 pub async fn compress(
     history: &[Content],
     req: &CompressRequest,

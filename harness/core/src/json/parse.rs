@@ -155,7 +155,15 @@ impl Parser<'_> {
         debug_assert_eq!(self.b[self.i], b'"');
         self.i += 1;
         let start = self.i;
-        // Fast path: no escapes, valid UTF-8.
+        match self.unescaped_string(start)? {
+            Some(s) => Ok(s),
+            None => self.escaped_string(start),
+        }
+    }
+
+    /// Fast path: a string without escapes, valid UTF-8, up to its closing quote. `None`, at the first
+    /// escape or control character (or the end of the input), when the slow path must take over.
+    fn unescaped_string(&mut self, start: usize) -> Result<Option<JsStr>, ParseError> {
         while let Some(&c) = self.b.get(self.i) {
             if c == b'"' {
                 let raw = &self.b[start..self.i];
@@ -165,15 +173,21 @@ impl Parser<'_> {
                 })?;
                 self.i += 1;
                 if raw.len() <= SHORT_STRING {
-                    return Ok(self.short.entry(raw).or_insert_with(|| JsStr::new(s)).clone());
+                    return Ok(Some(self.short.entry(raw).or_insert_with(|| JsStr::new(s)).clone()));
                 }
-                return Ok(JsStr::new(s));
+                return Ok(Some(JsStr::new(s)));
             }
             if c == b'\\' || c < 0x20 {
                 break;
             }
             self.i += 1;
         }
+        Ok(None)
+    }
+
+    /// Slow path: the string from `start` (opening quote consumed) with its escapes decoded, continuing where
+    /// the fast path stopped.
+    fn escaped_string(&mut self, start: usize) -> Result<JsStr, ParseError> {
         // Escapes only shorten the text, so the raw length up to the closing quote bounds the decoded one:
         // sized once, the buffer never doubles (a large output would otherwise peak at 3× its size here).
         let mut bound = self.i;
@@ -201,83 +215,67 @@ impl Parser<'_> {
                     self.i += 1;
                     break;
                 }
-                b'\\' => {
-                    self.i += 1;
-                    let Some(&e) = self.b.get(self.i) else {
-                        return Err(self.err("unterminated string"));
-                    };
-                    self.i += 1;
-                    let simple = match e {
-                        b'"' => Some(b'"'),
-                        b'\\' => Some(b'\\'),
-                        b'/' => Some(b'/'),
-                        b'b' => Some(0x08),
-                        b'f' => Some(0x0C),
-                        b'n' => Some(b'\n'),
-                        b'r' => Some(b'\r'),
-                        b't' => Some(b'\t'),
-                        b'u' => None,
-                        _ => {
-                            self.i -= 1;
-                            return Err(self.err(format!("invalid escape `\\{}`", e as char)));
-                        }
-                    };
-                    if let Some(ch) = simple {
-                        if let Some(h) = pending_high.take() {
-                            push_surrogate(&mut out, h);
-                        }
-                        out.push(ch);
-                        continue;
-                    }
-                    let u = self.hex4()?;
-                    match u {
-                        0xD800..=0xDBFF => {
-                            if let Some(h) = pending_high.replace(u) {
-                                push_surrogate(&mut out, h);
-                            }
-                        }
-                        0xDC00..=0xDFFF => {
-                            if let Some(h) = pending_high.take() {
-                                let c = 0x10000 + (((h as u32) - 0xD800) << 10) + (u as u32 - 0xDC00);
-                                let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
-                                let mut buf = [0u8; 4];
-                                out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                            } else {
-                                push_surrogate(&mut out, u);
-                            }
-                        }
-                        _ => {
-                            if let Some(h) = pending_high.take() {
-                                push_surrogate(&mut out, h);
-                            }
-                            let ch = char::from_u32(u as u32).unwrap_or('\u{FFFD}');
-                            let mut buf = [0u8; 4];
-                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                        }
-                    }
-                }
+                b'\\' => self.escape(&mut out, &mut pending_high)?,
                 0..=0x1F => return Err(self.err("control character in string (must be escaped)")),
-                _ => {
-                    // Copy a run of plain bytes, validating UTF-8.
-                    let run_start = self.i;
-                    while let Some(&d) = self.b.get(self.i) {
-                        if d == b'"' || d == b'\\' || d < 0x20 {
-                            break;
-                        }
-                        self.i += 1;
-                    }
-                    let run = &self.b[run_start..self.i];
-                    if let Err(e) = std::str::from_utf8(run) {
-                        self.i = run_start + e.valid_up_to();
-                        return Err(self.err("invalid UTF-8 in string"));
-                    }
-                    out.extend_from_slice(run);
-                }
+                _ => self.plain_run(&mut out)?,
             }
         }
         // SAFETY: raw runs were checked as UTF-8 above and escapes were encoded as UTF-8 or, for lone
         // surrogates, as WTF-8: `out` is well-formed WTF-8.
         Ok(unsafe { JsStr::from_wtf8_unchecked(out) })
+    }
+
+    /// One escape, at its backslash, decoded into `out`. A high surrogate waits in `pending_high` for the low
+    /// one that may follow; anything else first writes it out alone.
+    fn escape(&mut self, out: &mut Vec<u8>, pending_high: &mut Option<u16>) -> Result<(), ParseError> {
+        self.i += 1;
+        let Some(&e) = self.b.get(self.i) else {
+            return Err(self.err("unterminated string"));
+        };
+        self.i += 1;
+        let simple = match e {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            b'/' => Some(b'/'),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0C),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'u' => None,
+            _ => {
+                self.i -= 1;
+                return Err(self.err(format!("invalid escape `\\{}`", e as char)));
+            }
+        };
+        if let Some(ch) = simple {
+            if let Some(h) = pending_high.take() {
+                push_surrogate(out, h);
+            }
+            out.push(ch);
+            return Ok(());
+        }
+        let u = self.hex4()?;
+        push_code_unit(out, pending_high, u);
+        Ok(())
+    }
+
+    /// Copies a run of plain bytes into `out`, validating UTF-8.
+    fn plain_run(&mut self, out: &mut Vec<u8>) -> Result<(), ParseError> {
+        let run_start = self.i;
+        while let Some(&d) = self.b.get(self.i) {
+            if d == b'"' || d == b'\\' || d < 0x20 {
+                break;
+            }
+            self.i += 1;
+        }
+        let run = &self.b[run_start..self.i];
+        if let Err(e) = std::str::from_utf8(run) {
+            self.i = run_start + e.valid_up_to();
+            return Err(self.err("invalid UTF-8 in string"));
+        }
+        out.extend_from_slice(run);
+        Ok(())
     }
 
     fn array(&mut self) -> Result<Value, ParseError> {
@@ -347,6 +345,36 @@ impl Parser<'_> {
                 None => return Err(self.err("unexpected end of input inside an object")),
                 Some(&c) => return Err(self.err(format!("expected `,` or `}}`, found {}", describe(c)))),
             }
+        }
+    }
+}
+
+/// The UTF-16 code unit of a `\u` escape, into `out`: a low surrogate completes a pending high one into one
+/// character; a surrogate left alone is kept as `JSON.parse` keeps it (WTF-8).
+fn push_code_unit(out: &mut Vec<u8>, pending_high: &mut Option<u16>, u: u16) {
+    match u {
+        0xD800..=0xDBFF => {
+            if let Some(h) = pending_high.replace(u) {
+                push_surrogate(out, h);
+            }
+        }
+        0xDC00..=0xDFFF => {
+            if let Some(h) = pending_high.take() {
+                let c = 0x10000 + (((h as u32) - 0xD800) << 10) + (u as u32 - 0xDC00);
+                let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+            } else {
+                push_surrogate(out, u);
+            }
+        }
+        _ => {
+            if let Some(h) = pending_high.take() {
+                push_surrogate(out, h);
+            }
+            let ch = char::from_u32(u as u32).unwrap_or('\u{FFFD}');
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
         }
     }
 }

@@ -4,6 +4,159 @@ use crate::compress::CompressionStatus;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Events per status. Stored as a JSON object keyed by status name, in name order (as the string-keyed
+/// map it replaced was), so cells keep their bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusCounts(BTreeMap<CompressionStatus, u64>);
+
+impl StatusCounts {
+    pub fn get(&self, status: CompressionStatus) -> u64 {
+        self.0.get(&status).copied().unwrap_or(0)
+    }
+    pub fn add(&mut self, status: CompressionStatus) {
+        *self.0.entry(status).or_default() += 1;
+    }
+    /// `(status, count)` in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (CompressionStatus, u64)> + '_ {
+        let mut all: Vec<(CompressionStatus, u64)> = self.0.iter().map(|(s, n)| (*s, *n)).collect();
+        all.sort_by_key(|(s, _)| s.name());
+        all.into_iter()
+    }
+}
+
+impl Serialize for StatusCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter().map(|(status, n)| (status.name(), n)))
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let named = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut out = BTreeMap::new();
+        for (name, n) in named {
+            let status = CompressionStatus::ALL
+                .into_iter()
+                .find(|s| s.name() == name)
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown compression status `{name}`")))?;
+            out.insert(status, n);
+        }
+        Ok(StatusCounts(out))
+    }
+}
+
+/// Why a replay stopped. Its kind is a column of the results files, so a run's failures can be told
+/// apart (a model that failed from a conversation that could not be read) without parsing messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplayError {
+    /// The conversation could not be loaded or prepared.
+    Conversation(String),
+    /// The point's strategy could not be built from its parameters.
+    Config(String),
+    /// Counting tokens failed (a model's tokenizer), at a turn when known.
+    Tokenizer { turn: Option<usize>, message: String },
+    /// The summarizer model failed at a turn.
+    Model { turn: usize, message: String },
+    /// The strategy failed otherwise at a turn (an external program, a compression error).
+    Strategy { turn: usize, message: String },
+    /// Stored as text by an older version: the kind is unknown.
+    Unclassified(String),
+}
+
+impl ReplayError {
+    /// Every kind's name, as in the results files' `error_kind` column.
+    pub const KINDS: [&'static str; 6] = ["conversation", "config", "tokenizer", "model", "strategy", "unclassified"];
+
+    pub fn kind(&self) -> &'static str {
+        let i = match self {
+            ReplayError::Conversation(_) => 0,
+            ReplayError::Config(_) => 1,
+            ReplayError::Tokenizer { .. } => 2,
+            ReplayError::Model { .. } => 3,
+            ReplayError::Strategy { .. } => 4,
+            ReplayError::Unclassified(_) => 5,
+        };
+        Self::KINDS[i]
+    }
+
+    fn turn(&self) -> Option<usize> {
+        match self {
+            ReplayError::Tokenizer { turn, .. } => *turn,
+            ReplayError::Model { turn, .. } | ReplayError::Strategy { turn, .. } => Some(*turn),
+            _ => None,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            ReplayError::Conversation(m) | ReplayError::Config(m) | ReplayError::Unclassified(m) => m,
+            ReplayError::Tokenizer { message, .. }
+            | ReplayError::Model { message, .. }
+            | ReplayError::Strategy { message, .. } => message,
+        }
+    }
+
+    /// A strategy's error at `turn`: the model's when the summarizer call failed.
+    pub fn of_strategy(turn: usize, e: &crate::replay::strategy::StrategyError) -> ReplayError {
+        use crate::compress::CompressError;
+        use crate::replay::strategy::StrategyError;
+        match e {
+            StrategyError::Llm(_) | StrategyError::Compress(CompressError::Llm(_)) => {
+                ReplayError::Model { turn, message: e.to_string() }
+            }
+            _ => ReplayError::Strategy { turn, message: e.to_string() },
+        }
+    }
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.turn() {
+            Some(turn) => write!(f, "turn {turn}: {}", self.message()),
+            None => f.write_str(self.message()),
+        }
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+/// How a [`ReplayError`] is stored: `{"kind", "turn"?, "message"}`; plain text from older cells.
+#[derive(Serialize, Deserialize)]
+struct StoredError {
+    kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    turn: Option<usize>,
+    message: String,
+}
+
+impl Serialize for ReplayError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        StoredError { kind: self.kind().into(), turn: self.turn(), message: self.message().into() }.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ReplayError {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Text(String),
+            Stored(StoredError),
+        }
+        Ok(match Either::deserialize(d)? {
+            Either::Text(m) => ReplayError::Unclassified(m),
+            Either::Stored(StoredError { kind, turn, message }) => match (kind.as_str(), turn) {
+                ("conversation", _) => ReplayError::Conversation(message),
+                ("config", _) => ReplayError::Config(message),
+                ("tokenizer", turn) => ReplayError::Tokenizer { turn, message },
+                ("model", Some(turn)) => ReplayError::Model { turn, message },
+                ("strategy", Some(turn)) => ReplayError::Strategy { turn, message },
+                _ => ReplayError::Unclassified(message),
+            },
+        })
+    }
+}
+
 /// How the verification pass changed the first summary.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VerificationDelta {
@@ -92,7 +245,7 @@ pub struct ConversationResult {
     pub contents: usize,
     pub requests: usize,
     pub events: Vec<CompressionEvent>,
-    pub events_by_status: BTreeMap<String, u64>,
+    pub events_by_status: StatusCounts,
     /// The simulated window this replay used (a relative window resolved for this conversation).
     pub token_limit: u64,
     /// What the trigger saw as the last prompt count (`measured`, `recorded (gemini-api)`, …).
@@ -153,7 +306,7 @@ pub struct ConversationResult {
     pub final_history_tokens: u64,
     pub final_history_contents: usize,
     /// Set when the replay stopped on an error (LLM failure, bad conversation).
-    pub error: Option<String>,
+    pub error: Option<ReplayError>,
 }
 
 impl ConversationResult {

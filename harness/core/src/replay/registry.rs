@@ -3,15 +3,14 @@
 //! interface, and the list of them import in one direction only.
 
 use crate::replay::strategies;
-use crate::replay::strategy::{label, Compressor, Strategy, StrategyError, StrategySpec};
+use crate::replay::strategy::{label, Compressor, Knob, Role, Strategy, StrategyError, StrategySpec};
 use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock, RwLock};
 
 impl StrategySpec {
     /// The compressor, configured by its registry entry.
     pub fn build(&self) -> Result<Box<dyn Compressor>, StrategyError> {
-        let entry = registry().into_iter().find(|s| s.name() == self.name);
-        match entry {
+        match entry(&self.name) {
             Some(s) => s.configure(&self.params),
             None => Err(find(&self.name)
                 .err()
@@ -21,13 +20,56 @@ impl StrategySpec {
 
     /// The request size at which this point's trigger fires ([`Strategy::trigger_tokens`]).
     pub fn trigger_tokens(&self) -> Option<u64> {
-        registry().into_iter().find(|s| s.name() == self.name)?.trigger_tokens(&self.params)
+        entry(&self.name)?.trigger_tokens(&self.params)
     }
 
     /// Whether this point's strategy writes a summary of what it removes ([`Strategy::summarizes`]).
     pub fn summarizes(&self) -> bool {
-        registry().into_iter().find(|s| s.name() == self.name).is_some_and(|s| s.summarizes())
+        entry(&self.name).is_some_and(|s| s.summarizes())
     }
+
+    /// This point's strategy's part in comparisons ([`Strategy::role`]); `None` when it is not registered.
+    pub fn role(&self) -> Option<Role> {
+        entry(&self.name).map(|s| s.role())
+    }
+
+    /// Whether this point's strategy rewrites Contents in place at most requests ([`Strategy::edits_in_place`]).
+    pub fn edits_in_place(&self) -> bool {
+        entry(&self.name).is_some_and(|s| s.edits_in_place())
+    }
+
+    /// The agent this point's strategy models ([`Strategy::system`]).
+    pub fn system(&self) -> Option<&'static str> {
+        entry(&self.name)?.system()
+    }
+
+    /// `NAME short=value …` for the knobs its strategy shows in labels ([`Knob::labelled`]), in the order
+    /// the strategy declares them; `axes` holds the point's values.
+    pub fn label(&self, axes: &std::collections::BTreeMap<String, String>) -> String {
+        let mut s = self.name.clone();
+        for knob in entry(&self.name).map(|e| e.knobs()).unwrap_or_default() {
+            if let (Some(short), Some(v)) = (knob.short, axes.get(knob.name)) {
+                let _ = write!(s, " {short}={v}");
+            }
+        }
+        s
+    }
+}
+
+/// The registry entry named `name` (the part before `:` for strategies that take an argument).
+pub fn entry(name: &str) -> Option<Arc<dyn Strategy>> {
+    registry().into_iter().find(|s| s.name() == name)
+}
+
+/// The name of the first registered strategy with this role (the reference, `none`).
+pub fn role_name(role: Role) -> Option<&'static str> {
+    registry().into_iter().find(|s| s.role() == role).map(|s| s.name())
+}
+
+/// The knob named `name` as the first strategy declaring it has it: what reports type and head an axis
+/// column by. `None` for the grid's own axes (`strategy`, `summarizer`, `token_limit`).
+pub fn knob(name: &str) -> Option<Knob> {
+    registry().into_iter().find_map(|s| s.knobs().into_iter().find(|k| k.name == name))
 }
 
 static REGISTRY: LazyLock<RwLock<Vec<Arc<dyn Strategy>>>> = LazyLock::new(|| RwLock::new(strategies::builtin()));
@@ -78,7 +120,7 @@ pub fn describe() -> String {
                 out,
                 "    {:<32} {:<7} default {:<24} {}  — {}",
                 k.name,
-                k.kind,
+                k.kind.name(),
                 label(&k.default),
                 k.range,
                 k.help

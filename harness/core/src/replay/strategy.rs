@@ -1,4 +1,4 @@
-//! The strategy interface and its registry.
+//! The strategy interface: what a strategy declares (knobs, role) and what its sessions see and answer.
 //!
 //! A [`Strategy`] is one entry of the registry: it declares its knobs (the sweep axes it reads), expands its
 //! part of a sweep grid into points, and turns one point's parameters into a [`Compressor`], which starts a
@@ -181,6 +181,24 @@ impl<F: Fn() -> Box<dyn CompressorSession> + Send + Sync> Compressor for F {
 /// A strategy's parameters at one grid point (knob values and whatever else it needs), as stored in the plan.
 pub type Params = Map<String, Json>;
 
+/// What a strategy is to a comparison. Reports find the reference, the `none` baseline and the pairs they
+/// compare by role, so a strategy's name appears only in its own file and the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The faithful port the others are measured against (one in the registry).
+    Reference,
+    /// Never compresses: the denominator of every "vs none" figure.
+    NoCompression,
+    /// Replays the agent's own compactions recorded with the conversation.
+    Recorded,
+    /// A control without a summary (dropping, masking), compared with the reference at the same trigger.
+    Baseline,
+    /// One part of the reference alone (its tool-output truncation without a summary).
+    Ablation,
+    /// Models another agent's policy ([`Strategy::system`]).
+    OtherSystem,
+}
+
 /// One registry entry.
 pub trait Strategy: Send + Sync {
     /// The name used in `[grid] strategy = [...]` (for strategies that take an argument, the part before `:`).
@@ -201,6 +219,19 @@ pub trait Strategy: Send + Sync {
     fn system(&self) -> Option<&'static str> {
         None
     }
+    /// Its part in comparisons; by default a strategy that models a system is one, any other a baseline.
+    fn role(&self) -> Role {
+        if self.system().is_some() {
+            Role::OtherSystem
+        } else {
+            Role::Baseline
+        }
+    }
+    /// Whether it rewrites a few Contents in place at most requests (masking): its `CONTENT_TRUNCATED`
+    /// events are too many to mark one by one on a timeline.
+    fn edits_in_place(&self) -> bool {
+        false
+    }
     /// Whether it is written `NAME:ARGUMENT` (`exec:COMMAND`).
     fn takes_argument(&self) -> bool {
         false
@@ -214,23 +245,17 @@ pub trait Strategy: Send + Sync {
     fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError>;
     /// The smallest last prompt count at which a session with these parameters (window set) compresses,
     /// when its trigger is a token count; `None` when it is not (event counts, done-message budgets) or
-    /// the window is unset. Storms and actionability are measured against it. The default reads a
-    /// `threshold` × `token_limit` trigger that fires when the count is not below the product.
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        threshold_trigger(params)
+    /// the window is unset. Storms and actionability are measured against it. Each strategy reads it from
+    /// its own typed parameters (see [`threshold_trigger`]); the default has none.
+    fn trigger_tokens(&self, _params: &Params) -> Option<u64> {
+        None
     }
 }
 
-/// `⌈threshold × token_limit⌉` from a point's parameters (at the top, or in `settings` for strategies built
-/// on the reference's settings): the trigger of a strategy that compresses when the count is not below
-/// the product. `None` without both, or before the window is set.
-pub fn threshold_trigger(params: &Params) -> Option<u64> {
-    let read = |m: &Params| Some((m.get("threshold")?.as_f64()?, m.get("token_limit")?.as_u64()?));
-    let (threshold, limit) = read(params).or_else(|| match params.get("settings") {
-        Some(Json::Object(s)) => read(s),
-        _ => None,
-    })?;
-    (limit > 0).then(|| (threshold * limit as f64).ceil() as u64)
+/// `⌈threshold × token_limit⌉`: the trigger of a strategy that compresses when the count is not below the
+/// product. `None` before the window is set.
+pub fn threshold_trigger(threshold: f64, token_limit: u64) -> Option<u64> {
+    (token_limit > 0).then(|| (threshold * token_limit as f64).ceil() as u64)
 }
 
 /// Parses a point's parameters into a strategy's typed parameter struct.
@@ -251,16 +276,43 @@ pub fn to_params<P: Serialize>(strategy: &str, p: &P) -> Result<Params, Strategy
     }
 }
 
-/// A knob: one sweep axis a strategy reads.
+/// The type of a knob's values: how reports type its column and how `compactbench strategies` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnobKind {
+    Number,
+    Integer,
+    Bool,
+    Text,
+    Choice,
+}
+
+impl KnobKind {
+    /// The name shown by `compactbench strategies`.
+    pub fn name(self) -> &'static str {
+        match self {
+            KnobKind::Number => "number",
+            KnobKind::Integer => "integer",
+            KnobKind::Bool => "bool",
+            KnobKind::Text => "string",
+            KnobKind::Choice => "enum",
+        }
+    }
+}
+
+/// A knob: one sweep axis a strategy reads. What reports show of it comes from here too: its column
+/// type ([`KnobKind`]), its table header and whether (and how) it is part of a point's label.
 #[derive(Clone)]
 pub struct Knob {
     pub name: &'static str,
-    /// `number`, `integer`, `bool`, `string` or `enum`.
-    pub kind: &'static str,
+    pub kind: KnobKind,
     pub default: Json,
     /// The valid values, for help and errors (`(0, 1]`, `≥ 1`, `current | none`).
     pub range: String,
     pub help: &'static str,
+    /// Shown in point labels as `SHORT=value` (`gemini t=0.5 keep=0.3`); `None`: left out of labels.
+    pub short: Option<&'static str>,
+    /// The column header in summary tables (default: the name).
+    pub header: &'static str,
     check: KnobCheck,
 }
 
@@ -299,6 +351,29 @@ pub enum Bound {
 }
 
 impl Knob {
+    fn new(
+        name: &'static str,
+        kind: KnobKind,
+        default: Json,
+        range: String,
+        help: &'static str,
+        check: KnobCheck,
+    ) -> Knob {
+        Knob { name, kind, default, range, help, short: None, header: name, check }
+    }
+
+    /// Shows the knob in point labels as `short=value`.
+    pub fn labelled(mut self, short: &'static str) -> Knob {
+        self.short = Some(short);
+        self
+    }
+
+    /// Heads its column in summary tables with `header` instead of its name.
+    pub fn headed(mut self, header: &'static str) -> Knob {
+        self.header = header;
+        self
+    }
+
     /// A number within `lo`..`hi`.
     pub fn number(name: &'static str, default: f64, lo: Bound, hi: Bound, help: &'static str) -> Knob {
         let range = format!(
@@ -339,7 +414,7 @@ impl Knob {
                 Err(BadValue::out(v, format!("is not in {shown}")))
             }
         };
-        Knob { name, kind: "number", default: Json::from(default), range, help, check: Arc::new(check) }
+        Knob::new(name, KnobKind::Number, Json::from(default), range, help, Arc::new(check))
     }
 
     /// A whole number ≥ `min`.
@@ -349,26 +424,12 @@ impl Knob {
             Some(_) => Err(BadValue::out(v, format!("is less than {min}"))),
             None => Err(BadValue::out(v, "is not a whole number")),
         };
-        Knob {
-            name,
-            kind: "integer",
-            default: Json::from(default),
-            range: format!("≥ {min}"),
-            help,
-            check: Arc::new(check),
-        }
+        Knob::new(name, KnobKind::Integer, Json::from(default), format!("≥ {min}"), help, Arc::new(check))
     }
 
     pub fn boolean(name: &'static str, default: bool, help: &'static str) -> Knob {
         let check = |v: &Json| if v.is_boolean() { Ok(()) } else { Err(BadValue::out(v, "is not true or false")) };
-        Knob {
-            name,
-            kind: "bool",
-            default: Json::from(default),
-            range: "true | false".into(),
-            help,
-            check: Arc::new(check),
-        }
+        Knob::new(name, KnobKind::Bool, Json::from(default), "true | false".into(), help, Arc::new(check))
     }
 
     /// One of a named enum's values (checked by deserializing into `T`).
@@ -380,14 +441,8 @@ impl Knob {
     ) -> Knob {
         let check =
             |v: &Json| serde_json::from_value::<T>(v.clone()).map(|_| ()).map_err(|e| BadValue::Refused(Box::new(e)));
-        Knob {
-            name,
-            kind: "enum",
-            default: serde_json::to_value(default).unwrap_or(Json::Null),
-            range: values.join(" | "),
-            help,
-            check: Arc::new(check),
-        }
+        let default = serde_json::to_value(default).unwrap_or(Json::Null);
+        Knob::new(name, KnobKind::Choice, default, values.join(" | "), help, Arc::new(check))
     }
 
     /// A string, checked by `check`.
@@ -402,7 +457,7 @@ impl Knob {
             Some(s) => check(s).map_err(|e| BadValue::Refused(Box::new(e))),
             None => Err(BadValue::out(v, "is not a string")),
         };
-        Knob { name, kind: "string", default: Json::from(default), range: range.into(), help, check: Arc::new(check) }
+        Knob::new(name, KnobKind::Text, Json::from(default), range.into(), help, Arc::new(check))
     }
 
     /// Checks one value of this knob.

@@ -20,18 +20,18 @@ use super::{
 use crate::error::utf8;
 use crate::json::{self, JsonPath, Value};
 use crate::{Conversation, ConversationMeta, DatasetError, RecordedCompaction};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 struct Line {
     number: usize,
     record: Value,
 }
 
-/// Line kinds Claude Code writes besides messages; they are bookkeeping, skipped without a warning. Any
-/// other kind (a newer version's) is skipped too, and counted in a warning.
 /// The text before a tool result whose call the recording does not hold.
 pub(crate) const ORPHAN_RESULT: &str = "[tool result; its call is not in the recording]";
 
+/// Line kinds Claude Code writes besides messages; they are bookkeeping, skipped without a warning. Any
+/// other kind (a newer version's) is skipped too, and counted in a warning.
 pub(crate) const BOOKKEEPING_KINDS: &[&str] = &[
     "system",
     "progress",
@@ -53,35 +53,7 @@ pub(crate) const BOOKKEEPING_KINDS: &[&str] = &[
 pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let text = utf8(bytes, file)?;
     let mut imported = Imported::default();
-    let mut lines: Vec<Line> = Vec::new();
-    let mut session_id: Option<String> = None;
-    let mut unknown_kinds: std::collections::BTreeMap<String, usize> = Default::default();
-    for (n, raw) in text.split('\n').enumerate() {
-        let number = n + 1;
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(number))?;
-        let root = JsonPath::root();
-        as_object(&record, &root, file).map_err(|e| e.on_line(number))?;
-        let kind = opt_str(&record, "type", &root, file).map_err(|e| e.on_line(number))?.unwrap_or_default();
-        let is_message = matches!(kind.as_str(), "user" | "assistant");
-        if !is_message && !BOOKKEEPING_KINDS.contains(&kind.as_str()) {
-            *unknown_kinds.entry(if kind.is_empty() { "(no type)".into() } else { kind.clone() }).or_default() += 1;
-        }
-        // Every line that carries a uuid is a node of the tree (the chain runs through progress and system
-        // lines); messages without one (older transcripts) are taken in file order.
-        if !is_message && record.get("uuid").and_then(Value::as_str).is_none() {
-            continue;
-        }
-        if record.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-            continue; // a sub-agent's conversation, not the main one
-        }
-        if session_id.is_none() && is_message {
-            session_id = opt_str(&record, "sessionId", &root, file).map_err(|e| e.on_line(number))?;
-        }
-        lines.push(Line { number, record });
-    }
+    let Scan { lines, session_id, unknown_kinds } = scan_lines(text, file)?;
     if !unknown_kinds.is_empty() {
         let list: Vec<String> = unknown_kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
         imported.warnings.push(format!("{file}: line kinds this importer does not know, skipped: {}", list.join(", ")));
@@ -90,61 +62,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         return Err(DatasetError::whole(file, "no user or assistant lines; not a Claude Code transcript"));
     }
     let chain = main_chain(&lines);
-    let mut b = HistoryBuilder::default();
-    let mut recorded_compactions = Vec::new();
-    // A boundary whose summary line has not come yet: its metadata and preserved lines.
-    let mut boundary: Option<(Option<Value>, Vec<usize>)> = None;
-    // A preserved segment is on the chain twice (before the boundary, and moved after the summary).
-    let mut done = vec![false; lines.len()];
-    let by_uuid = uuid_index(&lines);
-    let mut orphan_results = 0usize;
-    for &i in &chain {
-        let line = &lines[i];
-        if std::mem::replace(&mut done[i], true) {
-            continue;
-        }
-        if is_compact_boundary(&line.record) {
-            let metadata = line.record.get("compactMetadata").filter(|m| m.as_object().is_some()).cloned();
-            boundary = Some((metadata, preserved_lines(&line.record, &by_uuid)));
-            continue;
-        }
-        if !is_message(line) {
-            continue;
-        }
-        if line.record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
-            let at = JsonPath::root().key("message");
-            let message =
-                super::req(&line.record, "message", &JsonPath::root(), file).map_err(|e| e.on_line(line.number))?;
-            let summary = content_text(message.get("content").unwrap_or(&Value::Null), &at.key("content"), file)
-                .map_err(|e| e.on_line(line.number))?;
-            let (extra, preserved_at) = boundary.take().unwrap_or_default();
-            let mut preserved = b.fork();
-            for &p in preserved_at.iter().filter(|&&p| is_message(&lines[p])) {
-                let l = &lines[p];
-                orphan_results +=
-                    convert_line(&l.record, file, &mut preserved, &mut imported).map_err(|e| e.on_line(l.number))?;
-            }
-            b.seal();
-            recorded_compactions.push(RecordedCompaction {
-                at: b.contents(),
-                summary,
-                kept: Vec::new(),
-                preserved: preserved.finish().0,
-                extra,
-            });
-            continue;
-        }
-        orphan_results +=
-            convert_line(&line.record, file, &mut b, &mut imported).map_err(|e| e.on_line(line.number))?;
-    }
-    if boundary.is_some() {
-        imported.warnings.push(format!("{file}: the last compact boundary has no summary line; ignored"));
-    }
-    if orphan_results > 0 {
-        imported.warnings.push(format!(
-            "{file}: {orphan_results} tool result(s) answer a call the file does not hold; kept as text"
-        ));
-    }
+    let (b, recorded_compactions) = convert_chain(&lines, &chain, file, &mut imported)?;
     let (history, recorded_prompt_tokens) = b.finish();
     let mut on_chain = vec![false; lines.len()];
     chain.iter().for_each(|&i| on_chain[i] = true);
@@ -167,6 +85,126 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         ..Default::default()
     });
     Ok(imported)
+}
+
+/// What the first pass over the file keeps.
+struct Scan {
+    /// The lines that can be on the conversation's chain, in file order.
+    lines: Vec<Line>,
+    /// The `sessionId` of the first main-conversation message that has one.
+    session_id: Option<String>,
+    /// Line kinds neither messages nor known bookkeeping, with how many lines have each.
+    unknown_kinds: BTreeMap<String, usize>,
+}
+
+/// Parses every line, keeping the nodes of the main conversation's tree.
+fn scan_lines(text: &str, file: &str) -> Result<Scan, DatasetError> {
+    let mut scan = Scan { lines: Vec::new(), session_id: None, unknown_kinds: BTreeMap::new() };
+    for (n, raw) in text.split('\n').enumerate() {
+        let number = n + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(number))?;
+        let root = JsonPath::root();
+        as_object(&record, &root, file).map_err(|e| e.on_line(number))?;
+        let kind = opt_str(&record, "type", &root, file).map_err(|e| e.on_line(number))?.unwrap_or_default();
+        let is_message = matches!(kind.as_str(), "user" | "assistant");
+        if !is_message && !BOOKKEEPING_KINDS.contains(&kind.as_str()) {
+            let kind = if kind.is_empty() { "(no type)".into() } else { kind.clone() };
+            *scan.unknown_kinds.entry(kind).or_default() += 1;
+        }
+        // Every line that carries a uuid is a node of the tree (the chain runs through progress and system
+        // lines); messages without one (older transcripts) are taken in file order.
+        if !is_message && record.get("uuid").and_then(Value::as_str).is_none() {
+            continue;
+        }
+        if record.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            continue; // a sub-agent's conversation, not the main one
+        }
+        if scan.session_id.is_none() && is_message {
+            scan.session_id = opt_str(&record, "sessionId", &root, file).map_err(|e| e.on_line(number))?;
+        }
+        scan.lines.push(Line { number, record });
+    }
+    Ok(scan)
+}
+
+/// A compact boundary whose summary line has not come yet: its `compactMetadata` and preserved lines.
+type PendingBoundary = (Option<Value>, Vec<usize>);
+
+/// Converts the lines of `chain` into a history and the compactions recorded along it.
+fn convert_chain(
+    lines: &[Line],
+    chain: &[usize],
+    file: &str,
+    imported: &mut Imported,
+) -> Result<(HistoryBuilder, Vec<RecordedCompaction>), DatasetError> {
+    let mut b = HistoryBuilder::default();
+    let mut recorded_compactions = Vec::new();
+    let mut boundary: Option<PendingBoundary> = None;
+    // A preserved segment is on the chain twice (before the boundary, and moved after the summary).
+    let mut done = vec![false; lines.len()];
+    let by_uuid = uuid_index(lines);
+    let mut orphan_results = 0usize;
+    for &i in chain {
+        let line = &lines[i];
+        if std::mem::replace(&mut done[i], true) {
+            continue;
+        }
+        if is_compact_boundary(&line.record) {
+            let metadata = line.record.get("compactMetadata").filter(|m| m.as_object().is_some()).cloned();
+            boundary = Some((metadata, preserved_lines(&line.record, &by_uuid)));
+            continue;
+        }
+        if !is_message(line) {
+            continue;
+        }
+        if line.record.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+            let pending = boundary.take().unwrap_or_default();
+            let (compaction, orphans) = summary_compaction(line, pending, lines, file, &mut b, imported)?;
+            orphan_results += orphans;
+            recorded_compactions.push(compaction);
+            continue;
+        }
+        orphan_results += convert_line(&line.record, file, &mut b, imported).map_err(|e| e.on_line(line.number))?;
+    }
+    if boundary.is_some() {
+        imported.warnings.push(format!("{file}: the last compact boundary has no summary line; ignored"));
+    }
+    if orphan_results > 0 {
+        imported.warnings.push(format!(
+            "{file}: {orphan_results} tool result(s) answer a call the file does not hold; kept as text"
+        ));
+    }
+    Ok((b, recorded_compactions))
+}
+
+/// The compaction a summary line records, at the index of the next Content of `b` (which it seals), with
+/// the boundary's preserved segment converted apart; also how many of that segment's tool results are
+/// orphans.
+fn summary_compaction(
+    line: &Line,
+    (extra, preserved_at): PendingBoundary,
+    lines: &[Line],
+    file: &str,
+    b: &mut HistoryBuilder,
+    imported: &mut Imported,
+) -> Result<(RecordedCompaction, usize), DatasetError> {
+    let at = JsonPath::root().key("message");
+    let message = super::req(&line.record, "message", &JsonPath::root(), file).map_err(|e| e.on_line(line.number))?;
+    let summary = content_text(message.get("content").unwrap_or(&Value::Null), &at.key("content"), file)
+        .map_err(|e| e.on_line(line.number))?;
+    let mut preserved = b.fork();
+    let mut orphans = 0;
+    for &p in preserved_at.iter().filter(|&&p| is_message(&lines[p])) {
+        let l = &lines[p];
+        orphans += convert_line(&l.record, file, &mut preserved, imported).map_err(|e| e.on_line(l.number))?;
+    }
+    b.seal();
+    let compaction =
+        RecordedCompaction { at: b.contents(), summary, kept: Vec::new(), preserved: preserved.finish().0, extra };
+    Ok((compaction, orphans))
 }
 
 fn is_message(line: &Line) -> bool {
@@ -246,92 +284,14 @@ fn convert_line(
     imported: &mut Imported,
 ) -> Result<usize, DatasetError> {
     let root = JsonPath::root();
-    let mut orphans = 0;
     if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
         return Ok(0); // injected context (command caveats), not a turn
     }
     let at = root.key("message");
     let message = as_object(super::req(record, "message", &root, file)?, &at, file)?;
-    let role = match opt_str(message, "role", &at, file)?.as_deref() {
-        Some("user") | None if record.get("type").and_then(Value::as_str) == Some("user") => "user",
-        Some("assistant") | None => "model",
-        Some(other) => {
-            return Err(DatasetError::field(
-                file,
-                &at.key("role"),
-                format!("unknown role {other:?} (expected user or assistant)"),
-            ))
-        }
-    };
+    let role = turn_role(record, message, &at, file)?;
     let content = message.get("content").unwrap_or(&Value::Null);
-    let cat = at.key("content");
-    let mut parts = Vec::new();
-    match content {
-        Value::Array(blocks) => {
-            for (i, block) in blocks.iter().enumerate() {
-                let bat = cat.index(i);
-                as_object(block, &bat, file)?;
-                match opt_str(block, "type", &bat, file)?.as_deref() {
-                    Some("text") => {
-                        let t = super::req_str(block, "text", &bat, file)?;
-                        if !t.is_empty() {
-                            parts.push(crate::history::text_part(&t));
-                        }
-                    }
-                    Some("thinking") => {
-                        let t = opt_str(block, "thinking", &bat, file)?.unwrap_or_default();
-                        if !t.is_empty() {
-                            parts.push(Value::object([("text", Value::str(&t)), ("thought", Value::Bool(true))]));
-                        }
-                    }
-                    Some("redacted_thinking") => {}
-                    Some("tool_use") => {
-                        let id = super::req_str(block, "id", &bat, file)?;
-                        let name = super::req_str(block, "name", &bat, file)?;
-                        let args = match block.get("input") {
-                            Some(v @ Value::Object(_)) => v.clone(),
-                            None | Some(Value::Null) => Value::empty_object(),
-                            Some(other) => Value::object([("raw", other.clone())]),
-                        };
-                        parts.push(b.call(Some(&id), &name, args));
-                    }
-                    Some("tool_result") => {
-                        let id = super::req_str(block, "tool_use_id", &bat, file)?;
-                        let output =
-                            content_text(block.get("content").unwrap_or(&Value::Null), &bat.key("content"), file)?;
-                        let Some(name) = b.call_name(&id).map(str::to_string) else {
-                            // Its call is not in the file (a line Claude Code did not write): kept as text,
-                            // since a functionResponse must answer a functionCall.
-                            orphans += 1;
-                            parts.push(crate::history::text_part(&format!("{ORPHAN_RESULT}\n{output}")));
-                            continue;
-                        };
-                        let key = if block.get("is_error").and_then(Value::as_bool) == Some(true) {
-                            "error"
-                        } else {
-                            "output"
-                        };
-                        let response = Value::object([(key, Value::str(&output))]);
-                        parts.push(function_response_part(Some(&id), &name, response));
-                    }
-                    Some("image") | Some("document") => {
-                        parts.push(crate::history::text_part("[image]"));
-                    }
-                    Some(other) => imported.warnings.push(format!(
-                        "{file}: {}: content block type {other:?} is not known to this importer; skipped",
-                        bat
-                    )),
-                    None => return Err(DatasetError::field(file, &bat.key("type"), "missing")),
-                }
-            }
-        }
-        other => {
-            let t = content_text(other, &cat, file)?;
-            if !t.trim().is_empty() {
-                parts.push(crate::history::text_part(&t));
-            }
-        }
-    }
+    let (parts, orphans) = content_parts(content, &at.key("content"), file, b, imported)?;
     let is_new_model_turn = role == "model" && !parts.is_empty();
     b.push(role, parts);
     if is_new_model_turn {
@@ -344,4 +304,99 @@ fn convert_line(
         }
     }
     Ok(orphans)
+}
+
+/// The Gemini role of a message line: its `message.role`, else its line `type`.
+fn turn_role(record: &Value, message: &Value, at: &JsonPath, file: &str) -> Result<&'static str, DatasetError> {
+    match opt_str(message, "role", at, file)?.as_deref() {
+        Some("user") | None if record.get("type").and_then(Value::as_str) == Some("user") => Ok("user"),
+        Some("assistant") | None => Ok("model"),
+        Some(other) => Err(DatasetError::field(
+            file,
+            &at.key("role"),
+            format!("unknown role {other:?} (expected user or assistant)"),
+        )),
+    }
+}
+
+/// The parts of a message's `content` (at `cat`): a string, or blocks converted one by one. Also returns
+/// how many tool results answer no call seen so far.
+fn content_parts(
+    content: &Value,
+    cat: &JsonPath,
+    file: &str,
+    b: &mut HistoryBuilder,
+    imported: &mut Imported,
+) -> Result<(Vec<Value>, usize), DatasetError> {
+    let Value::Array(blocks) = content else {
+        let t = content_text(content, cat, file)?;
+        let parts = if t.trim().is_empty() { Vec::new() } else { vec![crate::history::text_part(&t)] };
+        return Ok((parts, 0));
+    };
+    let mut parts = Vec::new();
+    let mut orphans = 0;
+    for (i, block) in blocks.iter().enumerate() {
+        let bat = cat.index(i);
+        as_object(block, &bat, file)?;
+        match opt_str(block, "type", &bat, file)?.as_deref() {
+            Some("text") => {
+                let t = super::req_str(block, "text", &bat, file)?;
+                if !t.is_empty() {
+                    parts.push(crate::history::text_part(&t));
+                }
+            }
+            Some("thinking") => {
+                let t = opt_str(block, "thinking", &bat, file)?.unwrap_or_default();
+                if !t.is_empty() {
+                    parts.push(Value::object([("text", Value::str(&t)), ("thought", Value::Bool(true))]));
+                }
+            }
+            Some("redacted_thinking") => {}
+            Some("tool_use") => parts.push(tool_use_part(block, &bat, file, b)?),
+            Some("tool_result") => {
+                let (part, orphan) = tool_result_part(block, &bat, file, b)?;
+                orphans += usize::from(orphan);
+                parts.push(part);
+            }
+            Some("image") | Some("document") => {
+                parts.push(crate::history::text_part("[image]"));
+            }
+            Some(other) => imported
+                .warnings
+                .push(format!("{file}: {}: content block type {other:?} is not known to this importer; skipped", bat)),
+            None => return Err(DatasetError::field(file, &bat.key("type"), "missing")),
+        }
+    }
+    Ok((parts, orphans))
+}
+
+/// A `tool_use` block as a functionCall part.
+fn tool_use_part(block: &Value, bat: &JsonPath, file: &str, b: &mut HistoryBuilder) -> Result<Value, DatasetError> {
+    let id = super::req_str(block, "id", bat, file)?;
+    let name = super::req_str(block, "name", bat, file)?;
+    let args = match block.get("input") {
+        Some(v @ Value::Object(_)) => v.clone(),
+        None | Some(Value::Null) => Value::empty_object(),
+        Some(other) => Value::object([("raw", other.clone())]),
+    };
+    Ok(b.call(Some(&id), &name, args))
+}
+
+/// A `tool_result` block as a functionResponse part; `true` with a text part instead when it is an orphan.
+fn tool_result_part(
+    block: &Value,
+    bat: &JsonPath,
+    file: &str,
+    b: &HistoryBuilder,
+) -> Result<(Value, bool), DatasetError> {
+    let id = super::req_str(block, "tool_use_id", bat, file)?;
+    let output = content_text(block.get("content").unwrap_or(&Value::Null), &bat.key("content"), file)?;
+    let Some(name) = b.call_name(&id).map(str::to_string) else {
+        // Its call is not in the file (a line Claude Code did not write): kept as text, since a
+        // functionResponse must answer a functionCall.
+        return Ok((crate::history::text_part(&format!("{ORPHAN_RESULT}\n{output}")), true));
+    };
+    let key = if block.get("is_error").and_then(Value::as_bool) == Some(true) { "error" } else { "output" };
+    let response = Value::object([(key, Value::str(&output))]);
+    Ok((function_response_part(Some(&id), &name, response), false))
 }

@@ -255,6 +255,7 @@ fn convert_message(
     Ok(())
 }
 
+/// A `gemini` message: its model turn, then a user turn of the responses its tool calls recorded.
 fn convert_model(
     msg: &Value,
     at: &JsonPath,
@@ -272,37 +273,58 @@ fn convert_model(
         as_object(tc, &at.key("toolCalls").index(i), file)?;
     }
     let modern = content_parts.iter().any(|p| history::function_call(p).is_some() || history::is_thought(p));
-    let mut model_parts = Vec::new();
-    if modern {
-        model_parts = content_parts;
-    } else {
-        if let Some(thoughts) = msg.get("thoughts").filter(|t| !t.is_null()) {
-            for (i, t) in as_array(thoughts, &at.key("thoughts"), file)?.iter().enumerate() {
-                as_object(t, &at.key("thoughts").index(i), file)?;
-                let description = js_string_of(t.get("description"));
-                let text = match t.get("subject").filter(|s| s.is_truthy()) {
-                    Some(subject) => format!("**{}** {description}", js_string_of(Some(subject))),
-                    None => description,
-                };
-                model_parts.push(Value::object([("text", Value::str(&text)), ("thought", Value::Bool(true))]));
-            }
-        }
-        model_parts.extend(content_parts);
-        for tc in tool_calls {
-            let mut call = Value::empty_object();
-            for key in ["id", "name", "args"] {
-                if let Some(v) = tc.get(key) {
-                    call.insert(key, v.clone());
-                }
-            }
-            model_parts.push(Value::object([("functionCall", call)]));
-        }
-    }
+    let model_parts =
+        if modern { content_parts } else { legacy_model_parts(msg, at, file, content_parts, tool_calls)? };
     if model_parts.is_empty() {
         return Ok(());
     }
     history.push(Value::object([("role", Value::str("model")), ("parts", Value::Array(model_parts))]));
     tokens.push(opt_count(msg.get("tokens").and_then(|t| t.get("input"))));
+    let response_parts = tool_response_parts(tool_calls, at, file)?;
+    if !response_parts.is_empty() {
+        history.push(Value::object([("role", Value::str("user")), ("parts", Value::Array(response_parts))]));
+        tokens.push(None);
+    }
+    Ok(())
+}
+
+/// The model parts of a message whose content holds no calls or thoughts (older sessions keep them in
+/// `thoughts` and `toolCalls`): the thoughts as thought parts, then the content, then the calls.
+fn legacy_model_parts(
+    msg: &Value,
+    at: &JsonPath,
+    file: &str,
+    content_parts: Vec<Value>,
+    tool_calls: &[Value],
+) -> Result<Vec<Value>, DatasetError> {
+    let mut model_parts = Vec::new();
+    if let Some(thoughts) = msg.get("thoughts").filter(|t| !t.is_null()) {
+        for (i, t) in as_array(thoughts, &at.key("thoughts"), file)?.iter().enumerate() {
+            as_object(t, &at.key("thoughts").index(i), file)?;
+            let description = js_string_of(t.get("description"));
+            let text = match t.get("subject").filter(|s| s.is_truthy()) {
+                Some(subject) => format!("**{}** {description}", js_string_of(Some(subject))),
+                None => description,
+            };
+            model_parts.push(Value::object([("text", Value::str(&text)), ("thought", Value::Bool(true))]));
+        }
+    }
+    model_parts.extend(content_parts);
+    for tc in tool_calls {
+        let mut call = Value::empty_object();
+        for key in ["id", "name", "args"] {
+            if let Some(v) = tc.get(key) {
+                call.insert(key, v.clone());
+            }
+        }
+        model_parts.push(Value::object([("functionCall", call)]));
+    }
+    Ok(model_parts)
+}
+
+/// The response parts of a message's `toolCalls` that have a `result`: a string becomes a functionResponse,
+/// a part or part list is taken as it is.
+fn tool_response_parts(tool_calls: &[Value], at: &JsonPath, file: &str) -> Result<Vec<Value>, DatasetError> {
     let mut response_parts = Vec::new();
     for (i, tc) in tool_calls.iter().enumerate() {
         let result = tc.get("result").unwrap_or(&Value::Null);
@@ -332,9 +354,5 @@ fn convert_model(
             }
         }
     }
-    if !response_parts.is_empty() {
-        history.push(Value::object([("role", Value::str("user")), ("parts", Value::Array(response_parts))]));
-        tokens.push(None);
-    }
-    Ok(())
+    Ok(response_parts)
 }

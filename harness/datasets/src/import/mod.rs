@@ -16,8 +16,9 @@ use crate::history::Content;
 use crate::json::{self, JsonPath, Value};
 use std::collections::HashMap;
 
-/// The formats we import.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+/// The formats we import. Names and the list of all of them come from `named_variants!` below, which
+/// `--format`, the import cache and sweep configs read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// Gemini CLI session, legacy single-object `.json` (`ConversationRecord`).
     GeminiSession,
@@ -37,34 +38,21 @@ pub enum Format {
     Codex,
 }
 
+compactbench_core::named_variants!(Format, "format", {
+    GeminiSession => "gemini-session",
+    GeminiJsonl => "gemini-jsonl",
+    GeminiContents => "gemini-contents",
+    OpenaiChat => "openai-chat",
+    SweAgent => "swe-agent",
+    Aider => "aider",
+    ClaudeCode => "claude-code",
+    Codex => "codex",
+});
+
 impl Format {
-    pub const ALL: [Format; 8] = [
-        Format::GeminiSession,
-        Format::GeminiJsonl,
-        Format::GeminiContents,
-        Format::OpenaiChat,
-        Format::SweAgent,
-        Format::Aider,
-        Format::ClaudeCode,
-        Format::Codex,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::GeminiSession => "gemini-session",
-            Format::GeminiJsonl => "gemini-jsonl",
-            Format::GeminiContents => "gemini-contents",
-            Format::OpenaiChat => "openai-chat",
-            Format::SweAgent => "swe-agent",
-            Format::Aider => "aider",
-            Format::ClaudeCode => "claude-code",
-            Format::Codex => "codex",
-        }
-    }
-
     /// The format called `name` (as [`Format::name`] writes it).
     pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.name() == name)
+        name.parse().ok()
     }
 
     /// Parses `bytes` in this format.

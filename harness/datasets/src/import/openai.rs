@@ -102,15 +102,44 @@ pub(crate) fn convert_messages(
     file: &str,
     quirks: Quirks,
 ) -> Result<Conversation, DatasetError> {
-    let mut b = HistoryBuilder::default();
-    let mut system: Vec<String> = Vec::new();
-    let mut exit: Option<Value> = None;
-    // Thought-action: the id of the shell call waiting for its output, if any.
-    let mut pending_action: Option<String> = None;
-    let mut action_count = 0usize;
+    let mut converter = MessageConverter::new(file, quirks);
     for (i, m) in messages.iter().enumerate() {
-        let mat = at.index(i);
-        as_object(m, &mat, file)?;
+        converter.message(m, &at.index(i))?;
+    }
+    Ok(converter.finish())
+}
+
+/// The state of a message list being converted, one message at a time.
+struct MessageConverter<'f> {
+    file: &'f str,
+    quirks: Quirks,
+    b: HistoryBuilder,
+    /// `system` / `developer` texts, joined into the system instruction.
+    system: Vec<String>,
+    /// The text of an `exit` message (mini-swe-agent's last one), kept in `meta.extra`.
+    exit: Option<Value>,
+    /// Thought-action: the id of the shell call waiting for its output, if any.
+    pending_action: Option<String>,
+    action_count: usize,
+}
+
+impl<'f> MessageConverter<'f> {
+    fn new(file: &'f str, quirks: Quirks) -> Self {
+        MessageConverter {
+            file,
+            quirks,
+            b: HistoryBuilder::default(),
+            system: Vec::new(),
+            exit: None,
+            pending_action: None,
+            action_count: 0,
+        }
+    }
+
+    /// Converts the message at `mat`, dispatching on its role.
+    fn message(&mut self, m: &Value, mat: &JsonPath) -> Result<(), DatasetError> {
+        let file = self.file;
+        as_object(m, mat, file)?;
         let role = match m.get("role") {
             Some(Value::String(r)) => r.to_str_lossy().into_owned(),
             Some(other) => {
@@ -124,77 +153,11 @@ pub(crate) fn convert_messages(
         };
         let text = content_text(m.get("content").unwrap_or(&Value::Null), &mat.key("content"), file)?;
         match role.as_str() {
-            "system" | "developer" => system.push(text),
-            "user" => {
-                if let Some(id) = pending_action.take() {
-                    let response = Value::object([("output", Value::str(&text))]);
-                    b.push("user", vec![function_response_part(Some(&id), SHELL_TOOL, response)]);
-                } else {
-                    b.push_text("user", &text);
-                }
-            }
-            "assistant" => {
-                pending_action = None;
-                let calls = match m.get("tool_calls") {
-                    None | Some(Value::Null) => &[][..],
-                    Some(v) => as_array(v, &mat.key("tool_calls"), file)?,
-                };
-                let mut parts = Vec::new();
-                if calls.is_empty() && quirks.actions_as_shell_calls {
-                    let thought = opt_str(m, "thought", &mat, file)?.unwrap_or_else(|| text.clone());
-                    if !thought.trim().is_empty() {
-                        parts.push(crate::history::text_part(thought.trim_end()));
-                    }
-                    if let Some(action) = opt_str(m, "action", &mat, file)?.filter(|a| !a.trim().is_empty()) {
-                        action_count += 1;
-                        let id = format!("action-{action_count}");
-                        let args = Value::object([("command", Value::str(action.trim_end_matches('\n')))]);
-                        parts.push(b.call(Some(&id), SHELL_TOOL, args));
-                        pending_action = Some(id);
-                    }
-                } else if !text.trim().is_empty() {
-                    parts.push(crate::history::text_part(&text));
-                }
-                for (j, call) in calls.iter().enumerate() {
-                    let cat = mat.key("tool_calls").index(j);
-                    as_object(call, &cat, file)?;
-                    let id = opt_str(call, "id", &cat, file)?;
-                    let function = as_object(req(call, "function", &cat, file)?, &cat.key("function"), file)?;
-                    let name = super::req_str(function, "name", &cat.key("function"), file)?;
-                    let args = match function.get("arguments") {
-                        Some(Value::String(s)) => args_from_string(&s.to_str_lossy()),
-                        Some(obj @ Value::Object(_)) => obj.clone(),
-                        None | Some(Value::Null) => Value::empty_object(),
-                        Some(other) => Value::object([("raw", other.clone())]),
-                    };
-                    parts.push(b.call(id.as_deref(), &name, args));
-                }
-                b.push("model", parts);
-            }
-            "tool" | "function" => {
-                let ids: Vec<String> = match (m.get("tool_call_id"), m.get("tool_call_ids")) {
-                    (Some(Value::String(id)), _) => vec![id.to_str_lossy().into_owned()],
-                    (_, Some(Value::Array(ids))) => ids.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-                    _ => Vec::new(),
-                };
-                let Some(id) = ids.first() else {
-                    return Err(DatasetError::field(
-                        file,
-                        &mat.key("tool_call_id"),
-                        "tool message without a tool_call_id: it answers no tool call",
-                    ));
-                };
-                let Some(name) = b.call_name(id).map(str::to_string) else {
-                    return Err(DatasetError::field(
-                        file,
-                        &mat.key("tool_call_id"),
-                        format!("tool response answers no earlier tool call (no call has id {id:?})"),
-                    ));
-                };
-                let response = Value::object([("output", Value::str(&text))]);
-                b.push("user", vec![function_response_part(Some(id), &name, response)]);
-            }
-            "exit" => exit = Some(Value::str(&text)),
+            "system" | "developer" => self.system.push(text),
+            "user" => self.user(&text),
+            "assistant" => self.assistant(m, mat, text)?,
+            "tool" | "function" => self.tool_response(m, mat, &text)?,
+            "exit" => self.exit = Some(Value::str(&text)),
             other => {
                 return Err(DatasetError::field(
                     file,
@@ -203,16 +166,118 @@ pub(crate) fn convert_messages(
                 ))
             }
         }
+        Ok(())
     }
-    let (history, recorded_prompt_tokens) = b.finish();
-    let mut meta = ConversationMeta {
-        format: Format::OpenaiChat.name().into(),
-        path: Some(file.to_string()),
-        ..Default::default()
-    };
-    if let Some(exit) = exit {
-        meta.extra = Some(Value::object([("exit", exit)]));
+
+    /// A user message: the output of a pending thought-action shell call, else a plain user turn.
+    fn user(&mut self, text: &str) {
+        if let Some(id) = self.pending_action.take() {
+            let response = Value::object([("output", Value::str(text))]);
+            self.b.push("user", vec![function_response_part(Some(&id), SHELL_TOOL, response)]);
+        } else {
+            self.b.push_text("user", text);
+        }
     }
-    let system_instruction = (!system.is_empty()).then(|| system.join("\n\n"));
-    Ok(Conversation { meta, system_instruction, tools: None, history, recorded_prompt_tokens, ..Default::default() })
+
+    /// An assistant message: its text (or thought-action pair) and its tool calls, as one model turn.
+    fn assistant(&mut self, m: &Value, mat: &JsonPath, text: String) -> Result<(), DatasetError> {
+        let file = self.file;
+        self.pending_action = None;
+        let calls = match m.get("tool_calls") {
+            None | Some(Value::Null) => &[][..],
+            Some(v) => as_array(v, &mat.key("tool_calls"), file)?,
+        };
+        let mut parts = Vec::new();
+        if calls.is_empty() && self.quirks.actions_as_shell_calls {
+            self.thought_action(m, mat, text, &mut parts)?;
+        } else if !text.trim().is_empty() {
+            parts.push(crate::history::text_part(&text));
+        }
+        for (j, call) in calls.iter().enumerate() {
+            parts.push(self.tool_call(call, &mat.key("tool_calls").index(j))?);
+        }
+        self.b.push("model", parts);
+        Ok(())
+    }
+
+    /// SWE-agent thought-action: the thought as text, the action as a shell call whose output is the next
+    /// user message.
+    fn thought_action(
+        &mut self,
+        m: &Value,
+        mat: &JsonPath,
+        text: String,
+        parts: &mut Vec<Value>,
+    ) -> Result<(), DatasetError> {
+        let file = self.file;
+        let thought = opt_str(m, "thought", mat, file)?.unwrap_or(text);
+        if !thought.trim().is_empty() {
+            parts.push(crate::history::text_part(thought.trim_end()));
+        }
+        if let Some(action) = opt_str(m, "action", mat, file)?.filter(|a| !a.trim().is_empty()) {
+            self.action_count += 1;
+            let id = format!("action-{}", self.action_count);
+            let args = Value::object([("command", Value::str(action.trim_end_matches('\n')))]);
+            parts.push(self.b.call(Some(&id), SHELL_TOOL, args));
+            self.pending_action = Some(id);
+        }
+        Ok(())
+    }
+
+    /// One entry of an assistant message's `tool_calls`, at `cat`, as a functionCall part.
+    fn tool_call(&mut self, call: &Value, cat: &JsonPath) -> Result<Value, DatasetError> {
+        let file = self.file;
+        as_object(call, cat, file)?;
+        let id = opt_str(call, "id", cat, file)?;
+        let function = as_object(req(call, "function", cat, file)?, &cat.key("function"), file)?;
+        let name = super::req_str(function, "name", &cat.key("function"), file)?;
+        let args = match function.get("arguments") {
+            Some(Value::String(s)) => args_from_string(&s.to_str_lossy()),
+            Some(obj @ Value::Object(_)) => obj.clone(),
+            None | Some(Value::Null) => Value::empty_object(),
+            Some(other) => Value::object([("raw", other.clone())]),
+        };
+        Ok(self.b.call(id.as_deref(), &name, args))
+    }
+
+    /// A `tool` / `function` message: the response to the earlier call its `tool_call_id` names.
+    fn tool_response(&mut self, m: &Value, mat: &JsonPath, text: &str) -> Result<(), DatasetError> {
+        let file = self.file;
+        let ids: Vec<String> = match (m.get("tool_call_id"), m.get("tool_call_ids")) {
+            (Some(Value::String(id)), _) => vec![id.to_str_lossy().into_owned()],
+            (_, Some(Value::Array(ids))) => ids.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+            _ => Vec::new(),
+        };
+        let Some(id) = ids.first() else {
+            return Err(DatasetError::field(
+                file,
+                &mat.key("tool_call_id"),
+                "tool message without a tool_call_id: it answers no tool call",
+            ));
+        };
+        let Some(name) = self.b.call_name(id).map(str::to_string) else {
+            return Err(DatasetError::field(
+                file,
+                &mat.key("tool_call_id"),
+                format!("tool response answers no earlier tool call (no call has id {id:?})"),
+            ));
+        };
+        let response = Value::object([("output", Value::str(text))]);
+        self.b.push("user", vec![function_response_part(Some(id), &name, response)]);
+        Ok(())
+    }
+
+    fn finish(self) -> Conversation {
+        let (history, recorded_prompt_tokens) = self.b.finish();
+        let mut meta = ConversationMeta {
+            format: Format::OpenaiChat.name().into(),
+            path: Some(self.file.to_string()),
+            ..Default::default()
+        };
+        if let Some(exit) = self.exit {
+            meta.extra = Some(Value::object([("exit", exit)]));
+        }
+        let system_instruction = (!self.system.is_empty()).then(|| self.system.join("\n\n"));
+        Conversation { meta, system_instruction, tools: None, history, recorded_prompt_tokens, ..Default::default() }
+    }
 }

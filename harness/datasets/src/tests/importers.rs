@@ -237,3 +237,29 @@ fn all_golden_histories_round_trip() {
     }
     assert!(checked > 0);
 }
+
+#[test]
+fn format_names_are_stable_and_round_trip() {
+    // Written into conversation files, the import cache and configs: a rename breaks them.
+    let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "gemini-session",
+            "gemini-jsonl",
+            "gemini-contents",
+            "openai-chat",
+            "swe-agent",
+            "aider",
+            "claude-code",
+            "codex"
+        ]
+    );
+    for &f in Format::ALL {
+        assert_eq!(Format::from_name(f.name()), Some(f));
+        assert_eq!(f.to_string(), f.name());
+    }
+    assert_eq!(Format::from_name("gemini"), None);
+    let e = "gemini".parse::<Format>().unwrap_err().to_string();
+    assert!(e.contains("unknown format `gemini`") && e.contains("gemini-session, gemini-jsonl"), "{e}");
+}

@@ -1,29 +1,43 @@
-//! Drawing: one `Figure` per plot kind, drawn on both backends by `render`.
+//! Drawing the plots: one [`Drawing`] per plot kind (a module each), drawn on both backends by `render`. This module
+//! holds what the kinds share: text fitting, point and event markers, the frame with title and legend,
+//! the chart with its mesh, and label geometry.
 
 use std::error::Error;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 
 use plotters::coord::ranged1d::ValueFormatter;
-use plotters::coord::types::{RangedCoordf64, RangedCoordu32};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{self, colour, Shape, FAMILY};
-use super::{pareto_front, Marker, PlotError, PlotFiles, Series, PLOT_SIZE};
+use super::{PlotError, PlotFiles, PLOT_SIZE};
+
+mod heatmap;
+mod histogram;
+mod lines;
+mod pareto;
+mod timeline;
+
+pub use heatmap::Heatmap;
+pub use histogram::Histogram;
+pub use lines::Lines;
+pub use pareto::Pareto;
+pub use timeline::Timeline;
 
 pub type DrawResult<T = ()> = Result<T, Box<dyn Error>>;
 
 /// A plot that can be drawn on any backend.
-pub trait Figure {
+pub trait Drawing {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static;
 }
 
 /// Draws `fig` as SVG and PNG into `<dir>/<name>.{svg,png}`.
-pub fn render(dir: &Path, name: &str, fig: &impl Figure) -> Result<PlotFiles, PlotError> {
+pub fn render(dir: &Path, name: &str, fig: &impl Drawing) -> Result<PlotFiles, PlotError> {
     let err = |message: String| PlotError { name: name.into(), message };
     style::ensure_font().map_err(|e| err(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| err(format!("creating {}: {e}", dir.display())))?;
@@ -325,29 +339,6 @@ fn finite_points(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect()
 }
 
-/// The series' y at `x`: the largest y among points exactly at x, else linear interpolation between
-/// the neighbours, else the nearest end.
-fn y_at(points: &[(f64, f64)], x: f64) -> Option<f64> {
-    let exact =
-        points.iter().filter(|p| p.0 == x).map(|p| p.1).fold(None, |m: Option<f64>, y| Some(m.map_or(y, |m| m.max(y))));
-    if exact.is_some() {
-        return exact;
-    }
-    let mut sorted = points.to_vec();
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (first, last) = (sorted.first()?, sorted.last()?);
-    if x <= first.0 {
-        return Some(first.1);
-    }
-    if x >= last.0 {
-        return Some(last.1);
-    }
-    let i = sorted.partition_point(|p| p.0 < x);
-    let (a, b) = (sorted[i - 1], sorted[i]);
-    let t = if b.0 > a.0 { (x - a.0) / (b.0 - a.0) } else { 0.0 };
-    Some(a.1 + (b.1 - a.1) * t)
-}
-
 type Rect = ((i32, i32), (i32, i32));
 
 fn overlaps(a: &Rect, b: &Rect) -> bool {
@@ -387,457 +378,4 @@ where
         }
     }
     Ok(())
-}
-
-pub struct Timeline<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub series: &'a [Series],
-    pub markers: &'a [Marker],
-}
-
-impl Figure for Timeline<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        let pts: Vec<Vec<(f64, f64)>> = self.series.iter().map(|s| finite_points(&s.points)).collect();
-        let markers: Vec<&Marker> = self.markers.iter().filter(|m| m.x.is_finite()).collect();
-        let mut legend: Vec<LegendEntry> = self
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, s)| LegendEntry { label: s.name.clone(), colour: colour(i), swatch: Swatch::Line(None) })
-            .collect();
-        if !markers.is_empty() {
-            legend.push(LegendEntry { label: "compression".into(), colour: style::MUTED, swatch: Swatch::Event });
-        }
-        let area = frame(root, self.title, None, &legend)?;
-        let xb = style::finite_bounds(pts.iter().flatten().map(|p| p.0).chain(markers.iter().map(|m| m.x)));
-        let yb = style::finite_bounds(pts.iter().flatten().map(|p| p.1));
-        let x = xb.map_or((0.0, 1.0), |(lo, hi)| style::padded(lo, hi, 0.02));
-        let y = match yb {
-            None => (0.0, 1.0),
-            Some((lo, hi)) => {
-                let (lo, hi) = (lo.min(0.0), hi.max(0.0));
-                if hi > lo {
-                    (lo, hi + (hi - lo) * 0.12)
-                } else {
-                    (0.0, 1.0)
-                }
-            }
-        };
-        let mut chart = chart_f64(&area, x, y, self.x_label, self.y_label)?;
-        if yb.is_none() {
-            no_data(root, &chart)?;
-        }
-        draw_series(root, &mut chart, &pts, false)?;
-
-        let bounds = plot_rect(&chart);
-        let note = anchored(style::NOTE_SIZE, HPos::Center, VPos::Bottom);
-        let mut placed: Vec<Rect> = Vec::new();
-        let labelled = markers.len() <= 24;
-        for m in &markers {
-            let on_series = pts.get(m.series).and_then(|p| y_at(p, m.x));
-            let Some(yv) = on_series else {
-                let line = vec![(m.x, y.0), (m.x, y.1)];
-                chart.draw_series(DashedLineSeries::new(line, 6, 4, style::MUTED.stroke_width(1)))?;
-                continue;
-            };
-            let tip = chart.backend_coord(&(m.x, yv));
-            let tip = (tip.0, tip.1 - 2);
-            event_marker(root, tip, colour(m.series))?;
-            if !labelled || m.label.trim().is_empty() {
-                continue;
-            }
-            let text = fit(root, &m.label, &note, 140)?;
-            let (w, h) = root.estimate_text_size(&text, &note)?;
-            let (w, h) = (w as i32, h as i32);
-            for lift in 0..4 {
-                let bottom = tip.1 - 14 - lift * (h + 2);
-                let rect = ((tip.0 - w / 2 - 1, bottom - h - 1), (tip.0 + w / 2 + 1, bottom + 1));
-                if inside(&rect, &bounds) && !placed.iter().any(|r| overlaps(r, &rect)) {
-                    root.draw(&Text::new(text.clone(), (tip.0, bottom), note.clone()))?;
-                    placed.push(rect);
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-pub struct Lines<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub series: &'a [Series],
-    /// The y axis includes 0.
-    pub y_from_zero: bool,
-}
-
-impl Figure for Lines<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        let pts: Vec<Vec<(f64, f64)>> = self.series.iter().map(|s| finite_points(&s.points)).collect();
-        let legend: Vec<LegendEntry> = self
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, s)| LegendEntry {
-                label: s.name.clone(),
-                colour: colour(i),
-                swatch: Swatch::Line(Some(style::shape(i))),
-            })
-            .collect();
-        let area = frame(root, self.title, None, &legend)?;
-        let xb = style::finite_bounds(pts.iter().flatten().map(|p| p.0));
-        let yb = style::finite_bounds(pts.iter().flatten().map(|p| p.1));
-        let x = xb.map_or((0.0, 1.0), |(lo, hi)| style::padded(lo, hi, 0.04));
-        let y = yb.map_or((0.0, 1.0), |(lo, hi)| style::padded(lo, hi, 0.08));
-        // A zero-based axis: the bars of a share are not exaggerated by a cropped scale.
-        let y = if self.y_from_zero { (y.0.min(0.0), y.1.max(0.0)) } else { y };
-        let mut chart = chart_f64(&area, x, y, self.x_label, self.y_label)?;
-        if yb.is_none() {
-            no_data(root, &chart)?;
-        }
-        draw_series(root, &mut chart, &pts, true)
-    }
-}
-
-pub struct Pareto<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub points: &'a [(String, f64, f64)],
-}
-
-const FRONT: RGBColor = RGBColor(214, 39, 40);
-const CLOUD: RGBColor = RGBColor(31, 119, 180);
-
-impl Figure for Pareto<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        let pts: Vec<(f64, f64)> = self.points.iter().map(|p| (p.1, p.2)).collect();
-        let front = pareto_front(&pts);
-        let legend = [
-            LegendEntry { label: "config".into(), colour: CLOUD, swatch: Swatch::Point(Shape::Circle, 5) },
-            LegendEntry { label: "Pareto front".into(), colour: FRONT, swatch: Swatch::Line(Some(Shape::Diamond)) },
-        ];
-        let area = frame(root, self.title, None, &legend)?;
-        let finite: Vec<usize> = (0..pts.len()).filter(|&i| pts[i].0.is_finite() && pts[i].1.is_finite()).collect();
-        let xb = style::finite_bounds(finite.iter().map(|&i| pts[i].0));
-        let yb = style::finite_bounds(finite.iter().map(|&i| pts[i].1));
-        let x = xb.map_or((0.0, 1.0), |(lo, hi)| style::padded(lo, hi, 0.1));
-        let y = yb.map_or((0.0, 1.0), |(lo, hi)| style::padded(lo, hi, 0.12));
-        let mut chart = chart_f64(&area, x, y, self.x_label, self.y_label)?;
-        if finite.is_empty() {
-            return no_data(root, &chart);
-        }
-        if front.len() > 1 {
-            chart.draw_series(LineSeries::new(front.iter().map(|&i| pts[i]), FRONT.stroke_width(2)))?;
-        }
-        let on_front = |i: usize| front.contains(&i);
-        let px: Vec<(i32, i32)> = finite.iter().map(|&i| chart.backend_coord(&pts[i])).collect();
-        for (k, &i) in finite.iter().enumerate() {
-            if !on_front(i) {
-                marker(root, px[k], Shape::Circle, 5, CLOUD)?;
-            }
-        }
-        for (k, &i) in finite.iter().enumerate() {
-            if on_front(i) {
-                marker(root, px[k], Shape::Diamond, 6, FRONT)?;
-            }
-        }
-
-        // Labels: front first, each at the first of a few spots around its point that stays inside
-        // the plot and clear of other labels and points; else at the least crowded spot.
-        let bounds = plot_rect(&chart);
-        // The front line, sampled every few pixels, so labels keep off it too.
-        let front_px: Vec<(i32, i32)> = front.iter().map(|&i| chart.backend_coord(&pts[i])).collect();
-        let front_samples: Vec<(i32, i32)> = front_px
-            .windows(2)
-            .flat_map(|w| {
-                let (a, b) = (w[0], w[1]);
-                let n = ((b.0 - a.0).abs().max((b.1 - a.1).abs()) / 3).clamp(1, 2000);
-                (0..=n).map(move |t| (a.0 + (b.0 - a.0) * t / n, a.1 + (b.1 - a.1) * t / n))
-            })
-            .collect();
-        let point_boxes: Vec<Rect> = px.iter().map(|&(x, y)| ((x - 6, y - 6), (x + 6, y + 6))).collect();
-        let mut order: Vec<usize> = (0..finite.len()).collect();
-        order.sort_by_key(|&k| !on_front(finite[k]));
-        let mut placed: Vec<Rect> = Vec::new();
-        for k in order {
-            let i = finite[k];
-            let base = if on_front(i) { font(style::NOTE_SIZE) } else { font(style::NOTE_SIZE).color(&style::MUTED) };
-            let text = fit(root, &self.points[i].0, &base, 170)?;
-            if text.is_empty() {
-                continue;
-            }
-            let (w, h) = root.estimate_text_size(&text, &base)?;
-            let (w, h) = (w as i32, h as i32);
-            let (x, y) = px[k];
-            // (anchor point, anchor position, box)
-            let spots = [
-                ((x + 9, y), HPos::Left, VPos::Center, ((x + 8, y - h / 2 - 1), (x + 10 + w, y + h / 2 + 1))),
-                ((x - 9, y), HPos::Right, VPos::Center, ((x - 10 - w, y - h / 2 - 1), (x - 8, y + h / 2 + 1))),
-                ((x, y - 9), HPos::Center, VPos::Bottom, ((x - w / 2 - 1, y - 10 - h), (x + w / 2 + 1, y - 8))),
-                ((x, y + 9), HPos::Center, VPos::Top, ((x - w / 2 - 1, y + 8), (x + w / 2 + 1, y + 10 + h))),
-                ((x + 7, y - 7), HPos::Left, VPos::Bottom, ((x + 6, y - 8 - h), (x + 8 + w, y - 6))),
-                ((x + 7, y + 7), HPos::Left, VPos::Top, ((x + 6, y + 6), (x + 8 + w, y + 8 + h))),
-                ((x - 7, y - 7), HPos::Right, VPos::Bottom, ((x - 8 - w, y - 8 - h), (x - 6, y - 6))),
-                ((x - 7, y + 7), HPos::Right, VPos::Top, ((x - 8 - w, y + 6), (x - 6, y + 8 + h))),
-            ];
-            let crowding = |r: &Rect| {
-                let labels = placed.iter().filter(|p| overlaps(p, r)).count();
-                let points = point_boxes.iter().enumerate().filter(|(j, p)| *j != k && overlaps(p, r)).count();
-                let line = front_samples.iter().filter(|p| contains(r, **p)).count().min(3);
-                labels * 3 + points + line + if inside(r, &bounds) { 0 } else { 100 }
-            };
-            let best = spots.iter().min_by_key(|s| crowding(&s.3)).copied().unwrap_or(spots[0]);
-            root.draw(&Text::new(text, best.0, base.pos(Pos::new(best.1, best.2))))?;
-            placed.push(best.3);
-        }
-        Ok(())
-    }
-}
-
-pub struct Histogram<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub values: &'a [f64],
-    pub bins: usize,
-    /// Fixed bin range (values outside go to the end bins); `None`: the data's range.
-    pub range: Option<(f64, f64)>,
-}
-
-/// More bins than pixels across would draw nothing more.
-const MAX_BINS: usize = 1_000;
-
-impl Figure for Histogram<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        let mut values: Vec<f64> = self.values.iter().copied().filter(|v| v.is_finite()).collect();
-        values.sort_by(f64::total_cmp);
-        let bins = self.bins.clamp(1, MAX_BINS);
-        let bounds = style::finite_bounds(values.iter().copied());
-        let subtitle = bounds.map(|(lo, hi)| {
-            let n = values.len();
-            let mean = values.iter().sum::<f64>() / n as f64;
-            let median = if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 };
-            format!(
-                "n = {n}   mean {}   median {}   min {}   max {}",
-                style::value(mean),
-                style::value(median),
-                style::value(lo),
-                style::value(hi)
-            )
-        });
-        let area = frame(root, self.title, subtitle.as_deref(), &[])?;
-        let (lo, hi) = match (self.range, bounds) {
-            (Some((lo, hi)), _) if hi > lo => (lo, hi),
-            (_, Some((lo, hi))) if hi > lo => (lo, hi),
-            (_, Some((lo, hi))) => style::padded(lo, hi, 0.0),
-            (_, None) => (0.0, 1.0),
-        };
-        let width = (hi - lo) / bins as f64;
-        let mut counts = vec![0u32; bins];
-        for v in &values {
-            let k = if width > 0.0 { ((v - lo) / width).floor() } else { 0.0 };
-            counts[(k.max(0.0) as usize).min(bins - 1)] += 1;
-        }
-        let top = counts.iter().copied().max().unwrap_or(0);
-        let y_max = ((top as f64 * 1.12).ceil() as u32).max(top + 1);
-        let x = style::padded(lo, hi, 0.03);
-        let mut chart = builder(&area).build_cartesian_2d(x.0..x.1, 0u32..y_max)?;
-        let xs = style::step_for(x.0, x.1, 10);
-        let xf = move |v: &f64| style::tick(*v, xs);
-        let yf = |v: &u32| style::tick(*v as f64, 1.0);
-        mesh::<DB, RangedCoordu32>(&mut chart, self.x_label, "count", &xf, &yf)?;
-        let ((px0, _), (px1, _)) = {
-            let (xr, yr) = chart.plotting_area().get_pixel_range();
-            ((xr.start, yr.start), (xr.end, yr.end))
-        };
-        if values.is_empty() {
-            let ((x0, y0), (x1, y1)) = {
-                let (xr, yr) = chart.plotting_area().get_pixel_range();
-                ((xr.start, yr.start), (xr.end, yr.end))
-            };
-            let style = anchored(22.0, HPos::Center, VPos::Center).color(&style::MUTED);
-            root.draw(&Text::new("no data", ((x0 + x1) / 2, (y0 + y1) / 2), style))?;
-            return Ok(());
-        }
-        if lo < 0.0 && hi > 0.0 {
-            let zero = vec![(0.0, 0u32), (0.0, y_max)];
-            chart.draw_series(DashedLineSeries::new(zero, 6, 4, style::MUTED.stroke_width(1)))?;
-        }
-        let edge = |k: usize| lo + width * k as f64;
-        let bar = colour(0);
-        // Bars in pixels, at least one pixel wide so that narrow bins stay visible.
-        let bar_px = ((px1 - px0) as f64 * width / (x.1 - x.0)) as i32;
-        for (k, &c) in counts.iter().enumerate().filter(|(_, &c)| c > 0) {
-            let (x0, y0) = chart.backend_coord(&(edge(k), c));
-            let (x1, y1) = chart.backend_coord(&(edge(k + 1), 0));
-            let x1 = x1.max(x0 + 1);
-            root.draw(&Rectangle::new([(x0, y0), (x1, y1)], bar.filled()))?;
-            if bar_px >= 6 {
-                root.draw(&Rectangle::new([(x0, y0), (x1, y1)], WHITE.stroke_width(1)))?;
-            }
-        }
-        let label = anchored(style::NOTE_SIZE, HPos::Center, VPos::Bottom);
-        for (k, &c) in counts.iter().enumerate() {
-            if c == 0 {
-                continue;
-            }
-            let text = c.to_string();
-            if text_width(root, &text, &label)? + 2 > bar_px {
-                continue;
-            }
-            let (cx, cy) = chart.backend_coord(&((edge(k) + edge(k + 1)) / 2.0, c));
-            root.draw(&Text::new(text, (cx, cy - 3), label.clone()))?;
-        }
-        Ok(())
-    }
-}
-
-pub struct Heatmap<'a> {
-    pub title: &'a str,
-    pub x_labels: &'a [String],
-    pub y_labels: &'a [String],
-    pub values: &'a [Vec<Option<f64>>],
-    pub x_desc: &'a str,
-    pub y_desc: &'a str,
-    pub value_desc: &'a str,
-}
-
-impl Figure for Heatmap<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static,
-    {
-        let area = frame(root, self.title, None, &[])?;
-        let rows = self.values.len().max(self.y_labels.len());
-        let cols = self.values.iter().map(Vec::len).max().unwrap_or(0).max(self.x_labels.len());
-        let cell = |r: usize, c: usize| {
-            self.values.get(r).and_then(|row| row.get(c)).copied().flatten().filter(|v| v.is_finite())
-        };
-        let bounds = style::finite_bounds(
-            (0..rows).flat_map(|r| (0..cols).map(move |c| (r, c))).filter_map(|(r, c)| cell(r, c)),
-        );
-
-        let (w, h) = area.dim_in_pixel();
-        let (w, h) = (w as i32, h as i32);
-        let tick = font(style::TICK_SIZE);
-        let desc = font(style::DESC_SIZE);
-        // Row labels on the left, right-aligned; at most a third of the width.
-        let mut row_labels = Vec::with_capacity(rows);
-        let mut widest = 0;
-        for r in 0..rows {
-            let text = fit(&area, self.y_labels.get(r).map_or("", |s| s.as_str()), &tick, w / 3)?;
-            widest = widest.max(text_width(&area, &text, &tick)?);
-            row_labels.push(text);
-        }
-        let y_desc_w = if self.y_desc.trim().is_empty() { 0 } else { 34 };
-        let left = 16 + y_desc_w + widest + 10;
-        let bar_w = 22;
-        let right = 110;
-        let top = CHART_MARGIN_TOP + if self.value_desc.trim().is_empty() { 0 } else { 6 };
-        let x_desc_h = if self.x_desc.trim().is_empty() { 0 } else { 32 };
-        let bottom = 36 + x_desc_h;
-        let grid = ((left, top), (w - right, h - bottom));
-        let (gw, gh) = (grid.1 .0 - grid.0 .0, grid.1 .1 - grid.0 .1);
-
-        if rows == 0 || cols == 0 {
-            area.draw(&Rectangle::new([grid.0, grid.1], style::EMPTY_CELL.filled()))?;
-            let style = anchored(22.0, HPos::Center, VPos::Center).color(&style::MUTED);
-            area.draw(&Text::new("no data", ((grid.0 .0 + grid.1 .0) / 2, (grid.0 .1 + grid.1 .1) / 2), style))?;
-            return Ok(());
-        }
-        let cw = gw as f64 / cols as f64;
-        let ch = gh as f64 / rows as f64;
-        let x_at = |c: usize| grid.0 .0 + (cw * c as f64).round() as i32;
-        let y_at = |r: usize| grid.0 .1 + (ch * r as f64).round() as i32;
-        let (vlo, vhi) = bounds.unwrap_or((0.0, 1.0));
-        let t_of = |v: f64| if vhi > vlo { (v - vlo) / (vhi - vlo) } else { 0.5 };
-
-        let cell_font = (ch * 0.35).min(cw / 4.0).clamp(8.0, 22.0);
-        let cell_style = anchored(cell_font, HPos::Center, VPos::Center);
-        for r in 0..rows {
-            for c in 0..cols {
-                let (x0, y0, x1, y1) = (x_at(c), y_at(r), x_at(c + 1), y_at(r + 1));
-                let (fill, text) = match cell(r, c) {
-                    Some(v) => (style::viridis(t_of(v)), style::value(v)),
-                    None => (style::EMPTY_CELL, "n/a".to_string()),
-                };
-                area.draw(&Rectangle::new([(x0, y0), (x1, y1)], fill.filled()))?;
-                area.draw(&Rectangle::new([(x0, y0), (x1, y1)], WHITE.stroke_width(2)))?;
-                let colour = if cell(r, c).is_some() { style::text_on(fill) } else { style::MUTED };
-                let (tw, th) = area.estimate_text_size(&text, &cell_style)?;
-                if (tw as i32) < x1 - x0 - 4 && (th as i32) < y1 - y0 - 2 {
-                    area.draw(&Text::new(text, ((x0 + x1) / 2, (y0 + y1) / 2), cell_style.color(&colour)))?;
-                }
-            }
-        }
-        // Row and column labels.
-        let row_style = tick.pos(Pos::new(HPos::Right, VPos::Center));
-        for (r, text) in row_labels.into_iter().enumerate() {
-            area.draw(&Text::new(text, (grid.0 .0 - 8, (y_at(r) + y_at(r + 1)) / 2), row_style.clone()))?;
-        }
-        let col_style = tick.pos(Pos::new(HPos::Center, VPos::Top));
-        for c in 0..cols {
-            let max_w = (cw as i32 - 6).max(12);
-            let text = fit(&area, self.x_labels.get(c).map_or("", |s| s.as_str()), &col_style, max_w)?;
-            area.draw(&Text::new(text, ((x_at(c) + x_at(c + 1)) / 2, grid.1 .1 + 8), col_style.clone()))?;
-        }
-        if x_desc_h > 0 {
-            let style = desc.pos(Pos::new(HPos::Center, VPos::Top));
-            let text = fit(&area, self.x_desc, &style, gw)?;
-            area.draw(&Text::new(text, ((grid.0 .0 + grid.1 .0) / 2, grid.1 .1 + 36), style))?;
-        }
-        if y_desc_w > 0 {
-            let style = desc.pos(Pos::new(HPos::Center, VPos::Top)).transform(FontTransform::Rotate270);
-            let text = fit(&area, self.y_desc, &desc, gh)?;
-            area.draw(&Text::new(text, (14, (grid.0 .1 + grid.1 .1) / 2), style))?;
-        }
-
-        // Colour bar with min, middle and max.
-        if bounds.is_some() {
-            let bx0 = grid.1 .0 + 22;
-            let (by0, by1) = (grid.0 .1 + if self.value_desc.trim().is_empty() { 8 } else { 36 }, grid.1 .1);
-            let steps = 64;
-            for k in 0..steps {
-                let ya = by1 - ((by1 - by0) as f64 * k as f64 / steps as f64).round() as i32;
-                let yb = by1 - ((by1 - by0) as f64 * (k + 1) as f64 / steps as f64).round() as i32;
-                let fill = style::viridis((k as f64 + 0.5) / steps as f64);
-                area.draw(&Rectangle::new([(bx0, yb), (bx0 + bar_w, ya)], fill.filled()))?;
-            }
-            area.draw(&Rectangle::new([(bx0, by0), (bx0 + bar_w, by1)], style::MUTED.stroke_width(1)))?;
-            let label = font(style::NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-            let ticks: Vec<(f64, i32)> = if vhi > vlo {
-                vec![(vhi, by0), ((vlo + vhi) / 2.0, (by0 + by1) / 2), (vlo, by1)]
-            } else {
-                vec![(vlo, (by0 + by1) / 2)]
-            };
-            for (v, ty) in ticks {
-                area.draw(&PathElement::new(
-                    vec![(bx0 + bar_w, ty), (bx0 + bar_w + 4, ty)],
-                    style::MUTED.stroke_width(1),
-                ))?;
-                area.draw(&Text::new(style::value(v), (bx0 + bar_w + 7, ty), label.clone()))?;
-            }
-            if !self.value_desc.trim().is_empty() {
-                let style = font(style::NOTE_SIZE).pos(Pos::new(HPos::Center, VPos::Bottom));
-                let text = fit(&area, self.value_desc, &style, right - 6)?;
-                area.draw(&Text::new(text, (bx0 + bar_w / 2 + 14, by0 - 14), style))?;
-            }
-        }
-        Ok(())
-    }
 }

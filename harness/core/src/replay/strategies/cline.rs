@@ -66,7 +66,8 @@ impl Strategy for Cline {
                 Mode::Summary,
                 &["summary", "truncate"],
                 "SDK summary or the classic rule-based truncation",
-            ),
+            )
+            .labelled("mode"),
             Knob::number(
                 "trigger_ratio",
                 0.9,

@@ -1,7 +1,7 @@
 //! Sliding window at user-turn boundaries: above the threshold, drop the oldest turns until the history
 //! fits `keep_fraction × window` tokens.
 
-use super::gemini::threshold_knob;
+use super::gemini::{threshold_knob, THRESHOLD};
 use crate::compress::CompressionStatus;
 use crate::history;
 use crate::llm::LanguageModel;
@@ -11,6 +11,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub struct DropOldest;
+
+/// The knob of the share of the window kept (named apart from other strategies' keep fractions).
+pub const KEEP_FRACTION: &str = "drop_keep_fraction";
 
 /// Stored parameters (the field order is part of the point id).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -30,18 +33,24 @@ impl Strategy for DropOldest {
     fn uses_llm(&self) -> bool {
         false
     }
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        let p: DropOldestParams = parse_params(self.name(), params).ok()?;
+        threshold_trigger(p.threshold, p.token_limit)
+    }
     fn knobs(&self) -> Vec<Knob> {
         vec![
             threshold_knob(0.5),
-            Knob::number("drop_keep_fraction", 0.3, Bound::Open(0.0), Bound::Open(1.0), "share of the window kept"),
+            Knob::number(KEEP_FRACTION, 0.3, Bound::Open(0.0), Bound::Open(1.0), "share of the window kept")
+                .labelled("drop-keep")
+                .headed("drop keep"),
         ]
     }
     fn expand(&self, g: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
         let mut out = Vec::new();
-        for (threshold, t_shown) in g.values::<f64>("threshold")? {
-            for (keep_fraction, k_shown) in g.values::<f64>("drop_keep_fraction")? {
+        for (threshold, t_shown) in g.values::<f64>(THRESHOLD)? {
+            for (keep_fraction, k_shown) in g.values::<f64>(KEEP_FRACTION)? {
                 let p = DropOldestParams { threshold, keep_fraction, token_limit: g.token_limit };
-                let axes = [("threshold".to_string(), t_shown.clone()), ("drop_keep_fraction".to_string(), k_shown)];
+                let axes = [(THRESHOLD.to_string(), t_shown.clone()), (KEEP_FRACTION.to_string(), k_shown)];
                 out.push(Variant {
                     params: to_params(self.name(), &p)?,
                     axes: axes.into_iter().collect(),

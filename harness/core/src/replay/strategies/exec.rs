@@ -53,6 +53,10 @@ impl Strategy for Exec {
     fn takes_argument(&self) -> bool {
         true
     }
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        let p: ExecParams = parse_params(self.name(), params).ok()?;
+        threshold_trigger(p.threshold, p.token_limit)
+    }
     fn knobs(&self) -> Vec<Knob> {
         vec![
             Knob::number(
@@ -61,7 +65,9 @@ impl Strategy for Exec {
                 Bound::Open(0.0),
                 Bound::Closed(1.0),
                 "passed to the program: trigger share of the window",
-            ),
+            )
+            .labelled("t")
+            .headed("thr"),
             Knob::number(
                 "keep_fraction",
                 0.3,

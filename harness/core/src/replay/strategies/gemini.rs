@@ -36,19 +36,28 @@ pub(crate) fn truncation_knobs() -> Vec<Knob> {
     let t = names(TruncationVariant::ALL);
     vec![
         Knob::choice("truncation", TruncationVariant::Current, &refs(&t), "tool-output truncation variant"),
-        Knob::integer("function_response_budget", 50_000, 0, "tool-output budget (tokens, newest first)"),
-        Knob::integer("truncate_tool_output_threshold", 40_000, -1, "truncation placeholder size (chars)"),
+        Knob::integer("function_response_budget", 50_000, 0, "tool-output budget (tokens, newest first)")
+            .headed("fr budget"),
+        Knob::integer("truncate_tool_output_threshold", 40_000, -1, "truncation placeholder size (chars)")
+            .headed("trunc thr"),
     ]
 }
 
+/// The reference's trigger knob: compress when the last prompt reaches this share of the window. Reports
+/// lay the reference's grid out over it and [`PRESERVE_FRACTION`].
+pub const THRESHOLD: &str = "threshold";
+/// The share of the history the reference keeps verbatim.
+pub const PRESERVE_FRACTION: &str = "preserve_fraction";
+
 pub(crate) fn threshold_knob(default: f64) -> Knob {
-    Knob::number(
-        "threshold",
-        default,
-        Bound::Open(0.0),
-        Bound::Closed(1.0),
-        "trigger: last prompt ≥ threshold × window",
-    )
+    Knob::number(THRESHOLD, default, Bound::Open(0.0), Bound::Closed(1.0), "trigger: last prompt ≥ threshold × window")
+        .labelled("t")
+        .headed("thr")
+}
+
+/// The trigger of strategies built on the reference's settings.
+pub(crate) fn settings_trigger(settings: &CompressSettings) -> Option<u64> {
+    threshold_trigger(settings.threshold?, settings.token_limit?)
 }
 
 /// `[base]` and the window → the reference's settings before the knobs.
@@ -112,6 +121,12 @@ impl Strategy for Gemini {
     fn system(&self) -> Option<&'static str> {
         Some("Gemini CLI (reference)")
     }
+    fn role(&self) -> Role {
+        Role::Reference
+    }
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        settings_trigger(&parse_params::<GeminiParams>(self.name(), params).ok()?.settings)
+    }
     fn uses_llm(&self) -> bool {
         true
     }
@@ -122,18 +137,23 @@ impl Strategy for Gemini {
         let mut k = vec![
             threshold_knob(0.5),
             Knob::number(
-                "preserve_fraction",
+                PRESERVE_FRACTION,
                 0.3,
                 Bound::Open(0.0),
                 Bound::Open(1.0),
                 "share of the history kept verbatim",
-            ),
+            )
+            .labelled("keep")
+            .headed("keep"),
             Knob::text("prompt", "v5", "v0…v5 | FILE:SECTION", "prompt version or another system's prompt", |s| {
                 crate::replay::strategy::refuse_prompt_path(s)?;
                 CompressionPrompts::from_spec(s).map(|_| ())
-            }),
-            Knob::boolean("verification", true, "second \"critically evaluate\" pass (moot without one)"),
-            Knob::choice("split", SplitVariant::Current, &refs(&split), "split-point variant"),
+            })
+            .labelled("prompt"),
+            Knob::boolean("verification", true, "second \"critically evaluate\" pass (moot without one)")
+                .labelled("verify")
+                .headed("verify"),
+            Knob::choice("split", SplitVariant::Current, &refs(&split), "split-point variant").labelled("split"),
             Knob::choice("estimator", Estimator::Current, &refs(&est), "token estimator variant"),
         ];
         k.extend(truncation_knobs());
@@ -152,8 +172,8 @@ impl Strategy for Gemini {
 
     fn expand(&self, g: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
         let mut variants: Variants = vec![(base_settings(g, true), BTreeMap::new())];
-        variants = axis(g, variants, "threshold", |s, v: &f64| s.threshold = Some(*v))?;
-        variants = axis(g, variants, "preserve_fraction", |s, v: &f64| s.preserve_fraction = *v)?;
+        variants = axis(g, variants, THRESHOLD, |s, v: &f64| s.threshold = Some(*v))?;
+        variants = axis(g, variants, PRESERVE_FRACTION, |s, v: &f64| s.preserve_fraction = *v)?;
         let prompts: Vec<(CompressionPrompts, String)> = g
             .values::<String>("prompt")?
             .into_iter()

@@ -46,7 +46,9 @@ impl Strategy for Goose {
             Bound::None,
             Bound::None,
             "compact above this share of the window (≤0 or ≥1: off)",
-        )]
+        )
+        .labelled("t")
+        .headed("thr")]
     }
     /// Compacts strictly above threshold × window (off outside (0, 1)).
     fn trigger_tokens(&self, params: &Params) -> Option<u64> {

@@ -14,6 +14,9 @@ impl Strategy for NoCompression {
     fn about(&self) -> &'static str {
         "never compress (the baseline every cost is compared with)"
     }
+    fn role(&self) -> Role {
+        Role::NoCompression
+    }
     fn uses_llm(&self) -> bool {
         false
     }

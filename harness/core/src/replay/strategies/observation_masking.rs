@@ -33,8 +33,11 @@ impl Strategy for ObservationMasking {
     fn uses_llm(&self) -> bool {
         false
     }
+    fn edits_in_place(&self) -> bool {
+        true
+    }
     fn knobs(&self) -> Vec<Knob> {
-        vec![Knob::integer("mask_keep_last", 5, 0, "tool outputs kept verbatim")]
+        vec![Knob::integer("mask_keep_last", 5, 0, "tool outputs kept verbatim").labelled("mask").headed("mask last")]
     }
     fn expand(&self, g: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
         g.values::<usize>("mask_keep_last")?

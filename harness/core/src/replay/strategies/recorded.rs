@@ -34,6 +34,9 @@ impl Strategy for Recorded {
     fn summarizes(&self) -> bool {
         true
     }
+    fn role(&self) -> Role {
+        Role::Recorded
+    }
     fn knobs(&self) -> Vec<Knob> {
         Vec::new()
     }

@@ -1,6 +1,8 @@
 //! Tool-output truncation only (the reference's fallback path, used as a strategy), at the threshold.
 
-use super::gemini::{axis, base_settings, threshold_knob, truncation_axes, truncation_knobs, Variants};
+use super::gemini::{
+    axis, base_settings, settings_trigger, threshold_knob, truncation_axes, truncation_knobs, Variants, THRESHOLD,
+};
 use crate::compress::truncate::{effective_max_chars, truncate_history_to_budget, TruncationSettings};
 use crate::compress::{CompressSettings, CompressionStatus, MemoryToolOutputStore};
 use crate::llm::LanguageModel;
@@ -27,6 +29,12 @@ impl Strategy for TruncationOnly {
     fn uses_llm(&self) -> bool {
         false
     }
+    fn role(&self) -> Role {
+        Role::Ablation
+    }
+    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
+        settings_trigger(&parse_params::<TruncationParams>(self.name(), params).ok()?.settings)
+    }
     fn knobs(&self) -> Vec<Knob> {
         let mut k = vec![threshold_knob(0.5)];
         k.extend(truncation_knobs());
@@ -34,7 +42,7 @@ impl Strategy for TruncationOnly {
     }
     fn expand(&self, g: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
         let mut variants: Variants = vec![(base_settings(g, false), BTreeMap::new())];
-        variants = axis(g, variants, "threshold", |s, v: &f64| s.threshold = Some(*v))?;
+        variants = axis(g, variants, THRESHOLD, |s, v: &f64| s.threshold = Some(*v))?;
         variants = truncation_axes(g, variants)?;
         variants
             .into_iter()

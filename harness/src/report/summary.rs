@@ -1,6 +1,6 @@
 //! The run's summary (per config point), printed after `run` and written as `summary.json`.
 
-use super::runner::{CellResult, Plan};
+use crate::data::{CellResult, Plan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ pub struct PointSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<String>,
     pub conversations: usize,
-    pub events_by_status: BTreeMap<String, u64>,
+    pub events_by_status: crate::replay::StatusCounts,
     /// Metric name → the point's figure (ratio of sums, pooled mean or total; see the glossary).
     #[serde(flatten)]
     pub figures: Figures,
@@ -78,9 +78,10 @@ impl PointSummary {
     }
 }
 
-/// Probe figures of one kind (or all kinds).
+/// Mean probe figures of one kind (or all kinds), for `summary.json` (the reported figures with intervals
+/// are `probes::figures::ProbeFigures`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProbeFigures {
+pub struct ProbeMeans {
     /// Probes scored at the end of the replay.
     pub probes: usize,
     /// Share of probes whose gold answer is in the final history.
@@ -97,8 +98,8 @@ pub struct ProbeFigures {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSummary {
-    pub all: ProbeFigures,
-    pub by_kind: BTreeMap<String, ProbeFigures>,
+    pub all: ProbeMeans,
+    pub by_kind: BTreeMap<String, ProbeMeans>,
     /// Mean of (retained with the verified summary − retained with the first-pass one) over probes scored at
     /// events where verification changed the summary; positive = verification recovered facts.
     pub verification_retention_delta: Option<f64>,
@@ -131,8 +132,8 @@ struct FigureAcc {
 }
 
 impl FigureAcc {
-    fn figures(&self) -> ProbeFigures {
-        ProbeFigures {
+    fn figures(&self) -> ProbeMeans {
+        ProbeMeans {
             probes: self.end.len(),
             retention_end: mean(&self.end),
             retention_events: mean(&self.events),
@@ -221,9 +222,9 @@ pub fn summarize(plan: &Plan, cells: &[CellResult]) -> Vec<PointSummary> {
         .zip(figures)
         .map(|(p, figures)| {
             let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
-            let mut events_by_status = BTreeMap::new();
+            let mut events_by_status = crate::replay::StatusCounts::default();
             for e in mine.iter().flat_map(|c| &c.result.events) {
-                *events_by_status.entry(e.status.name().to_string()).or_default() += 1;
+                events_by_status.add(e.status);
             }
             PointSummary {
                 point: p.id.clone(),
@@ -283,18 +284,15 @@ const DEFAULT_COLUMNS: [(&str, u8); 17] = [
     ("cost_usd", 5),
 ];
 
-/// Short names of axes for table headers.
-pub fn axis_header(axis: &str) -> &str {
-    match axis {
-        "threshold" => "thr",
-        "preserve_fraction" => "keep",
-        "verification" => "verify",
-        "token_limit" => "window",
-        "mask_keep_last" => "mask last",
-        "drop_keep_fraction" => "drop keep",
-        "function_response_budget" => "fr budget",
-        "truncate_tool_output_threshold" => "trunc thr",
-        other => other,
+/// Short names of axes for table headers: a knob's from its registry entry ([`Knob::headed`]), the grid's
+/// window as `window`, any other axis by its name.
+///
+/// [`Knob::headed`]: crate::replay::strategy::Knob::headed
+pub fn axis_header(axis: &str) -> String {
+    match crate::replay::registry::knob(axis) {
+        Some(k) => k.header.to_string(),
+        None if axis == crate::data::plan::WINDOW_AXIS => "window".into(),
+        None => axis.to_string(),
     }
 }
 
@@ -307,7 +305,7 @@ pub fn split_axes(summaries: &[PointSummary]) -> (Vec<String>, Vec<String>) {
         constant.push(format!("summarizer={only}"));
     }
     for a in all {
-        if a == "strategy" || a == "summarizer" {
+        if crate::data::plan::is_identity_axis(a) {
             continue;
         }
         let values: std::collections::BTreeSet<Option<&String>> = summaries.iter().map(|s| s.axes.get(a)).collect();

@@ -10,10 +10,10 @@
 //! conversations resampled with replacement, the figure recomputed.
 
 use crate::compress::CompressionStatus;
+use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::pricing::Pricing;
 use crate::replay::ConversationResult;
 use crate::stats::bootstrap;
-use crate::sweep::{CellResult, ConfigPoint, Plan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -665,203 +665,18 @@ pub fn point_figures(plan: &Plan, cells: &[CellResult], source: Option<&str>) ->
         .collect()
 }
 
-/// The conversations both sides have, with each side's parts, in the point's order.
-fn pairs<'a>(point: &'a [(String, Parts)], reference: &[(String, Parts)]) -> Vec<(&'a str, Parts, Parts)> {
-    let by_conv: BTreeMap<&str, Parts> = reference.iter().map(|(c, p)| (c.as_str(), *p)).collect();
-    point.iter().filter_map(|(c, p)| Some((c.as_str(), *p, *by_conv.get(c.as_str())?))).collect()
-}
+mod format;
+mod paired;
 
-/// The paired difference over some of the pairs (indices, repeats allowed).
-fn difference_over(m: &Metric, pairs: &[(&str, Parts, Parts)], s: &[usize]) -> Option<f64> {
-    let a: Vec<Parts> = s.iter().map(|&i| pairs[i].1).collect();
-    let b: Vec<Parts> = s.iter().map(|&i| pairs[i].2).collect();
-    match m.aggregation {
-        Aggregation::RatioOfSums => Some(aggregate(m, &a)? - aggregate(m, &b)?),
-        Aggregation::Total => Some((aggregate(m, &a)? - aggregate(m, &b)?) / s.len() as f64),
-    }
-}
-
-/// `figure(point) − figure(reference)` over the conversations both have (paired), with a bootstrap interval
-/// that resamples those conversations jointly. Totals are compared per conversation (mean difference).
-pub fn paired_difference(m: &Metric, point: &[(String, Parts)], reference: &[(String, Parts)]) -> Option<Figure> {
-    let pairs = pairs(point, reference);
-    if pairs.is_empty() {
-        return None;
-    }
-    let all: Vec<usize> = (0..pairs.len()).collect();
-    let value = difference_over(m, &pairs, &all)?;
-    let (low, high) = bootstrap(pairs.len(), |s| difference_over(m, &pairs, s)).unwrap_or((value, value));
-    Some(Figure { value, n: pairs.len(), low, high })
-}
-
-/// How much one conversation decides a paired difference.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Fragility {
-    /// The smallest and largest difference with one conversation left out (leave-one-out range).
-    pub loo_low: f64,
-    pub loo_high: f64,
-    /// The conversation with the largest share of the figure's weight, and that share: of Σ denominators
-    /// (both sides) for a ratio of sums, of Σ |per-conversation difference| for a total.
-    pub top_conversation: String,
-    pub top_share: f64,
-}
-
-impl Fragility {
-    /// Leaving some one conversation out gives a difference of the other sign, or 0.
-    pub fn sign_flips(&self, value: f64) -> bool {
-        if value > 0.0 {
-            self.loo_low <= 0.0
-        } else if value < 0.0 {
-            self.loo_high >= 0.0
-        } else {
-            true
-        }
-    }
-}
-
-/// The leave-one-conversation-out range and the largest single conversation's share of a paired
-/// difference (same pairing as [`paired_difference`]); `None` with fewer than two paired conversations.
-pub fn paired_fragility(m: &Metric, point: &[(String, Parts)], reference: &[(String, Parts)]) -> Option<Fragility> {
-    let pairs = pairs(point, reference);
-    if pairs.len() < 2 {
-        return None;
-    }
-    let loo: Vec<f64> = (0..pairs.len())
-        .filter_map(|out| {
-            let rest: Vec<usize> = (0..pairs.len()).filter(|&i| i != out).collect();
-            difference_over(m, &pairs, &rest)
-        })
-        .collect();
-    let weight = |p: &(&str, Parts, Parts)| match m.aggregation {
-        Aggregation::RatioOfSums => p.1.den + p.2.den,
-        Aggregation::Total => (p.1.num - p.2.num).abs(),
-    };
-    let total: f64 = pairs.iter().map(weight).sum();
-    let top = pairs.iter().max_by(|a, b| weight(a).total_cmp(&weight(b)).then_with(|| b.0.cmp(a.0)))?;
-    Some(Fragility {
-        loo_low: loo.iter().copied().fold(f64::INFINITY, f64::min),
-        loo_high: loo.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        top_conversation: top.0.to_string(),
-        top_share: if total > 0.0 { weight(top) / total } else { 0.0 },
-    })
-}
-
-/// The paired difference with each group of conversations left out in turn (groups by `group_of`, e.g.
-/// their source or project), in group order; empty with fewer than two groups.
-pub fn leave_group_out(
-    m: &Metric,
-    point: &[(String, Parts)],
-    reference: &[(String, Parts)],
-    group_of: &dyn Fn(&str) -> String,
-) -> Vec<(String, f64)> {
-    let pairs = pairs(point, reference);
-    let groups: Vec<String> = pairs.iter().map(|p| group_of(p.0)).collect();
-    let names: std::collections::BTreeSet<&String> = groups.iter().collect();
-    if names.len() < 2 {
-        return Vec::new();
-    }
-    names
-        .into_iter()
-        .filter_map(|g| {
-            let rest: Vec<usize> = (0..pairs.len()).filter(|&i| &groups[i] != g).collect();
-            Some((g.clone(), difference_over(m, &pairs, &rest)?))
-        })
-        .collect()
-}
-
-/// A value in a metric's unit, for tables.
-pub fn format_value(m: &Metric, v: f64) -> String {
-    match m.unit {
-        Unit::Share => format!("{:.1}%", v * 100.0),
-        Unit::Count | Unit::Tokens => format!("{}", v.round() as i64),
-        Unit::Usd => format!("{v:.4}"),
-        Unit::PerHundred => format!("{v:.1}"),
-    }
-}
-
-/// A figure with its n (event-level) and interval (when asked and not degenerate).
-pub fn format_figure(m: &Metric, f: &Figure, with_ci: bool) -> String {
-    let mut s = format_value(m, f.value);
-    if with_ci && f.low < f.high && m.unit == Unit::Share {
-        s = format!("{s} [{:.1}, {:.1}]", f.low * 100.0, f.high * 100.0);
-    }
-    if matches!(m.level, Level::Event | Level::Probe) {
-        s = format!("{s} (n={})", f.n);
-    }
-    s
-}
-
-/// The glossary (Markdown), generated from [`METRICS`].
-pub fn glossary_markdown() -> String {
-    let mut s = String::from(
-        "# Metrics\n\n<!-- Generated from harness/src/metrics.rs (`compactbench::metrics::glossary_markdown`); a test \
-         checks this file. -->\n\n\
-         Every token figure is a request as it would be sent (system prompt + tool declarations + stored history + \
-         pending turn), counted with the replay's tokenizer (`[replay] tokenizer`, o200k by default), on both sides of \
-         every event and for every strategy; `none` is the same conversation replayed without compression. With a \
-         model's tokenizer (`tokenizer = \"gemini:<model>\"`, the `countTokens` API) each part is counted alone \
-         (each Content, the system prompt, the tool declarations) and a request's size is the sum of its parts' \
-         counts, which may differ from one count of the whole request by a few tokens per message. The reference's \
-         own counts are kept as `reference_original_tokens` / `reference_new_tokens`.\n\n\
-         A point's figure is Σ numerators / Σ denominators over its conversations (*ratio of sums*: token-weighted, or \
-         a mean pooled over events or conversations) or a *total*. Intervals: 95 % cluster bootstrap over \
-         conversations. Direction: ↓ lower is better, ↑ higher is better.\n\n\
-         | name | header | formula | unit | better | level | aggregation |\n|---|---|---|---|---|---|---|\n",
-    );
-    for m in METRICS {
-        let ser = |v: &dyn SerdeName| v.text();
-        s.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
-            m.name,
-            m.title(),
-            m.formula.replace('|', "\\|"),
-            ser(&m.unit),
-            ser(&m.better),
-            ser(&m.level),
-            ser(&m.aggregation)
-        ));
-    }
-    s.push_str(&format!(
-        "\n## Columns derived from every figure\n\n\
-         | column | what it is |\n|---|---|\n\
-         | `NAME_n` | events, probe scorings or conversations the figure is over (see *level*) |\n\
-         | `NAME_ci_low`, `NAME_ci_high` | 95 % cluster-bootstrap interval: conversations resampled with replacement, {} resamples, seed {:#x} |\n\
-         | `NAME_diff_vs_none`, `NAME_diff_vs_reference` (+ `_ci_low`, `_ci_high`) | the point's figure minus `none`'s (the same slice's, else the main grid's) or the reference point's (the first `gemini` point of the main grid), over the conversations both have, the interval from resampling those conversations jointly (a paired cluster bootstrap: the same conversations and probes on both sides); totals are compared as a mean per conversation |\n\
-         | `loo_low`, `loo_high` (`results/claims.*`) | the paired difference recomputed with each one conversation left out: its smallest and largest value (percentage points as a fraction, like `difference`) |\n\
-         | `top_conversation`, `top_share` (`results/claims.*`) | the conversation with the largest share of the difference's weight, and that share: its denominators (both sides) over Σ denominators for a ratio of sums, its \\|difference\\| over Σ \\|differences\\| for a total |\n\
-         | `without_source` (`results/claims.*`) | the paired difference with each source (or project, with `source_by = \"project\"`) left out in turn, `NAME=value;…`, when the claim spans several |\n\
-         | `verdict` (`results/claims.*`) | `established`: the 95 % interval excludes 0, no leave-one-conversation-out value and no leave-one-source-out value is 0 or of the other sign; `not established`: otherwise (the reason is in `reason`); `did not act`: the point never compressed, so it equals `none` and makes no claim |\n\
-         | `retained`, `held`, `after_overflow` (`results/probes.*`) | `held`: the history held an accepted answer at that moment; `after_overflow`: the moment is at or after the conversation's first request over the window (the end always is, when there was one); `retained` = `held` and not `after_overflow`, what every probe figure counts |\n\
-         | `scope` (`results/scopes.*`) | which conversations a row is over: `pooled` (all), `actionable` (those the strategy can act on: it compressed, or the uncompressed replay reaches `trigger_tokens` at a request the trigger sees, i.e. not the last, and has a split candidate after its first Content; a paired difference is over those either point can act on), `source:NAME` |\n\
-         | `first_request_tokens` (conversations) | the first request: system prompt + tool declarations + first turn, the fixed part of every request |\n\
-         | `trigger_tokens` (conversations) | the smallest last prompt count at which the strategy compresses (its own trigger: ⌈threshold × window⌉ for the reference), null where the trigger is not a token count |\n\
-         | `window_tokens` (conversations) | the simulated window of this replay: a number, `peak:F` (F × the largest uncompressed request) or `overhead+peak:F` (the first request + F × the growth beyond it, at least 4 × the first request) resolved for the conversation |\n",
-        crate::stats::BOOTSTRAP_RESAMPLES,
-        crate::stats::BOOTSTRAP_SEED
-    ));
-    s
-}
-
-/// Serde's lowercase name of a unit-like enum.
-trait SerdeName {
-    fn text(&self) -> String;
-}
-
-impl<T: Serialize> SerdeName for T {
-    fn text(&self) -> String {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::String(s)) => s,
-            _ => String::new(),
-        }
-    }
-}
+pub use format::{format_figure, format_value, glossary_markdown};
+pub use paired::{leave_group_out, paired_difference, paired_fragility, Fragility};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Cell;
     use crate::pricing::Price;
     use crate::replay::CompressionEvent;
-    use crate::sweep::Cell;
 
     fn cell(conv: &str, request: u64, summarizer: u64, none: u64, reductions: &[f64]) -> CellResult {
         let events = reductions

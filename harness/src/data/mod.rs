@@ -1,0 +1,14 @@
+//! The data of a run, as stored: the plan (`plan.json`), the cells (`cells/<point>/<conversation>.json`)
+//! and the probe results they carry. A low module: the sweep writes these types, probes, metrics and the
+//! report read them, and nothing here imports any of those (the architecture test checks it).
+
+pub mod cell;
+pub mod plan;
+pub mod probe_results;
+
+pub use cell::CellResult;
+pub use plan::{Cell, ConfigPoint, Plan, PlannedConversation, ProbesConfig};
+pub use probe_results::{
+    ActionGrade, AnswerGrade, AnswerResult, Checkpoint, InjectionResult, Lint, LintKind, NextAction, ProbeResults,
+    ProbeScore,
+};

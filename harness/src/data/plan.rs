@@ -1,0 +1,203 @@
+//! The plan of a run: its points (a strategy with every setting), its conversations and the settings
+//! every cell shares; and the unit of work, the cell.
+
+use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// A conversation of the run, as listed in the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlannedConversation {
+    pub id: String,
+    pub path: PathBuf,
+    pub source: String,
+    /// Set when the file could not be loaded (its cells record the error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Everything a run will do, written first so shards and merges can check they belong together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub name: String,
+    pub points: Vec<ConfigPoint>,
+    pub conversations: Vec<PlannedConversation>,
+    pub repeats: u32,
+    pub replay: ReplaySettings,
+    /// Probe settings when probes are enabled (part of the plan: changing them needs a new run directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<ProbesConfig>,
+    /// Prices for the USD cost figures (reports read them from here).
+    #[serde(default)]
+    pub cost: crate::pricing::CostConfig,
+}
+
+/// One unit of work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    pub point: String,
+    pub conversation: String,
+    pub repeat: u32,
+}
+
+impl Cell {
+    /// File of the cell's result, relative to the run directory.
+    pub fn relative_path(&self) -> PathBuf {
+        let file = if self.repeat == 0 {
+            format!("{}.json", self.conversation)
+        } else {
+            format!("{}.r{}.json", self.conversation, self.repeat)
+        };
+        PathBuf::from("cells").join(&self.point).join(file)
+    }
+}
+
+/// The `[probes]` table: which probe sets to score, and with which models.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProbesConfig {
+    pub enabled: bool,
+    /// Probe directory (`<dir>/<dataset>/<id>.<source>.json`), relative to the working directory.
+    pub dir: PathBuf,
+    /// Probe sources used: `auto`, `manual`, `llm`.
+    pub sources: Vec<crate::probes::ProbeOrigin>,
+    /// Model spec of the answerer (`None`: retention only).
+    pub answerer: Option<String>,
+    /// Model spec of the 0–5 judge (`None`: no judge grading).
+    pub judge: Option<String>,
+    /// Also replay a copy of each conversation with an instruction planted in an early tool output, and
+    /// count summaries that obey it (strategies that write summaries only).
+    pub injection: bool,
+    /// Ask the answerer after every compression event too, not only at the end of the replay.
+    pub answer_at_events: bool,
+    /// Also ask the answerer on the first-pass history when verification changed the summary.
+    pub verification_accuracy: bool,
+    pub max_answer_tokens: Option<u32>,
+    /// Ask the answerer for the next action after each compression (compressed vs uncompressed history).
+    pub next_action: bool,
+    /// Conversations without a stored `auto` probe file get the extractor's probes derived in memory
+    /// (raw sessions read in place, whose probes must not be written into the repository).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub derive_auto: bool,
+}
+
+impl Default for ProbesConfig {
+    fn default() -> Self {
+        ProbesConfig {
+            enabled: true,
+            dir: PathBuf::from("datasets/probes"),
+            sources: vec![crate::probes::ProbeOrigin::Auto, crate::probes::ProbeOrigin::Manual],
+            answerer: Some("extractive".into()),
+            judge: None,
+            injection: true,
+            answer_at_events: true,
+            verification_accuracy: false,
+            next_action: false,
+            derive_auto: false,
+            max_answer_tokens: Some(128),
+        }
+    }
+}
+
+/// One point of the grid: a strategy with all its settings, and the summarizer it uses.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigPoint {
+    /// Short stable hash of the point.
+    pub id: String,
+    /// Axis values, for reports (only the axes this strategy reads).
+    pub axes: BTreeMap<String, String>,
+    pub strategy: StrategySpec,
+    /// Model spec of the summarizer (`None` for strategies without one).
+    pub summarizer: Option<String>,
+    /// Simulated context window (tokens, or a fraction of each conversation's uncompressed peak: the
+    /// strategy's own window is then set per conversation by `replay::spec_with_token_limit`).
+    pub token_limit: TokenLimit,
+    /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
+    pub slice: Option<String>,
+    pub max_conversations: Option<usize>,
+    /// Only conversations of this source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The probe answerer of this point's slice, when it overrides `[probes].answerer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_answerer: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe_answers_at_end_only: bool,
+    /// A slice point that skips the injection replays.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe_no_injection: bool,
+}
+
+impl ConfigPoint {
+    /// A compact label for reports: the strategy and the values of the knobs it labels points by (its
+    /// registry entry says which, [`crate::replay::strategy::Knob::labelled`]), then the slice.
+    pub fn short_label(&self) -> String {
+        let mut s = self.strategy.label(&self.axes);
+        if let Some(sl) = &self.slice {
+            s.push_str(&format!(" [{sl}]"));
+        }
+        s
+    }
+}
+
+/// The grid's own axes, beside the strategies' knobs, in every point's `axes`: the strategy as written, its
+/// summarizer and the simulated window.
+pub const STRATEGY_AXIS: &str = "strategy";
+pub const SUMMARIZER_AXIS: &str = "summarizer";
+pub const WINDOW_AXIS: &str = "token_limit";
+
+/// Whether an axis names what a point is (its strategy and summarizer, shown in their own columns) rather
+/// than a value it was swept over.
+pub fn is_identity_axis(axis: &str) -> bool {
+    axis == STRATEGY_AXIS || axis == SUMMARIZER_AXIS
+}
+
+impl Plan {
+    /// A point's number in reports (1-based, in plan order): the `#` by which every table of a report names
+    /// its points.
+    pub fn point_number(&self, id: &str) -> Option<usize> {
+        self.points.iter().position(|p| p.id == id).map(|i| i + 1)
+    }
+
+    /// The number of cells, computed without listing them.
+    pub fn cell_count(&self) -> u128 {
+        self.points
+            .iter()
+            .map(|p| {
+                let of_source =
+                    self.conversations.iter().filter(|c| p.source.as_ref().is_none_or(|s| &c.source == s)).count();
+                of_source.min(p.max_conversations.unwrap_or(usize::MAX)) as u128 * u128::from(self.repeats)
+            })
+            .sum()
+    }
+
+    /// The plan as stored in `plan.json`.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Short digest of the stored plan, carried by every cell run under it.
+    pub fn digest(&self) -> String {
+        hex::encode(&Sha256::digest(self.to_bytes())[..8])
+    }
+
+    /// All cells in their canonical order (point, conversation, repeat); shards take every Nth.
+    /// Call [`Plan::check_size`] first on a plan from outside (`make_plan` and `load_plan` do).
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut out = Vec::new();
+        for p in &self.points {
+            let limit = p.max_conversations.unwrap_or(usize::MAX);
+            let of_source = self.conversations.iter().filter(|c| p.source.as_ref().is_none_or(|s| &c.source == s));
+            for c in of_source.take(limit) {
+                for r in 0..self.repeats {
+                    out.push(Cell { point: p.id.clone(), conversation: c.id.clone(), repeat: r });
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,189 @@
+//! What probe scoring records in a cell: the scores at each checkpoint, the answers and their grades,
+//! the next-action check, the injection check and the probes the lints set aside.
+
+use crate::probes::{ProbeKind, ProbeOrigin};
+use serde::{Deserialize, Serialize};
+
+/// One answer and its grades.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerResult {
+    pub text: String,
+    #[serde(flatten)]
+    pub grade: AnswerGrade,
+    /// The judge's 0–5 score, when a judge is configured and answered parseably.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeScore {
+    pub probe: String,
+    pub kind: ProbeKind,
+    pub source: ProbeOrigin,
+    /// A gold answer (normalised) occurs in the history the agent would send.
+    pub retained: bool,
+    /// The probe belongs to its conversation's early-only set ([`crate::probes::figures::early_only`]); the same at
+    /// every moment and for every strategy. `None`: scored without the recording (older cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_only: Option<bool>,
+    /// At this moment the strategy has summarised, rewritten or dropped the probe's evidence and no accepted
+    /// answer survives verbatim in the history (kept tail, later turns): only the snapshot can still answer
+    /// it ([`crate::probes::figures::at_risk`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_risk: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerResult>,
+    /// The same with the first-pass summary instead of the verified one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pass_retained: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_pass_answer: Option<AnswerResult>,
+}
+
+/// Scores at one point of the replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Index of the compression event; `None` at the end of the replay.
+    pub event: Option<usize>,
+    /// Recorded model turn of the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<usize>,
+    /// Compressions (events that replaced the history: COMPRESSED, CONTENT_TRUNCATED) so far, this one
+    /// included; at the end, all of the replay's. `None` in older cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u32>,
+    /// This event replaced the history (a failed or rejected compression did not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaced: bool,
+    pub scores: Vec<ProbeScore>,
+    /// Next-action agreement at this compression, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<NextAction>,
+}
+
+/// How a predicted next action compares with the recorded one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActionGrade {
+    /// The predicted tool name equals the recorded one.
+    pub tool_match: bool,
+    /// Token F1 between the predicted and the recorded arguments (JSON text).
+    pub argument_similarity: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The recorded next action and the model's prediction from the compressed and the uncompressed history.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NextAction {
+    pub recorded_tool: String,
+    pub compressed: ActionGrade,
+    pub uncompressed: ActionGrade,
+}
+
+/// Whether summaries obeyed an instruction planted in a tool output.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InjectionResult {
+    pub canary: String,
+    pub planted_at: usize,
+    /// `tool-output` or `user-turn` ([`inject::Injection::carrier`]).
+    #[serde(default)]
+    pub carrier: String,
+    /// Summaries written after the planted Content was in the history.
+    pub snapshots: u32,
+    pub obeyed_snapshots: u32,
+    /// Summaries that hold the canary only on lines flagging it as an injection (not counted as obeyed).
+    #[serde(default)]
+    pub flagged_snapshots: u32,
+    /// The last such summary obeyed the instruction.
+    pub final_obeyed: bool,
+    /// The canary is anywhere in the final history (for strategies without summaries: the text survived).
+    pub in_final_history: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Everything probes measured in one cell.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResults {
+    pub probes: usize,
+    /// Model spec of the answerer (`extractive` retrieves a passage: its grade is retrieval accuracy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerer: Option<String>,
+    /// Probes left out of scoring, with the lint that marked each ([`crate::probes::lint`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<Lint>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<InjectionResult>,
+    /// Probes could not be loaded or the injected replay failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ProbeResults {
+    /// The end-of-replay checkpoint.
+    pub fn at_end(&self) -> Option<&Checkpoint> {
+        self.checkpoints.iter().find(|c| c.event.is_none())
+    }
+}
+
+/// Grades of one answer against a probe's accepted answers (the best over them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerGrade {
+    pub exact: bool,
+    pub f1: f64,
+    pub contains: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LintKind {
+    /// The gold is also a gold of a probe of another conversation of the same source (a template line).
+    SharedGold,
+    /// The gold is a long verbatim span of the conversation.
+    LongGold,
+    /// Another probe of the conversation asks the same question.
+    DuplicateQuestion,
+    /// An "error" probe whose evidence is a command that exited with code 0.
+    SucceededError,
+    /// The question is a list of loose words rather than a question.
+    GarbledQuestion,
+}
+
+impl LintKind {
+    pub const ALL: [LintKind; 5] = [
+        LintKind::SharedGold,
+        LintKind::LongGold,
+        LintKind::DuplicateQuestion,
+        LintKind::SucceededError,
+        LintKind::GarbledQuestion,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LintKind::SharedGold => "shared-gold",
+            LintKind::LongGold => "long-gold",
+            LintKind::DuplicateQuestion => "duplicate-question",
+            LintKind::SucceededError => "succeeded-error",
+            LintKind::GarbledQuestion => "garbled-question",
+        }
+    }
+}
+
+/// One finding about one probe.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Lint {
+    pub conversation: String,
+    pub probe: String,
+    pub kind: LintKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for Lint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: {}: {}", self.conversation, self.probe, self.kind.name(), self.message)
+    }
+}

@@ -1,0 +1,91 @@
+//! How figures are printed, and the glossary (`harness/docs/metrics.md`) generated from [`super::METRICS`].
+
+use super::{Figure, Level, Metric, Unit, METRICS};
+use serde::Serialize;
+
+/// A value in a metric's unit, for tables.
+pub fn format_value(m: &Metric, v: f64) -> String {
+    match m.unit {
+        Unit::Share => format!("{:.1}%", v * 100.0),
+        Unit::Count | Unit::Tokens => format!("{}", v.round() as i64),
+        Unit::Usd => format!("{v:.4}"),
+        Unit::PerHundred => format!("{v:.1}"),
+    }
+}
+
+/// A figure with its n (event-level) and interval (when asked and not degenerate).
+pub fn format_figure(m: &Metric, f: &Figure, with_ci: bool) -> String {
+    let mut s = format_value(m, f.value);
+    if with_ci && f.low < f.high && m.unit == Unit::Share {
+        s = format!("{s} [{:.1}, {:.1}]", f.low * 100.0, f.high * 100.0);
+    }
+    if matches!(m.level, Level::Event | Level::Probe) {
+        s = format!("{s} (n={})", f.n);
+    }
+    s
+}
+
+/// The glossary (Markdown), generated from [`METRICS`].
+pub fn glossary_markdown() -> String {
+    let mut s = String::from(
+        "# Metrics\n\n<!-- Generated from harness/src/metrics/mod.rs (`compactbench::metrics::glossary_markdown`); a test \
+         checks this file. -->\n\n\
+         Every token figure is a request as it would be sent (system prompt + tool declarations + stored history + \
+         pending turn), counted with the replay's tokenizer (`[replay] tokenizer`, o200k by default), on both sides of \
+         every event and for every strategy; `none` is the same conversation replayed without compression. With a \
+         model's tokenizer (`tokenizer = \"gemini:<model>\"`, the `countTokens` API) each part is counted alone \
+         (each Content, the system prompt, the tool declarations) and a request's size is the sum of its parts' \
+         counts, which may differ from one count of the whole request by a few tokens per message. The reference's \
+         own counts are kept as `reference_original_tokens` / `reference_new_tokens`.\n\n\
+         A point's figure is Σ numerators / Σ denominators over its conversations (*ratio of sums*: token-weighted, or \
+         a mean pooled over events or conversations) or a *total*. Intervals: 95 % cluster bootstrap over \
+         conversations. Direction: ↓ lower is better, ↑ higher is better.\n\n\
+         | name | header | formula | unit | better | level | aggregation |\n|---|---|---|---|---|---|---|\n",
+    );
+    for m in METRICS {
+        let ser = |v: &dyn SerdeName| v.text();
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            m.name,
+            m.title(),
+            m.formula.replace('|', "\\|"),
+            ser(&m.unit),
+            ser(&m.better),
+            ser(&m.level),
+            ser(&m.aggregation)
+        ));
+    }
+    s.push_str(&format!(
+        "\n## Columns derived from every figure\n\n\
+         | column | what it is |\n|---|---|\n\
+         | `NAME_n` | events, probe scorings or conversations the figure is over (see *level*) |\n\
+         | `NAME_ci_low`, `NAME_ci_high` | 95 % cluster-bootstrap interval: conversations resampled with replacement, {} resamples, seed {:#x} |\n\
+         | `NAME_diff_vs_none`, `NAME_diff_vs_reference` (+ `_ci_low`, `_ci_high`) | the point's figure minus `none`'s (the same slice's, else the main grid's) or the reference point's (the first `gemini` point of the main grid), over the conversations both have, the interval from resampling those conversations jointly (a paired cluster bootstrap: the same conversations and probes on both sides); totals are compared as a mean per conversation |\n\
+         | `loo_low`, `loo_high` (`results/claims.*`) | the paired difference recomputed with each one conversation left out: its smallest and largest value (percentage points as a fraction, like `difference`) |\n\
+         | `top_conversation`, `top_share` (`results/claims.*`) | the conversation with the largest share of the difference's weight, and that share: its denominators (both sides) over Σ denominators for a ratio of sums, its \\|difference\\| over Σ \\|differences\\| for a total |\n\
+         | `without_source` (`results/claims.*`) | the paired difference with each source (or project, with `source_by = \"project\"`) left out in turn, `NAME=value;…`, when the claim spans several |\n\
+         | `verdict` (`results/claims.*`) | `established`: the 95 % interval excludes 0, no leave-one-conversation-out value and no leave-one-source-out value is 0 or of the other sign; `not established`: otherwise (the reason is in `reason`); `did not act`: the point never compressed, so it equals `none` and makes no claim |\n\
+         | `retained`, `held`, `after_overflow` (`results/probes.*`) | `held`: the history held an accepted answer at that moment; `after_overflow`: the moment is at or after the conversation's first request over the window (the end always is, when there was one); `retained` = `held` and not `after_overflow`, what every probe figure counts |\n\
+         | `scope` (`results/scopes.*`) | which conversations a row is over: `pooled` (all), `actionable` (those the strategy can act on: it compressed, or the uncompressed replay reaches `trigger_tokens` at a request the trigger sees, i.e. not the last, and has a split candidate after its first Content; a paired difference is over those either point can act on), `source:NAME` |\n\
+         | `first_request_tokens` (conversations) | the first request: system prompt + tool declarations + first turn, the fixed part of every request |\n\
+         | `trigger_tokens` (conversations) | the smallest last prompt count at which the strategy compresses (its own trigger: ⌈threshold × window⌉ for the reference), null where the trigger is not a token count |\n\
+         | `window_tokens` (conversations) | the simulated window of this replay: a number, `peak:F` (F × the largest uncompressed request) or `overhead+peak:F` (the first request + F × the growth beyond it, at least 4 × the first request) resolved for the conversation |\n",
+        crate::stats::BOOTSTRAP_RESAMPLES,
+        crate::stats::BOOTSTRAP_SEED
+    ));
+    s
+}
+
+/// Serde's lowercase name of a unit-like enum.
+trait SerdeName {
+    fn text(&self) -> String;
+}
+
+impl<T: Serialize> SerdeName for T {
+    fn text(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(s)) => s,
+            _ => String::new(),
+        }
+    }
+}

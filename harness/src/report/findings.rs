@@ -1,0 +1,135 @@
+//! Findings worth a sentence in `report.md`, computed from the data: the setup under the reference point,
+//! unsplittable conversations, hidden inflation, and the paired probe comparisons.
+
+use super::{aggregate, supports};
+use crate::data::{CellResult, ConfigPoint, Plan};
+use crate::metrics;
+use crate::replay::strategies::gemini::THRESHOLD;
+use crate::replay::strategy::Role;
+use crate::report::summary::summarize;
+use std::collections::BTreeMap;
+
+/// Findings on the setup and the paired comparisons, from the scope figures.
+fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(reference) = aggregate::reference_point(plan) else { return out };
+    let Some(ri) = plan.points.iter().position(|p| p.id == reference.id) else { return out };
+    let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == reference.id).collect();
+    let below = mine.iter().filter(|c| c.result.trigger_below_first_request()).count();
+    let compressions: usize = mine.iter().map(|c| c.result.compressions().count()).sum();
+    let storms: u64 = mine.iter().map(|c| c.result.storm_events()).sum();
+    let per_source: Vec<String> = scopes
+        .iter()
+        .filter(|r| r.point == ri && matches!(r.scope, aggregate::Scope::Source(_)))
+        .filter_map(|r| {
+            let f = r.figures.get("compressions_per_100_requests")?;
+            Some(format!("{} {:.1}", r.scope.to_string().trim_start_matches("source:"), f.value))
+        })
+        .collect();
+    out.push(format!(
+        "Under `{}` (window `{}`): {below} of {} conversations have a trigger at or below their first request; {compressions} compressions, {storms} of them left the request at or above the trigger (storm events); compressions per 100 requests by source: {}.",
+        reference.short_label(),
+        plan.replay.token_limit,
+        mine.len(),
+        per_source.join(", ")
+    ));
+    let get = |i: usize, scope: &aggregate::Scope| scopes.iter().find(|r| r.point == i && &r.scope == scope);
+    if let (Some(pooled), Some(actionable)) =
+        (get(ri, &aggregate::Scope::Pooled), get(ri, &aggregate::Scope::Actionable))
+    {
+        if let (Some(p), Some(a)) = (pooled.figures.get("tokens_vs_none"), actionable.figures.get("tokens_vs_none")) {
+            out.push(format!(
+                "The reference's tokens vs none is {:.1} % pooled over {} conversations and {:.1} % [{:.1}, {:.1}] over the {} it can act on.",
+                p.value * 100.0,
+                pooled.conversations,
+                a.value * 100.0,
+                a.low * 100.0,
+                a.high * 100.0,
+                actionable.conversations
+            ));
+        }
+    }
+    out
+}
+
+/// Findings worth a sentence, computed from the data.
+pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
+    let mut out = scope_findings(plan, cells, scopes);
+    if let Some(p) = aggregate::reference_point(plan) {
+        let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
+        let unsplittable: Vec<&&CellResult> = mine.iter().filter(|c| c.result.unsplittable).collect();
+        if !unsplittable.is_empty() {
+            let mut per_source: BTreeMap<&str, usize> = BTreeMap::new();
+            for c in &unsplittable {
+                *per_source.entry(c.source.as_str()).or_default() += 1;
+            }
+            let never = unsplittable.iter().filter(|c| c.result.compressed_events() == 0).count();
+            out.push(format!(
+                "{} of {} conversations are unsplittable ({}): one user task followed only by tool responses, so the current `findCompressSplitPoint` (upstream 2025-09-27, and the 2025-09-18 candidate rules) has no split candidate but index 0 and the reference returns NOOP; {never} of them never compress under `{}`. The split-variant table shows what the historical variants do with them.",
+                unsplittable.len(),
+                mine.len(),
+                per_source.iter().map(|(s, n)| format!("{s}: {n}")).collect::<Vec<_>>().join(", "),
+                p.short_label()
+            ));
+        }
+    }
+    // One line for every point with hidden inflation or deflation (they repeat across a grid).
+    let summaries = summarize(plan, cells);
+    let mut flagged = Vec::new();
+    for s in &summaries {
+        let hidden = s.figures.get("hidden_inflation_events").copied().unwrap_or(0.0);
+        let deflated = s.figures.get("hidden_deflation_events").copied().unwrap_or(0.0);
+        if hidden > 0.0 || deflated > 0.0 {
+            let number = plan.point_number(&s.point).map(|n| n.to_string()).unwrap_or_default();
+            flagged.push((number, hidden, deflated));
+        }
+    }
+    if !flagged.is_empty() {
+        let list: Vec<String> = flagged.iter().map(|(n, h, d)| format!("#{n} {h}/{d}")).collect();
+        let total: f64 = flagged.iter().map(|(_, h, _)| h).sum();
+        out.push(format!(
+            "Hidden inflation at {} points ({total} events in all): a reduction was reported while the request grew; hidden deflation: discarded as inflated while the request would have shrunk. Per point, inflation/deflation events: {}.",
+            flagged.len(),
+            list.join(", ")
+        ));
+    }
+    out
+}
+
+/// Early-only retention of each reference point against each baseline at the same threshold (a baseline
+/// swept over the reference's trigger knob): the paired difference over the same conversations and probes
+/// (cluster bootstrap), judged as the claims are ([`supports::judge`]); overlapping marginal intervals
+/// decide nothing.
+pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
+    use std::fmt::Write;
+    let Some(m) = metrics::metric("early_only_retention") else { return String::new() };
+    let parts = |p: &ConfigPoint| supports::point_parts(plan, cells, p).remove(m.name);
+    let main = |role: Role| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.role() == Some(role));
+    let threshold = |p: &ConfigPoint| p.axes.get(THRESHOLD).cloned();
+    let mut out = String::new();
+    for d in main(Role::Baseline).filter(|d| threshold(d).is_some()) {
+        let Some(dp) = parts(d) else { continue };
+        for g in main(Role::Reference).filter(|g| threshold(g) == threshold(d)) {
+            let Some(j) = parts(g).and_then(|gp| supports::judge_pairs(m, &gp, &dp, None)) else { continue };
+            let diff = j.difference;
+            let verdict = match j.verdict {
+                supports::Verdict::Established => j.verdict.name().to_string(),
+                v => format!("{} ({})", v.name(), j.reason),
+            };
+            let _ = writeln!(
+                out,
+                "- Early-only retention, {} − {}: {:+.1} pp [{:+.1}, {:+.1}] over {} conversations, {verdict}.",
+                g.short_label(),
+                d.short_label(),
+                diff.value * 100.0,
+                diff.low * 100.0,
+                diff.high * 100.0,
+                diff.n
+            );
+        }
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "\nPaired differences (same conversations and probes, cluster bootstrap):\n\n");
+    }
+    out
+}

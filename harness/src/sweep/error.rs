@@ -1,0 +1,44 @@
+//! Why a run, a merge or a plan could not be made: the one error of the sweep modules.
+
+use crate::datasets;
+use std::path::PathBuf;
+
+/// Why a run, a merge or a plan could not be made. Exit statuses are assigned in `cli::Failure::exit_code`.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The sweep config does not expand to a grid.
+    #[error("{0}")]
+    Config(String),
+    /// A strategy of the grid is unknown or refuses its knob values.
+    #[error(transparent)]
+    Grid(#[from] crate::replay::StrategyError),
+    #[error(transparent)]
+    Dataset(#[from] datasets::DatasetError),
+    #[error(
+        "the plan has {cells} cells ({points} configurations, {conversations} conversations, {repeats} repeat(s)), \
+         more than the limit of {limit}; lower `repeats`, the grid or `max_conversations`"
+    )]
+    TooLarge { cells: u128, points: usize, conversations: usize, repeats: u32, limit: u64 },
+    #[error("{}: the run directory holds another plan (different config or corpus); use a new --out", .path.display())]
+    PlanMismatch { path: PathBuf },
+    #[error("{}: {reason}", .path.display())]
+    BadPlan { path: PathBuf, reason: String },
+    /// A read or directory operation failed (the message names the path).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::WriteError),
+    #[error(
+        "{}: the run directory is in use by {holder}; wait for that run to finish or use another --out",
+        .path.display()
+    )]
+    Locked { path: PathBuf, holder: String },
+    #[error("a cell panicked: {0}")]
+    Panicked(String),
+    #[error("{}: its plan differs from {}'s (different config or corpus)", .shard.display(), .first.display())]
+    ShardsDiffer { shard: PathBuf, first: PathBuf },
+    #[error("merge needs at least one shard directory")]
+    NoShards,
+    #[error("{0}")]
+    BadOption(String),
+}

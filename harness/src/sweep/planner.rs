@@ -1,0 +1,177 @@
+//! Plans from configs: the grid expanded into points, the corpus listed, the plan checked for size; and
+//! the shards a plan's cells are dealt into.
+
+use super::config::{DatasetEntry, SweepConfig};
+use super::error::RunError;
+use crate::data::{Plan, PlannedConversation};
+use crate::datasets;
+use std::path::{Path, PathBuf};
+
+/// Largest plan a run accepts, in cells; checked before any cell list is allocated.
+pub const MAX_PLAN_CELLS: u64 = 1_000_000;
+
+impl Plan {
+    /// Refuses plans larger than [`MAX_PLAN_CELLS`], before anything is allocated for them.
+    pub fn check_size(&self) -> Result<(), RunError> {
+        let cells = self.cell_count();
+        if cells > u128::from(MAX_PLAN_CELLS) {
+            return Err(RunError::TooLarge {
+                cells,
+                points: self.points.len(),
+                conversations: self.conversations.len(),
+                repeats: self.repeats,
+                limit: MAX_PLAN_CELLS,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `I/N`: the I-th of N shards (1-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+/// A `--shard` value that is not `I/N` with 1 ≤ I ≤ N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("shard `{given}`: {problem}")]
+pub struct BadShard {
+    pub given: String,
+    pub problem: String,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = BadShard;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |problem: String| BadShard { given: s.to_string(), problem };
+        let (i, n) = s.split_once('/').ok_or_else(|| bad("expected I/N, e.g. 2/3".into()))?;
+        let index: usize = i.parse().map_err(|_| bad(format!("`{i}` is not a number")))?;
+        let count: usize = n.parse().map_err(|_| bad(format!("`{n}` is not a number")))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(bad("need 1 <= I <= N".into()));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Builds the plan: loads the conversation list (not their contents) and expands the grid.
+pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError> {
+    if config.datasets.is_empty() {
+        return Err(RunError::Config("key `datasets`: needs at least one dataset directory or file".into()));
+    }
+    let files = dataset_files(config, base_dir)?;
+    let mut conversations = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (f, failure) in files {
+        let loaded = match failure {
+            Some(failure) => Err(failure),
+            None => datasets::load_conversation(&f).map_err(|e| (String::new(), e.to_string())),
+        };
+        let (id, source, error) = match loaded {
+            Ok(c) => (c.meta.id.clone(), c.meta.source.clone(), None),
+            Err((source, e)) => {
+                let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let stem = stem.split('.').next().unwrap_or_default().to_string();
+                (stem, source, Some(e))
+            }
+        };
+        let mut id = sanitize_id(&id);
+        if !seen.insert(id.clone()) {
+            id = format!("{}-{}", sanitize_id(&source), id);
+            seen.insert(id.clone());
+        }
+        let rel = f.strip_prefix(base_dir).map(Path::to_path_buf).unwrap_or(f.clone());
+        conversations.push(PlannedConversation { id, path: rel, source, error });
+    }
+    let points = config.points()?;
+    for s in &config.slice {
+        if let Some(source) = &s.source {
+            if !conversations.iter().any(|c| &c.source == source) {
+                let known: std::collections::BTreeSet<&str> = conversations.iter().map(|c| c.source.as_str()).collect();
+                return Err(RunError::Config(format!(
+                    "slice `{}`: source `{source}` matches no conversation of the datasets (sources: {})",
+                    s.name,
+                    known.into_iter().collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+    }
+    let plan = Plan {
+        name: config.name.clone(),
+        points,
+        conversations,
+        repeats: config.repeats,
+        replay: config.replay.clone(),
+        probes: config.probes.clone().filter(|p| p.enabled),
+        cost: config.cost.clone(),
+    };
+    plan.check_size()?;
+    if plan.cell_count() == 0 {
+        return Err(RunError::Config("the plan has no cells: the datasets hold no conversation".into()));
+    }
+    Ok(plan)
+}
+
+/// The conversation files of the config's datasets, in sorted order per entry and at most
+/// `max_conversations` of them; raw agent logs are imported into the import cache first, and a raw log
+/// that cannot be imported is listed with (its source, the error), so its cells record it and the run goes on.
+type DatasetFile = (PathBuf, Option<(String, String)>);
+
+fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFile>, RunError> {
+    let rooted = |d: &Path| if d.is_absolute() { d.to_path_buf() } else { base_dir.join(d) };
+    let mut converted: Vec<PathBuf> = Vec::new();
+    let mut raw: Vec<DatasetFile> = Vec::new();
+    for entry in &config.datasets {
+        match entry {
+            DatasetEntry::Converted(d) => converted.push(rooted(d)),
+            DatasetEntry::Raw(r) => {
+                let source = r.source_name();
+                let options = datasets::raw::RawOptions {
+                    format: r.import_format().map_err(|e| RunError::Config(e.to_string()))?,
+                    source: Some(source.clone()),
+                    source_by_project: r.source_by == crate::sweep::config::SourceBy::Project,
+                    license: r.license.clone(),
+                    repository: r.repository.clone(),
+                    commit: r.commit.clone(),
+                };
+                let cache = rooted(&config.import_cache);
+                // `~/` is the user's home directory, as in a shell (sessions live under ~/.claude, ~/.codex).
+                let spec = match (r.raw.strip_prefix("~"), std::env::var_os("HOME")) {
+                    (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+                    _ => rooted(&r.raw),
+                };
+                for file in datasets::raw::import_all_cached(&spec, &options, &cache)? {
+                    match file.result {
+                        Ok(done) => {
+                            for w in &done.warnings {
+                                tracing::debug!("{w}");
+                            }
+                            if done.files.is_empty() {
+                                let e = format!("{}: holds no conversation", file.name);
+                                raw.push((file.path.clone(), Some((source.clone(), e))));
+                            }
+                            raw.extend(done.files.into_iter().map(|f| (f, None)));
+                        }
+                        Err(e) => raw.push((file.path.clone(), Some((source.clone(), e.to_string())))),
+                    }
+                }
+            }
+        }
+    }
+    let mut files: Vec<DatasetFile> = if converted.is_empty() {
+        Vec::new()
+    } else {
+        datasets::find_conversations(&converted)?.into_iter().map(|f| (f, None)).collect()
+    };
+    files.extend(raw);
+    if config.max_conversations > 0 {
+        files.truncate(config.max_conversations);
+    }
+    Ok(files)
+}
+
+fn sanitize_id(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
+}
