@@ -62,7 +62,7 @@ pub struct ProbesConfig {
     /// Probe directory (`<dir>/<dataset>/<id>.<source>.json`), relative to the working directory.
     pub dir: PathBuf,
     /// Probe sources used: `auto`, `manual`, `llm`.
-    pub sources: Vec<crate::probes::ProbeOrigin>,
+    pub sources: Vec<crate::data::ProbeOrigin>,
     /// Model spec of the answerer (`None`: retention only).
     pub answerer: Option<String>,
     /// Model spec of the 0–5 judge (`None`: no judge grading).
@@ -88,7 +88,7 @@ impl Default for ProbesConfig {
         ProbesConfig {
             enabled: true,
             dir: PathBuf::from("datasets/probes"),
-            sources: vec![crate::probes::ProbeOrigin::Auto, crate::probes::ProbeOrigin::Manual],
+            sources: vec![crate::data::ProbeOrigin::Auto, crate::data::ProbeOrigin::Manual],
             answerer: Some("extractive".into()),
             judge: None,
             injection: true,

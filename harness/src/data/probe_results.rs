@@ -1,8 +1,46 @@
-//! What probe scoring records in a cell: the scores at each checkpoint, the answers and their grades,
+//! What a probe is about and who wrote it, and what probe scoring records in a cell: the scores at each checkpoint, the answers and their grades,
 //! the next-action check, the injection check and the probes the lints set aside.
 
-use crate::probes::{ProbeKind, ProbeOrigin};
 use serde::{Deserialize, Serialize};
+
+/// What a probe asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ProbeKind {
+    /// A fact stated in the conversation (an id, a hash, an error, a test count, the task).
+    Recall,
+    /// Which files were created or changed, and how.
+    Artifact,
+    /// Why something was done.
+    Decision,
+    /// What the next step is.
+    Continuation,
+    /// A directive the user gave.
+    Constraint,
+}
+
+compactbench_core::named_variants!(ProbeKind, "probe kind", {
+    Recall => "recall",
+    Artifact => "artifact",
+    Decision => "decision",
+    Continuation => "continuation",
+    Constraint => "constraint",
+});
+
+/// Who wrote a probe; also the middle part of its file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ProbeOrigin {
+    Auto,
+    Manual,
+    Llm,
+}
+
+compactbench_core::named_variants!(ProbeOrigin, "probe source", {
+    Auto => "auto",
+    Manual => "manual",
+    Llm => "llm",
+});
 
 /// One answer and its grades.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ pub mod inject;
 pub mod lint;
 pub mod observer;
 
-pub use crate::data::{Checkpoint, InjectionResult, ProbeResults, ProbeScore};
+pub use crate::data::{Checkpoint, InjectionResult, ProbeKind, ProbeOrigin, ProbeResults, ProbeScore};
 pub use observer::{ProbeObserver, ProbeOptions};
 
 use serde::{Deserialize, Serialize};
@@ -22,45 +22,6 @@ use std::path::{Path, PathBuf};
 
 /// Format tag of a probe file.
 pub const PROBE_FORMAT: &str = "compactbench.probes/1";
-
-/// What a probe asks about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub enum ProbeKind {
-    /// A fact stated in the conversation (an id, a hash, an error, a test count, the task).
-    Recall,
-    /// Which files were created or changed, and how.
-    Artifact,
-    /// Why something was done.
-    Decision,
-    /// What the next step is.
-    Continuation,
-    /// A directive the user gave.
-    Constraint,
-}
-
-compactbench_core::named_variants!(ProbeKind, "probe kind", {
-    Recall => "recall",
-    Artifact => "artifact",
-    Decision => "decision",
-    Continuation => "continuation",
-    Constraint => "constraint",
-});
-
-/// Who wrote a probe; also the middle part of its file name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub enum ProbeOrigin {
-    Auto,
-    Manual,
-    Llm,
-}
-
-compactbench_core::named_variants!(ProbeOrigin, "probe source", {
-    Auto => "auto",
-    Manual => "manual",
-    Llm => "llm",
-});
 
 /// One question about one conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -398,3 +398,29 @@ fn the_literal_check_finds_a_planted_name() {
     assert_eq!(found, vec![("src/planted.rs".to_string(), "drop-oldest".to_string(), 2)]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue #23: the binary crate's modules form layers, each importing only layers below it (the data of a
+/// run at the bottom, the CLI at the top); a module may import its own layer's modules.
+#[test]
+fn the_binary_crate_imports_only_downwards() {
+    const LAYERS: [&[&str]; 8] =
+        [&["exit"], &["stats", "pricing"], &["data"], &["probes"], &["metrics"], &["sweep"], &["report"], &["cli"]];
+    let layer = |module: &str| {
+        let top = module.split("::").next().unwrap_or_default();
+        LAYERS.iter().position(|l| l.contains(&top))
+    };
+    let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let mut upwards = Vec::new();
+    for (from, targets) in &graph {
+        let Some(a) = layer(from) else { continue };
+        for to in targets {
+            let same_top = from.split("::").next() == to.split("::").next();
+            match layer(to) {
+                Some(b) if b > a || (b == a && !same_top) => upwards.push(format!("{from} → {to}")),
+                _ => {}
+            }
+        }
+    }
+    assert!(upwards.is_empty(), "imports that go up or sideways: {upwards:?}");
+    assert!(graph.keys().any(|m| m.starts_with("data")), "the data layer exists");
+}
