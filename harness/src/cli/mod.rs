@@ -65,7 +65,14 @@ pub fn command() -> clap::Command {
     fn with_statuses(c: clap::Command) -> clap::Command {
         c.after_help(EXIT_STATUS_HELP).mut_subcommands(with_statuses)
     }
-    with_statuses(<Cli as clap::CommandFactory>::command())
+    let gate_rules = format!(
+        "Without --rules, these rules apply (the same as configs/gate.toml). Each is checked per configuration \
+         point on the conversations both runs have: a regression is a mean paired change (current − baseline, \
+         per conversation) whose 95 % bootstrap interval lies wholly beyond the tolerance on the worse side.\n{}\n\
+         {EXIT_STATUS_HELP}",
+        crate::report::gate::Rules::default().describe()
+    );
+    with_statuses(<Cli as clap::CommandFactory>::command()).mut_subcommand("gate", |c| c.after_help(gate_rules))
 }
 
 /// Runs the CLI and returns the process exit status.

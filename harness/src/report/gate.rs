@@ -87,7 +87,8 @@ impl Default for Rules {
                 r("inflated_events", Direction::Lower, 0.1, 0.0),
                 r("empty_summary_events", Direction::Lower, 0.1, 0.0),
                 r("hidden_inflation_events", Direction::Lower, 0.1, 0.0),
-                r("failed", Direction::Lower, 0.0, 0.0),
+                // One failed conversation is a regression whatever the sample.
+                Rule { min_samples: 1, ..r("failed", Direction::Lower, 0.0, 0.0) },
                 r("overflow_requests", Direction::Lower, 0.1, 0.0),
                 r("overflowed_conversations", Direction::Lower, 0.0, 0.0),
                 r("early_only_retention", Direction::Higher, 0.02, 0.0),
@@ -101,6 +102,34 @@ impl Default for Rules {
 }
 
 impl Rules {
+    /// One line per rule, for `gate --help`: the metric, which way is worse, the tolerance, the pairs
+    /// needed and the conversations compared.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for r in &self.rule {
+            let worse = match r.direction {
+                Direction::Lower => "higher is worse",
+                Direction::Higher => "lower is worse",
+            };
+            let tolerance = if r.rel_tolerance > 0.0 {
+                format!("max({}, {} × |baseline|)", r.abs_tolerance, r.rel_tolerance)
+            } else {
+                format!("{}", r.abs_tolerance)
+            };
+            let only = match r.only {
+                Only::All => "all conversations",
+                Only::Compressed => "conversations compression acted on",
+            };
+            let strategies =
+                if r.strategies.is_empty() { String::new() } else { format!(", only {}", r.strategies.join(", ")) };
+            out.push_str(&format!(
+                "  {:<26} {worse}, tolerance {tolerance}, ≥ {} pairs, {only}{strategies}\n",
+                r.metric, r.min_samples
+            ));
+        }
+        out
+    }
+
     pub fn load(path: &Path) -> Result<Rules, GateError> {
         let bad = |message: String| GateError::Rules { path: path.to_path_buf(), message };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
@@ -555,6 +584,16 @@ pub fn junit(report: &GateReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `gate --help` documents the default rules as the ones of configs/gate.toml: keep them one set.
+    #[test]
+    fn the_default_rules_are_the_committed_gate_toml() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/gate.toml");
+        assert_eq!(Rules::load(&file).unwrap(), Rules::default());
+        let described = Rules::default().describe();
+        assert_eq!(described.lines().count(), Rules::default().rule.len());
+        assert!(described.contains("overflowed_conversations") && described.contains("compression acted on"));
+    }
 
     #[test]
     fn detectable_shift_grows_with_the_spread_and_falls_back_to_the_tolerance() {

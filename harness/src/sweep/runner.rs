@@ -65,6 +65,7 @@ enum Reason {
 /// where a progress bar would print nothing.
 struct PlainProgress {
     every: std::time::Duration,
+    start: std::time::Instant,
     last: std::time::Instant,
     total: usize,
 }
@@ -73,13 +74,17 @@ impl PlainProgress {
     fn tick(&mut self, done: usize, failed: usize) {
         if self.last.elapsed() >= self.every || done == self.total {
             self.last = std::time::Instant::now();
-            eprintln!("run: {done}/{} cells done ({failed} with an error)", self.total);
+            let elapsed = self.start.elapsed().as_secs_f64();
+            let eta = if done == 0 || done == self.total {
+                String::new()
+            } else {
+                format!(", about {:.0} s left", elapsed / done as f64 * (self.total - done) as f64)
+            };
+            eprintln!("run: {done}/{} cells done ({failed} with an error) after {elapsed:.0} s{eta}", self.total);
         }
     }
 }
 
-/// Runs (or resumes) every cell of the plan that belongs to this shard: cells that are missing or
-/// damaged, and failed ones when their failure was transient or `retry_failed` is set.
 /// The cells of this shard still to run, with why (new, failed before, damaged), slices first; and the
 /// summary of those already done.
 fn pending_cells(plan: &Plan, plan_digest: &str, opts: &RunOptions) -> (Vec<(Cell, Reason)>, RunSummary) {
@@ -122,7 +127,7 @@ fn progress(enabled: bool, cells: usize) -> (indicatif::ProgressBar, Option<Plai
     let bar = if enabled && terminal {
         let b = indicatif::ProgressBar::new(cells as u64);
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} cells {msg}")
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} cells, ETA {eta} {msg}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
@@ -131,12 +136,15 @@ fn progress(enabled: bool, cells: usize) -> (indicatif::ProgressBar, Option<Plai
     };
     let plain = (enabled && !terminal).then(|| PlainProgress {
         every: std::time::Duration::from_secs(5),
+        start: std::time::Instant::now(),
         last: std::time::Instant::now(),
         total: cells,
     });
     (bar, plain)
 }
 
+/// Runs (or resumes) every cell of the plan that belongs to this shard: cells that are missing or
+/// damaged, and failed ones when their failure was transient or `retry_failed` is set.
 pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result<RunSummary, RunError> {
     plan.check_size()?;
     let _lock = lock_run_dir(&opts.run_dir)?;

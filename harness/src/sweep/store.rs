@@ -174,13 +174,32 @@ pub fn load_plan(run_dir: &Path) -> Result<Plan, RunError> {
 #[derive(Debug)]
 pub struct RunLock {
     file: std::fs::File,
+    path: PathBuf,
 }
 
 impl Drop for RunLock {
-    /// Empties the record before the kernel drops the lock with the handle. The file itself stays: removing
-    /// it would let a run that opened it just before lock a file nobody else can see.
+    /// Removes the lock file while still holding the lock, so a finished run leaves none. A run that opened
+    /// the file just before and locks it after finds it unlinked and starts over (`lock_run_dir`).
     fn drop(&mut self) {
         let _ = self.file.set_len(0);
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether `path` still names the file `file` has open (not unlinked or replaced since it was opened).
+fn still_linked(file: &std::fs::File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.exists()
     }
 }
 
@@ -200,28 +219,32 @@ pub fn lock_run_dir(run_dir: &Path) -> Result<RunLock, RunError> {
     use std::io::{Read, Seek, Write};
     std::fs::create_dir_all(run_dir).map_err(|e| RunError::Io(named_io(run_dir, e)))?;
     let path = run_dir.join(LOCK_FILE);
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| RunError::Io(named_io(&path, e)))?;
-    match fs4::FileExt::try_lock(&file) {
-        Ok(()) => {}
-        Err(fs4::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            let holder = holder.trim();
-            let holder = if holder.is_empty() { "another run".to_string() } else { holder.to_string() };
-            return Err(RunError::Locked { path: run_dir.to_path_buf(), holder });
+    let mut file = loop {
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| RunError::Io(named_io(&path, e)))?;
+        match fs4::FileExt::try_lock(&file) {
+            Ok(()) if still_linked(&file, &path) => break file,
+            // The holder finished and removed the file between our open and our lock: open it again.
+            Ok(()) => continue,
+            Err(fs4::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                let holder = if holder.is_empty() { "another run".to_string() } else { holder.to_string() };
+                return Err(RunError::Locked { path: run_dir.to_path_buf(), holder });
+            }
+            Err(fs4::TryLockError::Error(e)) => return Err(RunError::Io(named_io(&path, e))),
         }
-        Err(fs4::TryLockError::Error(e)) => return Err(RunError::Io(named_io(&path, e))),
-    }
+    };
     let record = format!("pid {} on {}\n", std::process::id(), host_name());
     let written = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| file.write_all(record.as_bytes()));
     written.map_err(|e| RunError::Io(named_io(&path, e)))?;
-    Ok(RunLock { file })
+    Ok(RunLock { file, path })
 }
 
 fn named_io(path: &Path, e: std::io::Error) -> std::io::Error {

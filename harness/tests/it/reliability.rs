@@ -231,10 +231,29 @@ fn a_refused_run_leaves_config_toml_alone_and_a_locked_directory_is_refused() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("in use by pid") && err.contains(&std::process::id().to_string()), "{err}");
     drop(lock);
+    assert!(!dir.join(runner::LOCK_FILE).exists(), "a released lock leaves no file");
     // A stale lock file (its holder died, so nobody holds the flock): taken over.
     std::fs::write(dir.join(runner::LOCK_FILE), "pid 4194303 on elsewhere\n").unwrap();
     let out = run_into(&cfg, &dir, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // Issue #29: a finished run leaves no lock behind.
+    assert!(!dir.join(runner::LOCK_FILE).exists(), "run.lock left after a finished run");
+}
+
+/// Two lockers racing on one directory: exactly one holds it at a time, and the file a finished holder
+/// removed is never locked by the next (it opens the directory's current file again).
+#[test]
+fn the_lock_survives_its_file_being_removed_by_a_finished_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    for _ in 0..50 {
+        let first = runner::lock_run_dir(&dir).unwrap();
+        assert!(runner::lock_run_dir(&dir).is_err(), "a second lock while the first is held");
+        drop(first);
+        let second = runner::lock_run_dir(&dir).unwrap();
+        assert!(dir.join(runner::LOCK_FILE).exists());
+        drop(second);
+    }
 }
 
 #[test]
