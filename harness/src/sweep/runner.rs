@@ -127,8 +127,10 @@ fn progress(enabled: bool, cells: usize) -> (indicatif::ProgressBar, Option<Plai
     let bar = if enabled && terminal {
         let b = indicatif::ProgressBar::new(cells as u64);
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} cells, ETA {eta} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} cells, ETA {eta} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
     } else {
