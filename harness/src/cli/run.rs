@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_CONFIG: &str = "configs/default.toml";
 
 /// Replay the corpus through a grid of compressors (the main job).
+/// `--shard`, with `auto` read from the process environment.
+fn parse_shard(spec: &str) -> Result<runner::Shard, runner::BadShard> {
+    runner::Shard::resolve(spec, |name| std::env::var(name).ok())
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Sweep config (TOML). Paths inside it are relative to the working directory.
@@ -20,8 +25,10 @@ pub struct RunArgs {
     /// Run directory (default `reports/<config name>`). An interrupted run resumes here.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Run only the I-th of N deterministic slices of the cells (1-based), e.g. `2/3`.
-    #[arg(long)]
+    /// Run only the I-th of N deterministic slices of the cells (1-based), e.g. `2/3`; or `auto` / `auto/N`
+    /// in a Kubernetes Indexed Job: I from $JOB_COMPLETION_INDEX + 1, N after the slash or from
+    /// $COMPACTBENCH_SHARD_COUNT.
+    #[arg(long, value_parser = parse_shard)]
     pub shard: Option<runner::Shard>,
     /// Override the config's LLM cache mode: `read-write`, `replay` (a miss is an error) or `off`.
     #[arg(long)]

@@ -56,6 +56,34 @@ impl std::str::FromStr for Shard {
     }
 }
 
+/// The environment variable a Kubernetes Indexed Job sets in each pod: its 0-based completion index.
+pub const JOB_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+/// The environment variable that gives N to `--shard auto` (the Job's `completions`).
+pub const SHARD_COUNT_ENV: &str = "COMPACTBENCH_SHARD_COUNT";
+
+impl Shard {
+    /// `--shard I/N`, or `auto` / `auto/N`: I from an Indexed Job's [`JOB_INDEX_ENV`] (0-based, so pod 0
+    /// runs shard 1), N after the slash or from [`SHARD_COUNT_ENV`]. `env` reads a variable (the CLI passes
+    /// the process environment; tests pass a map).
+    pub fn resolve(spec: &str, env: impl Fn(&str) -> Option<String>) -> Result<Shard, BadShard> {
+        let Some(rest) = spec.strip_prefix("auto") else { return spec.parse() };
+        let bad = |problem: String| BadShard { given: spec.to_string(), problem };
+        let count = match rest.strip_prefix('/') {
+            Some(n) => n.to_string(),
+            None if rest.is_empty() => {
+                env(SHARD_COUNT_ENV).ok_or_else(|| bad(format!("`auto` needs N: `auto/N` or ${SHARD_COUNT_ENV}")))?
+            }
+            None => return Err(bad("expected `auto` or `auto/N`".into())),
+        };
+        let index = env(JOB_INDEX_ENV).ok_or_else(|| {
+            bad(format!("`auto` reads the shard from ${JOB_INDEX_ENV} (a Kubernetes Indexed Job), which is not set"))
+        })?;
+        let index: usize =
+            index.trim().parse().map_err(|_| bad(format!("${JOB_INDEX_ENV} = `{index}` is not a number")))?;
+        format!("{}/{}", index + 1, count.trim()).parse().map_err(|e: BadShard| bad(e.problem))
+    }
+}
+
 /// Builds the plan: loads the conversation list (not their contents) and expands the grid.
 pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError> {
     if config.datasets.is_empty() {
@@ -174,4 +202,27 @@ fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFil
 
 fn sanitize_id(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn auto_shards_come_from_an_indexed_job() {
+        let job = [(JOB_INDEX_ENV, "0"), (SHARD_COUNT_ENV, "4")];
+        assert_eq!(Shard::resolve("auto", env(&job)), Ok(Shard { index: 1, count: 4 }));
+        assert_eq!(Shard::resolve("auto/2", env(&[(JOB_INDEX_ENV, "1")])), Ok(Shard { index: 2, count: 2 }));
+        assert_eq!(Shard::resolve("2/3", env(&[])), Ok(Shard { index: 2, count: 3 }));
+        let e = |spec: &str, vars: &[(&str, &str)]| Shard::resolve(spec, env(vars)).unwrap_err().to_string();
+        assert!(e("auto", &[(JOB_INDEX_ENV, "0")]).contains(SHARD_COUNT_ENV));
+        assert!(e("auto/3", &[]).contains(JOB_INDEX_ENV));
+        assert!(e("auto/3", &[(JOB_INDEX_ENV, "3")]).contains("1 <= I <= N"));
+        assert!(e("auto/3", &[(JOB_INDEX_ENV, "x")]).contains("not a number"));
+        assert!(e("autox", &[]).contains("auto/N"));
+    }
 }

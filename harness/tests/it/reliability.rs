@@ -349,6 +349,60 @@ fn shards_merge_to_the_clean_run_and_merge_names_missing_cells() {
     assert!(text(&o.stderr).contains("missing in every shard"));
 }
 
+/// Issue #28: N shard processes started at once, as the pods of a Kubernetes Indexed Job (`--shard auto`,
+/// the index from $JOB_COMPLETION_INDEX), each writing its own directory; merged, they equal the unsharded
+/// run cell for cell, and the merged report's results files equal the unsharded run's.
+#[test]
+fn concurrent_auto_shards_merge_to_the_unsharded_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let n = 3;
+    let dirs: Vec<PathBuf> = (0..n).map(|i| tmp.path().join(format!("pod{i}"))).collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            bin()
+                .args(["run", "--quiet", "--no-report", "--shard", "auto", "--config"])
+                .arg(&cfg)
+                .arg("--out")
+                .arg(d)
+                .env("JOB_COMPLETION_INDEX", i.to_string())
+                .env("COMPACTBENCH_SHARD_COUNT", n.to_string())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let sizes: Vec<usize> = dirs.iter().map(|d| tree(&d.join("cells")).len()).collect();
+    assert!(sizes.iter().all(|&k| k > 0), "every pod ran its share: {sizes:?}");
+    let merged = tmp.path().join("merged");
+    let o = bin().args(["merge", "--out", merged.to_str().unwrap()]).args(&dirs).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(tree(&clean().join("cells")), tree(&merged.join("cells")));
+    for f in ["points.csv", "conversations.csv", "events.csv"] {
+        let (a, b) = (clean().join("results").join(f), merged.join("results").join(f));
+        if a.exists() {
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{f}");
+        }
+    }
+    // Outside a Job, `auto` says what it needs.
+    let o = bin()
+        .args(["run", "--quiet", "--shard", "auto/3", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(tmp.path().join("nojob"))
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("JOB_COMPLETION_INDEX"), "{}", text(&o.stderr));
+}
+
 #[test]
 fn configs_that_would_run_nothing_or_escape_are_refused_naming_the_key() {
     use compactbench::sweep::SweepConfig;
