@@ -37,7 +37,7 @@ pub fn run_report(args: ReportArgs) -> Result<(), Failure> {
     for f in &out.plots.failed {
         eprintln!("warning: {f}");
     }
-    eprintln!("{}: {} plots", out.markdown_path.display(), out.plots.written.len());
+    eprintln!("{}", crate::report::written_line(&out));
     if !stored.is_complete() {
         return Err(Failure::Incomplete(format!(
             "the report covers {} of {} cells: {} missing, {} damaged (named above; `run` redoes them)",

@@ -104,7 +104,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     } else if !args.no_report {
         let report =
             crate::report::build_with_progress(&out, args.wide, &mut super::report::stage_printer(args.quiet))?;
-        eprintln!("{}: written with {} plots and results/", report.markdown_path.display(), report.plots.written.len());
+        eprintln!("{}", crate::report::written_line(&report));
     }
     Ok(())
 }
@@ -140,7 +140,7 @@ pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     }
     // A complete merge ends as a complete run does: with its report.
     let report = crate::report::build(&args.out, false)?;
-    eprintln!("{}: written with {} plots and results/", report.markdown_path.display(), report.plots.written.len());
+    eprintln!("{}", crate::report::written_line(&report));
     Ok(())
 }
 

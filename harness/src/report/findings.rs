@@ -1,5 +1,6 @@
-//! Findings worth a sentence in `report.md`, computed from the data: the setup under the reference point,
-//! unsplittable conversations, hidden inflation, and the paired probe comparisons.
+//! Findings worth a sentence in the report (its `details.md`), computed from the data: the setup under the
+//! reference point, unsplittable conversations, hidden inflation, and the paired probe comparisons (in
+//! `probes.md`). What repeats across points is said once, with the count of points it holds for.
 
 use super::{aggregate, supports};
 use crate::data::{CellResult, ConfigPoint, Plan};
@@ -85,12 +86,27 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
         }
     }
     if !flagged.is_empty() {
-        let list: Vec<String> = flagged.iter().map(|(n, h, d)| format!("#{n} {h}/{d}")).collect();
+        // Points with the same counts share one entry: the counts, then the points.
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for (n, h, d) in &flagged {
+            let counts = format!("{h}/{d}");
+            match groups.iter_mut().find(|(c, _)| *c == counts) {
+                Some((_, points)) => points.push(format!("#{n}")),
+                None => groups.push((counts, vec![format!("#{n}")])),
+            }
+        }
+        let list: Vec<String> = groups
+            .iter()
+            .map(|(counts, points)| match points.len() {
+                1 => format!("{counts} at {}", points[0]),
+                k => format!("{counts} at each of {k} points ({})", points.join(", ")),
+            })
+            .collect();
         let total: f64 = flagged.iter().map(|(_, h, _)| h).sum();
         out.push(format!(
-            "Hidden inflation at {} points ({total} events in all): a reduction was reported while the request grew; hidden deflation: discarded as inflated while the request would have shrunk. Per point, inflation/deflation events: {}.",
+            "Hidden inflation at {} points ({total} events in all): a reduction was reported while the request grew; hidden deflation: discarded as inflated while the request would have shrunk. Inflation/deflation events per point: {}.",
             flagged.len(),
-            list.join(", ")
+            list.join("; ")
         ));
     }
     out
@@ -99,10 +115,14 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
 /// Early-only retention of each reference point against each baseline at the same threshold (a baseline
 /// swept over the reference's trigger knob): the paired difference over the same conversations and probes
 /// (cluster bootstrap), judged as the claims are ([`supports::judge`]); overlapping marginal intervals
-/// decide nothing.
+/// decide nothing. The pairs of one baseline with one verdict (and reason) make one line, with their count.
 pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     use std::fmt::Write;
     let Some(m) = metrics::metric("early_only_retention") else { return String::new() };
+    // (baseline, verdict) → the pairs' differences and the conversations each is over, in plan order.
+    type Pairs = Vec<(String, usize)>;
+    let mut groups: Vec<((String, String), Pairs)> = Vec::new();
+    let number = |p: &ConfigPoint| plan.point_number(&p.id).map(|n| format!("#{n}")).unwrap_or_else(|| p.id.clone());
     let parts = |p: &ConfigPoint| supports::point_parts(plan, cells, p).remove(m.name);
     let main = |role: Role| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.role() == Some(role));
     let threshold = |p: &ConfigPoint| p.axes.get(THRESHOLD).cloned();
@@ -116,20 +136,45 @@ pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
                 supports::Verdict::Established => j.verdict.name().to_string(),
                 v => format!("{} ({})", v.name(), j.reason),
             };
-            let _ = writeln!(
-                out,
-                "- Early-only retention, {} − {}: {:+.1} pp [{:+.1}, {:+.1}] over {} conversations, {verdict}.",
+            let pair = format!(
+                "{} `{}` {:+.1} pp [{:+.1}, {:+.1}]",
+                number(g),
                 g.short_label(),
-                d.short_label(),
                 diff.value * 100.0,
                 diff.low * 100.0,
                 diff.high * 100.0,
-                diff.n
             );
+            let key = (format!("{} `{}`", number(d), d.short_label()), verdict);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, pairs)) => pairs.push((pair, diff.n)),
+                None => groups.push((key, vec![(pair, diff.n)])),
+            }
         }
     }
+    for ((baseline, verdict), pairs) in &groups {
+        let of = groups.iter().filter(|((b, _), _)| b == baseline).map(|(_, p)| p.len()).sum::<usize>();
+        let list = if pairs.iter().all(|(_, n)| *n == pairs[0].1) {
+            let each = if pairs.len() > 1 { " each" } else { "" };
+            format!(
+                "{} (over {} conversations{each})",
+                pairs.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>().join("; "),
+                pairs[0].1
+            )
+        } else {
+            pairs.iter().map(|(p, n)| format!("{p} over {n} conversations")).collect::<Vec<_>>().join("; ")
+        };
+        let count = if of > 1 {
+            format!(" for {} of the {of} reference points at its threshold", pairs.len())
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "- Early-only retention, reference − {baseline}: {verdict}{count}: {list}.");
+    }
     if !out.is_empty() {
-        out.insert_str(0, "\nPaired differences (same conversations and probes, cluster bootstrap):\n\n");
+        out.insert_str(
+            0,
+            "\nPaired differences of each reference point and the baseline at its threshold (same conversations and probes, cluster bootstrap), one line per baseline and verdict:\n\n",
+        );
     }
     out
 }

@@ -1,19 +1,40 @@
-//! `report.md`: its sections in order, each written by its own function from the tables, findings and
-//! plots the sibling modules build.
+//! The report's pages, each section written by its own function from the tables, findings and plots the
+//! sibling modules build: `report.md` leads with what the run supports, a short headline, the headline by
+//! scope and the plots, on one page; `details.md` holds every point, the comparisons per source, the sources,
+//! the findings, the corpus and the configuration; `probes.md` every probe figure.
 
 use super::findings::probe_comparisons;
 use super::tables::{configuration_slices, configuration_table, pareto_key_table};
 use super::{
-    aggregate, cell_count, comparisons, corpus, findings, headline, kinds, scopes_tables, sources_table,
-    split_variants_table, supports, systems, triggers_table, varying_axes, Against, PlotList,
+    aggregate, cell_count, comparisons, corpus, findings, kinds, scopes_tables, sources_table, split_variants_table,
+    supports, systems, triggers_table, varying_axes, Against, PlotList,
 };
 use crate::data::{CellResult, ConfigPoint, Plan};
+use crate::report::summary::{notable_points, short_table, summarize, table_at, Notable, PointSummary, TableOptions};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The whole of `report.md`.
-pub(super) fn report(
+/// The main page: the file `report` writes it to.
+pub const MAIN: &str = "report.md";
+/// The page of details next to it.
+pub const DETAILS: &str = "details.md";
+/// The page of probe figures next to it.
+pub const PROBES: &str = "probes.md";
+
+/// The main page's sections (`##`), in order; any of them may be left out where the run has nothing to
+/// show in it. Everything else goes to [`DETAILS`] or [`PROBES`].
+pub const MAIN_SECTIONS: [&str; 5] = ["What this run supports", "Headline", "Headline by scope", "Per system", "Plots"];
+
+/// The report's pages: the main one (`report.md`) and the two it links.
+pub(super) struct Pages {
+    pub main: String,
+    pub details: String,
+    pub probes: String,
+}
+
+/// Every page of the report.
+pub(super) fn pages(
     run_dir: &Path,
     plan: &Plan,
     cells: &[CellResult],
@@ -21,29 +42,106 @@ pub(super) fn report(
     claims: &[supports::Claim],
     plots: &PlotList,
     wide: bool,
+) -> Pages {
+    let summaries = summarize(plan, cells);
+    let mut main = main_page(plan, cells, &summaries, scopes, claims, wide);
+    plots_section(&mut main, run_dir, plots);
+    Pages { main, details: details_page(plan, cells, &summaries, scopes, wide), probes: probes_page(plan, cells) }
+}
+
+/// `report.md` up to its plots: one page of what matters, with a line per page next to it saying what that
+/// page holds.
+fn main_page(
+    plan: &Plan,
+    cells: &[CellResult],
+    summaries: &[PointSummary],
+    scopes: &[aggregate::ScopeFigures],
+    claims: &[supports::Claim],
+    wide: bool,
 ) -> String {
     let mut md = String::new();
-    headline_section(&mut md, plan, cells, wide);
+    let _ = writeln!(md, "# compactbench report: {}\n", plan.name);
+    let _ = writeln!(
+        md,
+        "{}
+",
+        cell_count(plan, cells)
+    );
+    md.push_str("This page: what the run supports, the headline, the headline by scope and the plots. Next to it:\n\n");
+    let _ = writeln!(
+        md,
+        "- [{DETAILS}]({DETAILS}): every configuration point (slices and the probe figures per kind included), the headline per source, the paired comparisons per source, the sources under the reference point, the findings, the corpus and the configuration."
+    );
+    let _ = writeln!(
+        md,
+        "- [{PROBES}]({PROBES}): the probe figures of every point, the paired probe comparisons, what each strategy keeps at the compression points by probe kind, and the breakdowns by source, kind, origin and compression ordinal."
+    );
+    md.push_str("- `results/`: every figure with its n and interval, `{events,conversations,points,scopes}.{parquet,csv,json}`, `claims.{csv,json}`, `probes.{csv,parquet}`; raw cells: `cells/`.\n\n");
     md.push_str(&supports::markdown(plan, cells, claims));
+    headline_section(&mut md, plan, summaries, wide);
     scopes_section(&mut md, plan, scopes);
-    comparisons_section(&mut md, plan, cells);
-    sources_section(&mut md, plan, cells);
-    findings_section(&mut md, plan, cells, scopes);
-    md.push_str(&super::probe_section::markdown_section(plan, cells, &probe_comparisons(plan, cells)));
-    kinds_section(&mut md, plan, cells);
     systems_section(&mut md, plan, cells);
-    plots_section(&mut md, run_dir, plots);
-    md.push_str("\n## Corpus\n\n");
-    md.push_str(&corpus(plan, cells).markdown());
-    configuration_section(&mut md, plan);
-    md.push_str("Results: `results/{events,conversations,points}.{parquet,csv,json}`, `results/probes.{csv,parquet}`; raw cells: `cells/`.\n");
     md
 }
 
-/// Title, cell count, and the headline table with how its figures are defined.
-fn headline_section(md: &mut String, plan: &Plan, cells: &[CellResult], wide: bool) {
-    let _ = writeln!(md, "# compactbench report: {}\n", plan.name);
-    let _ = writeln!(md, "{}\n", cell_count(plan, cells));
+/// `details.md`: every point, the headline per source, the comparisons, the sources, the findings, the
+/// corpus and the configuration.
+fn details_page(
+    plan: &Plan,
+    cells: &[CellResult],
+    summaries: &[PointSummary],
+    scopes: &[aggregate::ScopeFigures],
+    wide: bool,
+) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# compactbench report: {}, details\n", plan.name);
+    let _ = writeln!(
+        md,
+        "The details behind [{MAIN}]({MAIN}) (what the run supports, the headline, the plots). Probe figures: [{PROBES}]({PROBES}).\n"
+    );
+    md.push_str("## Every point\n\n");
+    let _ = writeln!(
+        md,
+        "Every configuration point, numbered `#` as throughout the report, each slice in a table of its own, with the probe figures per kind under each table; the figures are defined under *Headline* in [{MAIN}]({MAIN}).\n"
+    );
+    let scopes_at = format!("*Headline by scope* in {MAIN}, *Headline by source* below, results/scopes.csv");
+    md.push_str(&table_at(summaries, TableOptions { wide, intervals: true, markdown: true }, &scopes_at));
+    md.push_str("\n\n");
+    sources_scope_section(&mut md, plan, scopes);
+    comparisons_section(&mut md, plan, cells);
+    sources_section(&mut md, plan, cells);
+    findings_section(&mut md, plan, cells, scopes);
+    md.push_str("## Corpus\n\n");
+    md.push_str(&corpus(plan, cells).markdown());
+    configuration_section(&mut md, plan);
+    md.push_str("Results: `results/{events,conversations,points,scopes}.{parquet,csv,json}`, `results/claims.{csv,json}`, `results/probes.{csv,parquet}`; raw cells: `cells/`.\n");
+    md
+}
+
+/// `probes.md`: the probe figures of every point, what each strategy keeps at the compression points by
+/// kind, then the breakdowns.
+fn probes_page(plan: &Plan, cells: &[CellResult]) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# compactbench report: {}, probes\n", plan.name);
+    let _ = writeln!(
+        md,
+        "The probe figures behind [{MAIN}]({MAIN}); points are numbered `#` as in [{DETAILS}]({DETAILS}#every-point).\n"
+    );
+    let Some((figures, breakdowns)) =
+        super::probe_section::markdown_sections(plan, cells, &probe_comparisons(plan, cells))
+    else {
+        md.push_str("This run scored no probes.\n");
+        return md;
+    };
+    md.push_str(&figures);
+    kinds_section(&mut md, plan, cells);
+    md.push_str(&breakdowns);
+    md
+}
+
+/// The headline: how its figures are defined, then the short table ([`notable_points`]) and how its rows
+/// were chosen.
+fn headline_section(md: &mut String, plan: &Plan, summaries: &[PointSummary], wide: bool) {
     md.push_str("## Headline\n\n");
     let _ = writeln!(
         md,
@@ -52,14 +150,84 @@ fn headline_section(md: &mut String, plan: &Plan, cells: &[CellResult], wide: bo
         crate::stats::BOOTSTRAP_RESAMPLES,
         crate::stats::BOOTSTRAP_SEED
     );
-    md.push_str(&headline(plan, cells, wide, true));
-    md.push_str("\n\n");
+    let quality = if summaries.iter().any(|s| s.figures.contains_key(QUALITY)) { QUALITY } else { "retention" };
+    let notable = notable_points(summaries, quality);
+    let shown: Vec<usize> = notable.iter().map(|(i, _)| *i).collect();
+    md.push_str(&short_table(
+        summaries,
+        &shown,
+        TableOptions { wide, intervals: true, markdown: true },
+        "*Headline by scope* below, results/scopes.csv",
+    ));
+    let list = |why: Notable| {
+        let numbers: Vec<String> =
+            notable.iter().filter(|(_, w)| *w == why).map(|(i, _)| format!("#{}", i + 1)).collect();
+        (!numbers.is_empty()).then(|| numbers.join(", "))
+    };
+    let mut rows = format!("\n\nRows: each strategy's default point ({})", list(Notable::Default).unwrap_or_default());
+    let better: Vec<String> = [
+        list(Notable::Cheapest).map(|l| format!("its cheapest by tokens vs none ({l})")),
+        list(Notable::BestQuality).map(|l| format!("its best by {} ({l})", metric_header(quality))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !better.is_empty() {
+        let _ = write!(
+            rows,
+            " and, where another of its points does better by the point estimate, {}",
+            better.join(" and ")
+        );
+    }
+    let main = plan.points.iter().filter(|p| p.slice.is_none()).count();
+    let slices = plan.points.len() - main;
+    let _ = write!(
+        rows,
+        ". All {main} points of the grid{}, with the probe figures per kind: [{DETAILS}]({DETAILS}#every-point); their cost and {} in the Pareto plot's key under *Plots*.\n\n",
+        match slices {
+            0 => String::new(),
+            1 => " and the point of its slice".to_string(),
+            n => format!(" and the {n} points of its slices"),
+        },
+        metric_header(quality)
+    );
+    md.push_str(&rows);
 }
+
+/// A metric's name as tables head it (its registry header), or the name itself.
+fn metric_header(name: &str) -> &str {
+    crate::metrics::metric(name).map_or(name, |m| m.header)
+}
+
+/// The quality figure the headline picks a strategy's best point by (as the Pareto plot), when the run
+/// scored probes; `retention` otherwise.
+const QUALITY: &str = "early_only_retention";
 
 /// Each strategy's default point per scope: cost, retention, storms.
 fn scopes_section(md: &mut String, plan: &Plan, scopes: &[aggregate::ScopeFigures]) {
-    md.push_str("## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on), over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate), and per source. Points by `#` (the headline table's numbers); Δ: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on, their number as n= where it differs from the row's), 95 % cluster-bootstrap intervals; n of every figure in `results/scopes.csv`.\n\n");
-    let [cost, quality, storms] = scopes_tables(plan, scopes);
+    md.push_str("## Headline by scope\n\nThe default point of each strategy over every conversation (*pooled*, diluted by conversations it cannot act on) and over the conversations it can act on (*actionable*: it compressed, or the uncompressed replay reaches its trigger and has a split candidate); per source: ");
+    let _ = write!(md, "[{DETAILS}]({DETAILS}#headline-by-source). ");
+    md.push_str("Points by `#` (the headline table's numbers); Δ: point − reference, paired by conversation over the same scope (for *actionable*: the conversations either can act on, their number as n= where it differs from the row's), 95 % cluster-bootstrap intervals; n of every figure in `results/scopes.csv`.\n\n");
+    scope_tables(md, plan, scopes, |s| !matches!(s, aggregate::Scope::Source(_)));
+    md.push_str("\n\n");
+}
+
+/// The same tables per source (in `details.md`).
+fn sources_scope_section(md: &mut String, plan: &Plan, scopes: &[aggregate::ScopeFigures]) {
+    if !scopes.iter().any(|r| matches!(r.scope, aggregate::Scope::Source(_))) {
+        return;
+    }
+    let _ = write!(
+        md,
+        "## Headline by source\n\n*Headline by scope* in [{MAIN}]({MAIN}) per source: the default point of each strategy over one source's conversations. Δ: point − reference, paired by conversation over the same source, 95 % cluster-bootstrap intervals; n of every figure in `results/scopes.csv`.\n\n"
+    );
+    scope_tables(md, plan, scopes, |s| matches!(s, aggregate::Scope::Source(_)));
+    md.push_str("\n\n");
+}
+
+/// The three scope tables (cost, what the history keeps, storms) over the scopes `keep` lets through.
+fn scope_tables(md: &mut String, plan: &Plan, scopes: &[aggregate::ScopeFigures], keep: fn(&aggregate::Scope) -> bool) {
+    let [cost, quality, storms] = scopes_tables(plan, scopes, keep);
     md.push_str("Cost:\n\n");
     md.push_str(&cost.markdown());
     md.push_str("\n\nWhat the history keeps:\n\n");
@@ -73,7 +241,7 @@ fn comparisons_section(md: &mut String, plan: &Plan, cells: &[CellResult]) {
     let reference = aggregate::reference_point(plan);
     let _ = write!(
         md,
-        "\n\n## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none`, then minus the reference point (#{} `{}`), paired per conversation (the same conversations and probes on both sides; cluster bootstrap: conversations resampled jointly): differences in percentage points with 95 % intervals. Which of them the data supports (interval excluding 0, sign kept with any one conversation left out): *What this run supports*.\n\n### All sources (pooled)\n\n",
+        "## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none`, then minus the reference point (#{} `{}`), paired per conversation (the same conversations and probes on both sides; cluster bootstrap: conversations resampled jointly): differences in percentage points with 95 % intervals. Which of them the data supports (interval excluding 0, sign kept with any one conversation left out): *What this run supports* in [{MAIN}]({MAIN}).\n\n### All sources (pooled)\n\n",
         reference.and_then(|r| plan.point_number(&r.id)).map(|n| n.to_string()).unwrap_or_default(),
         reference.map(ConfigPoint::short_label).unwrap_or_default()
     );
@@ -173,5 +341,65 @@ fn configuration_section(md: &mut String, plan: &Plan) {
         };
         md.push_str(&configuration_table(plan, slice, &varying).markdown());
         md.push_str("\n\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::SweepConfig;
+
+    fn plan_of(file: &str) -> Plan {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let config = SweepConfig::load(&root.join(file)).unwrap();
+        Plan {
+            name: config.name.clone(),
+            points: config.points().unwrap(),
+            conversations: Vec::new(),
+            repeats: 1,
+            replay: config.replay.clone(),
+            probes: None,
+            cost: config.cost.clone(),
+        }
+    }
+
+    /// The lines of one `##` section of a page.
+    fn section<'a>(page: &'a str, name: &str) -> Vec<&'a str> {
+        let start = page.find(&format!("\n## {name}\n")).unwrap_or_else(|| panic!("no section {name}: {page}"));
+        page[start + 1..].lines().skip(1).take_while(|l| !l.starts_with("## ")).collect()
+    }
+
+    /// The main page of the default grid holds the fixed sections only, in their order, links the two other
+    /// pages and never sends the reader to itself; its headline table holds at most three rows per strategy
+    /// (19 points in the plan); every point is in `details.md`.
+    #[test]
+    fn the_main_page_holds_its_sections_only_and_a_short_headline() {
+        let plan = plan_of("configs/default.toml");
+        let key = (1..=plan.points.len()).map(|i| (i, format!("point {i}"), 0.9, 0.4)).collect();
+        let plots = PlotList { pareto_key: key, ..Default::default() };
+        let pages = pages(Path::new("/run"), &plan, &[], &[], &[], &plots, false);
+        let sections: Vec<&str> = pages.main.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+        let order: Vec<usize> = sections
+            .iter()
+            .map(|s| MAIN_SECTIONS.iter().position(|m| m == s).unwrap_or_else(|| panic!("{s}: not a main section")))
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{sections:?}");
+        assert!(sections.contains(&"What this run supports") && sections.contains(&"Headline"), "{sections:?}");
+        assert!(!pages.main.contains(MAIN), "{}", pages.main);
+        for page in [DETAILS, PROBES] {
+            assert!(pages.main.contains(&format!("- [{page}]({page}): ")), "{page} not linked");
+        }
+        let mut per_strategy: std::collections::BTreeMap<&str, usize> = Default::default();
+        for row in section(&pages.main, "Headline").into_iter().filter(|l| l.starts_with("| ") && !l.starts_with("| #"))
+        {
+            *per_strategy.entry(row.split('|').nth(2).unwrap().trim()).or_default() += 1;
+        }
+        assert_eq!(per_strategy.len(), 5, "{per_strategy:?}");
+        assert!(per_strategy.values().all(|&n| n <= 3), "{per_strategy:?}");
+        let every = section(&pages.details, "Every point");
+        for n in 1..=plan.points.len() {
+            assert!(every.iter().any(|l| l.starts_with(&format!("| {n} "))), "#{n} missing from {DETAILS}");
+        }
+        assert!(pages.details.contains("\n## Configuration\n") && pages.probes.contains("no probes"));
     }
 }

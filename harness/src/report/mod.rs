@@ -4,7 +4,8 @@
 //! reproduces a report byte for byte.
 //!
 //! This module runs the stages ([`build_with_progress`]); `tables` builds the tables, `findings` the
-//! sentences computed from the data, `plot_list` the plots, `markdown` assembles `report.md`.
+//! sentences computed from the data, `plot_list` the plots, `markdown` assembles the pages: `report.md` (one
+//! page of what matters) and, linked from it, `details.md` and `probes.md`.
 
 pub mod across;
 pub mod aggregate;
@@ -22,6 +23,7 @@ mod tables;
 
 // The builders keep their paths under `report::` (callers and the sibling modules name them there).
 pub use findings::findings;
+pub use markdown::{DETAILS, MAIN, MAIN_SECTIONS, PROBES};
 pub use plot_list::{draw_plots, PlotList};
 pub use tables::{comparisons, corpus, scopes_tables, sources_table, split_variants_table, triggers_table, Table};
 
@@ -96,9 +98,19 @@ pub fn default_points(plan: &Plan) -> Vec<usize> {
 
 /// What `report` produced.
 pub struct ReportOutput {
+    /// The main page, `report.md`.
     pub markdown_path: PathBuf,
+    /// Every page written: the main one, then the pages it links (`details.md`, `probes.md`).
+    pub pages: Vec<PathBuf>,
     pub terminal: String,
     pub plots: PlotList,
+}
+
+/// The line `run`, `merge` and `report` end with: the pages written, the plots and the results directory.
+pub fn written_line(out: &ReportOutput) -> String {
+    let pages: Vec<String> = out.pages.iter().map(|p| p.display().to_string()).collect();
+    let results = out.markdown_path.parent().map(|d| d.join("results").display().to_string()).unwrap_or_default();
+    format!("written: {} ({} plots); results in {results}/", pages.join(", "), out.plots.written.len())
 }
 
 /// Why `report` could not rebuild a run's outputs.
@@ -117,7 +129,8 @@ pub enum ReportError {
     Write(#[from] crate::fsutil::WriteError),
 }
 
-/// Rebuilds results, plots and `report.md` from a run directory.
+/// Rebuilds results, plots and the report's pages (`report.md`, `details.md`, `probes.md`) from a run
+/// directory.
 pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
     build_with_progress(run_dir, wide, &mut |_| {})
 }
@@ -148,12 +161,17 @@ pub fn build_with_progress(
         .map_err(|source| ReportError::Results { path: results.join("claims.csv"), source })?;
     progress("plots");
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
-    progress("report.md");
-    let md = markdown::report(run_dir, &plan, &cells, &scopes, &claims, &plots, wide);
-    let markdown_path = run_dir.join("report.md");
-    crate::fsutil::write_atomic(&markdown_path, md.as_bytes())?;
+    progress(&format!("pages: {}, {}, {}", markdown::MAIN, markdown::DETAILS, markdown::PROBES));
+    let md = markdown::pages(run_dir, &plan, &cells, &scopes, &claims, &plots, wide);
+    let mut pages = Vec::new();
+    for (name, text) in [(markdown::MAIN, &md.main), (markdown::DETAILS, &md.details), (markdown::PROBES, &md.probes)] {
+        let path = run_dir.join(name);
+        crate::fsutil::write_atomic(&path, text.as_bytes())?;
+        pages.push(path);
+    }
+    progress(&format!("wrote {}", pages.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")));
     let terminal = format!("{}\n\n{}", headline(&plan, &cells, wide, false), sources_table(&plan, &cells).terminal());
-    Ok(ReportOutput { markdown_path, terminal, plots })
+    Ok(ReportOutput { markdown_path: pages[0].clone(), pages, terminal, plots })
 }
 
 /// `N of M cells`, with the grid behind M (slices cover fewer conversations).

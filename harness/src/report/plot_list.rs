@@ -60,12 +60,17 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
 fn draw_timeline(plan: &Plan, cells: &[CellResult], dir: &Path, list: &mut PlotList) {
     let Some(reference) = aggregate::reference_point(plan) else { return };
     let Some(conv) = most_compressed_conversation(cells, reference) else { return };
-    let (series, markers) = timeline_series(plan, cells, &conv);
+    let (series, markers) = timeline_series(plan, cells, &conv, reference);
     note(
         list,
-        &format!("Request size (tokens, as sent) per request of `{conv}`, with compression events, for the first point of each strategy; reference: `{}`", reference.short_label()),
-        plots::timeline(dir, "timeline", &format!("Context timeline: {conv} ({})", reference.short_label()), &series, &markers),
+        &format!("Request size (tokens, as sent) per request of `{conv}` (the conversation the reference compresses most), with compression events, for the first point of each strategy; reference (marked in the legend): `{}`; a strategy whose requests equal another's exactly is drawn dashed over it and marked \"same as\" in the legend", reference.short_label()),
+        plots::timeline(dir, "timeline", &timeline_title(&conv), &series, &markers),
     );
+}
+
+/// The timeline's title (the reference's label goes in the legend and the caption: too long for a title).
+fn timeline_title(conv: &str) -> String {
+    format!("Request size per request: {conv}")
 }
 
 /// The conversation with the most compressions under `point` (ties: the first by id); `None` when
@@ -78,16 +83,22 @@ fn most_compressed_conversation(cells: &[CellResult], point: &ConfigPoint) -> Op
         .map(|c| c.cell.conversation.clone())
 }
 
-/// Request sizes of `conv` under each strategy's default point, with its compression events as markers
-/// (not the `CONTENT_TRUNCATED` events of a strategy that edits in place: too many to mark one by one).
-fn timeline_series(plan: &Plan, cells: &[CellResult], conv: &str) -> (Vec<plots::Series>, Vec<plots::Marker>) {
+/// Request sizes of `conv` under each strategy's default point (the `reference`'s named so), with its
+/// compression events as markers (not the `CONTENT_TRUNCATED` events of a strategy that edits in place:
+/// too many to mark one by one).
+fn timeline_series(
+    plan: &Plan,
+    cells: &[CellResult],
+    conv: &str,
+    reference: &ConfigPoint,
+) -> (Vec<plots::Series>, Vec<plots::Marker>) {
     let mut series = Vec::new();
     let mut markers = Vec::new();
     for p in default_points(plan).into_iter().map(|i| &plan.points[i]) {
         let Some(c) = cells.iter().find(|c| c.cell.point == p.id && c.cell.conversation == conv) else { continue };
         let idx = series.len();
         series.push(plots::Series {
-            name: p.short_label(),
+            name: if p.id == reference.id { format!("{} (reference)", p.short_label()) } else { p.short_label() },
             points: c.result.request_tokens.iter().enumerate().map(|(i, t)| (i as f64, *t as f64)).collect(),
         });
         markers.extend(
@@ -162,36 +173,96 @@ fn draw_reduction_vs_threshold(
         plots::lines_from_zero(
             dir,
             "reduction-vs-threshold",
-            "Request reduction per compression vs threshold",
+            "Token-weighted reduction per compression vs threshold",
             "threshold (fraction of the window)",
-            "reduction, token-weighted (%), axis from 0",
+            "reduction = 1 − Σ after / Σ before (%)",
             &series,
         ),
     );
 }
 
+/// How a figure is pooled over its conversations, in words (what its glossary entry's formula sums).
+fn pooling(m: &metrics::Metric) -> &'static str {
+    match (m.name, m.level) {
+        ("mean_event_reduction", _) => "unweighted mean over compressions",
+        (_, metrics::Level::Probe) => "pooled over probe scorings: Σ hits / Σ probes",
+        (_, metrics::Level::Event) => "pooled over compressions: a ratio of sums",
+        (_, metrics::Level::Conversation) => "a ratio of sums over conversations",
+    }
+}
+
+/// A figure's name in words with its glossary name, its unit and direction: "early-only retention
+/// (early_only_retention), %, ↑ better" (shares in percent).
+fn figure_desc(m: &metrics::Metric) -> String {
+    let unit = match m.unit {
+        metrics::Unit::Share => "%",
+        metrics::Unit::Count => "count",
+        metrics::Unit::Tokens => "tokens",
+        metrics::Unit::Usd => "USD",
+        metrics::Unit::PerHundred => "per 100 requests",
+    };
+    let better = match m.better {
+        metrics::Better::Neither => String::new(),
+        b => format!(", {} better", b.arrow()),
+    };
+    format!("{} ({}), {unit}{better}", m.header, m.name)
+}
+
+/// The heatmap's colours: a share in percent on its natural scale 0–100 %; anything else on its values'
+/// range.
+fn heatmap_desc(m: &metrics::Metric) -> plots::HeatmapDesc {
+    let share = m.unit == metrics::Unit::Share;
+    plots::HeatmapDesc {
+        x_desc: "threshold (fraction of the window)".into(),
+        y_desc: "preserve fraction".into(),
+        value_desc: figure_desc(m),
+        range: share.then_some((0.0, 100.0)),
+        suffix: if share { "%".into() } else { String::new() },
+    }
+}
+
+/// `s` with its first letter upper-case.
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+}
+
+/// The heatmap's title: the figure in words with its glossary name.
+fn heatmap_title(m: &metrics::Metric) -> String {
+    format!("{} ({}) by preserve fraction × threshold", capitalised(m.header), m.name)
+}
+
+/// The heatmap's caption.
+fn heatmap_caption(m: &metrics::Metric) -> String {
+    let scale = if m.unit == metrics::Unit::Share {
+        "in %, colour scale fixed at 0–100 %"
+    } else {
+        "colour scale from the lowest value to the highest"
+    };
+    format!(
+        "{} (`{}`, {}) by preserve fraction (rows) and threshold (columns), over the reference's points with their other axes pooled; {scale}; the pointers left of the colour bar mark the cells' values",
+        capitalised(m.header),
+        m.name,
+        pooling(m)
+    )
+}
+
 /// Heatmap: a quality metric versus preserve fraction (rows) and threshold (columns).
 fn draw_heatmap(plan: &Plan, cells: &[CellResult], dir: &Path, grid: &ReferenceGrid, list: &mut PlotList) {
     // The headline quality figure when there are probes.
-    let metric = if cells.iter().any(|c| c.probes.is_some()) { "early_only_retention" } else { "tokens_vs_none" };
+    let name = if cells.iter().any(|c| c.probes.is_some()) { "early_only_retention" } else { "tokens_vs_none" };
+    let Some(m) = metrics::metric(name) else { return };
+    let scale = if m.unit == metrics::Unit::Share { 100.0 } else { 1.0 };
     let values: Vec<Vec<Option<f64>>> = grid
         .preserves
         .iter()
-        .map(|r| grid.thresholds.iter().map(|c| pooled(plan, cells, &grid.at(c, r), metric)).collect())
+        .map(|r| grid.thresholds.iter().map(|c| pooled(plan, cells, &grid.at(c, r), name).map(|v| v * scale)).collect())
         .collect();
-    let x_labels: Vec<String> = grid.thresholds.iter().map(|c| format!("threshold {c}")).collect();
-    let y_labels: Vec<String> = grid.preserves.iter().map(|r| format!("preserve {r}")).collect();
+    let desc = heatmap_desc(m);
     note(
         list,
-        &format!("`{metric}` by preserve fraction and threshold (reference; other axes pooled)"),
-        plots::heatmap(
-            dir,
-            "heatmap",
-            &format!("{metric} by preserve fraction × threshold"),
-            &x_labels,
-            &y_labels,
-            &values,
-        ),
+        &heatmap_caption(m),
+        plots::heatmap_described(dir, "heatmap", &heatmap_title(m), &grid.thresholds, &grid.preserves, &values, &desc),
     );
 }
 
@@ -203,20 +274,37 @@ fn draw_pareto(plan: &Plan, cells: &[CellResult], dir: &Path, list: &mut PlotLis
     } else {
         "retention"
     };
+    let (Some(cost), Some(q)) = (metrics::metric("tokens_vs_none"), metrics::metric(quality)) else { return };
     let mut pts = Vec::new();
     for (i, p) in plan.points.iter().enumerate().filter(|(_, p)| p.slice.is_none()) {
-        let x = pooled(plan, cells, &[p], "tokens_vs_none");
-        let y = pooled(plan, cells, &[p], quality);
+        let x = pooled(plan, cells, &[p], cost.name);
+        let y = pooled(plan, cells, &[p], q.name);
         if let (Some(x), Some(y)) = (x, y) {
-            pts.push(((i + 1).to_string(), x, y));
+            // Shares in percent, as the tables write them.
+            pts.push(((i + 1).to_string(), x * 100.0, y * 100.0));
             list.pareto_key.push((i + 1, p.short_label(), x, y));
         }
     }
+    let (x_label, y_label, title) = pareto_labels(q);
     note(
         list,
-        &format!("Cost vs none (tokens, summarizer included) versus {quality}, one numbered point per configuration (key below); the front is the set no other point beats on both"),
-        plots::pareto(dir, "pareto", &format!("Cost vs {quality}"), "cost vs none (Σ request + summarizer tokens / Σ none)", quality, &pts),
+        &format!(
+            "Cost (`tokens_vs_none`: Σ (request + summarizer tokens) / Σ none's request tokens, a ratio of sums over conversations, ↓ better) versus {} (`{}`, {}, ↑ better), one numbered point per configuration (key below; points at the same place share one label); the front is the set no other point beats on both",
+            q.header,
+            q.name,
+            pooling(q)
+        ),
+        plots::pareto(dir, "pareto", &title, &x_label, &y_label, &pts),
     );
+}
+
+/// The Pareto plot's x and y axis descriptions and title for the quality figure `q`.
+fn pareto_labels(q: &metrics::Metric) -> (String, String, String) {
+    (
+        "tokens_vs_none = Σ (request + summarizer) / Σ none (%)".into(),
+        format!("{} (%, {} better)", q.name, q.better.arrow()),
+        format!("Cost (tokens_vs_none) vs {}", q.header),
+    )
 }
 
 /// Histogram of verification-pass changes, on [0, 1].
@@ -227,15 +315,61 @@ fn draw_verification_delta(cells: &[CellResult], dir: &Path, list: &mut PlotList
         .collect();
     note(
         list,
-        "How much the verification pass changed the first summary (normalised edit distance per compression, 0 = identical, 1 = entirely rewritten)",
+        "How much the verification pass changed the first summary: normalised edit distance per verification pass (0 = identical, 1 = entirely rewritten), one value per compression with a verification pass; the subtitle's mean is the unweighted mean over those passes (the share of passes that changed anything is `verification_changed`)",
         plots::histogram_in(
             dir,
             "verification-delta",
-            "Verification-pass change",
-            "normalised edit distance (0 = identical)",
+            "Verification-pass change per compression",
+            "normalised edit distance, first summary → verified (0 = identical)",
             &deltas,
             20,
             (0.0, 1.0),
         ),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(name: &str) -> &'static metrics::Metric {
+        metrics::metric(name).unwrap()
+    }
+
+    #[test]
+    fn titles_name_the_figure_in_words_and_by_glossary_name() {
+        assert_eq!(timeline_title("task003-trial0"), "Request size per request: task003-trial0");
+        let q = m("early_only_retention");
+        assert_eq!(heatmap_title(q), "Early-only retention (early_only_retention) by preserve fraction × threshold");
+        insta::assert_debug_snapshot!(heatmap_desc(q), @r#"
+        HeatmapDesc {
+            x_desc: "threshold (fraction of the window)",
+            y_desc: "preserve fraction",
+            value_desc: "early-only retention (early_only_retention), %, ↑ better",
+            range: Some(
+                (
+                    0.0,
+                    100.0,
+                ),
+            ),
+            suffix: "%",
+        }
+        "#);
+        assert!(heatmap_caption(q).starts_with(
+            "Early-only retention (`early_only_retention`, pooled over probe scorings: Σ hits / Σ probes) by"
+        ));
+        assert_eq!(
+            pareto_labels(q),
+            (
+                "tokens_vs_none = Σ (request + summarizer) / Σ none (%)".to_string(),
+                "early_only_retention (%, ↑ better)".to_string(),
+                "Cost (tokens_vs_none) vs early-only retention".to_string(),
+            )
+        );
+        assert_eq!(figure_desc(m("tokens_vs_none")), "tokens vs none (tokens_vs_none), %, ↓ better");
+        assert_eq!(pooling(m("reduction")), "pooled over compressions: a ratio of sums");
+        assert_eq!(pooling(m("mean_event_reduction")), "unweighted mean over compressions");
+        // Without probes the heatmap shows tokens_vs_none, a share too: still 0–100 %.
+        assert_eq!(heatmap_desc(m("tokens_vs_none")).range, Some((0.0, 100.0)));
+    }
 }

@@ -49,12 +49,14 @@ pub struct PlotError {
 /// Width and height of every plot, in pixels (PNG) and user units (SVG).
 pub const PLOT_SIZE: (u32, u32) = (1000, 600);
 
-/// Context size per request with compression events (the sawtooth), one series per strategy.
+/// Request size per request with compression events (the sawtooth), one series per strategy.
 /// Writes `<dir>/<name>.png` and `<dir>/<name>.svg`.
 ///
-/// Markers are drawn as small downward triangles on the line of their series (at the series' value
-/// interpolated at the marker's x), with their label above when there are few enough of them; a
-/// marker whose series index is out of range is drawn as a grey dashed vertical line.
+/// Markers are drawn as small shapes on the line of their series (at the series' value interpolated at
+/// the marker's x), in the series' colour, one shape per distinct label; the legend names each label once
+/// (see [`timeline_legend`]). A marker whose series index is out of range is drawn as a grey dashed
+/// vertical line. A series whose points equal another's exactly is drawn so that both show (wider solid
+/// under thinner dashed) and its legend entry says "(same as …)".
 pub fn timeline(
     dir: &Path,
     name: &str,
@@ -62,8 +64,15 @@ pub fn timeline(
     series: &[Series],
     markers: &[Marker],
 ) -> Result<PlotFiles, PlotError> {
-    let fig = draw::Timeline { title, x_label: "request index", y_label: "context (tokens)", series, markers };
+    let fig =
+        draw::Timeline { title, x_label: "request index", y_label: "request size (tokens, as sent)", series, markers };
     draw::render(dir, name, &fig)
+}
+
+/// The timeline's legend entries, in order: each series' name (with "(same as …)" when its points equal
+/// other series' exactly), then one entry per distinct marker label.
+pub fn timeline_legend(series: &[Series], markers: &[Marker]) -> Vec<String> {
+    draw::timeline_legend(series, markers)
 }
 
 /// Lines of y versus x (e.g. token reduction versus threshold, one series per prompt variant).
@@ -101,13 +110,39 @@ pub fn heatmap(
     y_labels: &[String],
     values: &[Vec<Option<f64>>],
 ) -> Result<PlotFiles, PlotError> {
-    heatmap_described(dir, name, title, x_labels, y_labels, values, "", "", "")
+    heatmap_described(dir, name, title, x_labels, y_labels, values, &HeatmapDesc::default())
 }
 
-/// [`heatmap`] with axis descriptions (`x_desc` under the column labels, `y_desc` left of the row
-/// labels) and a caption for the colour bar (`value_desc`, e.g. "reduction (%)"); empty strings draw
-/// nothing.
-#[allow(clippy::too_many_arguments)]
+/// What a heatmap's axes and values are.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeatmapDesc {
+    /// Under the column labels (empty: nothing).
+    pub x_desc: String,
+    /// Left of the row labels (empty: nothing).
+    pub y_desc: String,
+    /// Along the colour bar: the figure, its unit and direction (empty: nothing).
+    pub value_desc: String,
+    /// The colour scale's natural range (e.g. `(0, 100)` for a share in percent), widened to the values
+    /// when they fall outside; `None`: from the values' min to their max.
+    pub range: Option<(f64, f64)>,
+    /// Written after each value (cells and colour-bar ticks), e.g. "%".
+    pub suffix: String,
+}
+
+/// The colour bar of a heatmap of `values` described by `desc`: its range (bottom, top), its tick labels
+/// from the top down, and its description; `None` without any finite value (no bar is drawn).
+pub fn heatmap_colour_bar(
+    values: &[Vec<Option<f64>>],
+    desc: &HeatmapDesc,
+) -> Option<((f64, f64), Vec<String>, String)> {
+    let clean: Vec<Vec<Option<f64>>> =
+        values.iter().map(|r| r.iter().map(|v| v.filter(|v| v.is_finite())).collect()).collect();
+    let range = draw::colour_range(&clean, desc.range)?;
+    let ticks = draw::colour_ticks(range, &desc.suffix).into_iter().map(|t| t.1).collect();
+    Some((range, ticks, desc.value_desc.clone()))
+}
+
+/// [`heatmap`] with axis descriptions, the colour bar's description, range and the values' unit.
 pub fn heatmap_described(
     dir: &Path,
     name: &str,
@@ -115,11 +150,19 @@ pub fn heatmap_described(
     x_labels: &[String],
     y_labels: &[String],
     values: &[Vec<Option<f64>>],
-    x_desc: &str,
-    y_desc: &str,
-    value_desc: &str,
+    desc: &HeatmapDesc,
 ) -> Result<PlotFiles, PlotError> {
-    let fig = draw::Heatmap { title, x_labels, y_labels, values, x_desc, y_desc, value_desc };
+    let fig = draw::Heatmap {
+        title,
+        x_labels,
+        y_labels,
+        values,
+        x_desc: &desc.x_desc,
+        y_desc: &desc.y_desc,
+        value_desc: &desc.value_desc,
+        range: desc.range,
+        suffix: &desc.suffix,
+    };
     draw::render(dir, name, &fig)
 }
 
@@ -135,6 +178,12 @@ pub fn pareto(
 ) -> Result<PlotFiles, PlotError> {
     let fig = draw::Pareto { title, x_label, y_label, points };
     draw::render(dir, name, &fig)
+}
+
+/// The labels [`pareto`] writes: one per place, (the first point there, the labels of every point at
+/// exactly its coordinates joined by ", ").
+pub fn pareto_labels(points: &[(String, f64, f64)]) -> Vec<(usize, String)> {
+    draw::point_labels(points)
 }
 
 /// A histogram of values in `bins` equal-width bins (at least one).

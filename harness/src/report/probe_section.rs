@@ -61,16 +61,25 @@ fn fmt_gain(r: &Rate) -> String {
     }
 }
 
-/// The report's probe section: headline per point, then breakdowns (source, kind, origin, ordinal).
-/// `comparisons` (Markdown) goes after the headline tables.
-pub fn markdown_section(plan: &crate::data::Plan, cells: &[CellResult], comparisons: &str) -> String {
+/// Points by their number (`#` of the headline table): one short key keeps every table narrow.
+fn label(plan: &crate::data::Plan, id: &str) -> String {
+    plan.point_number(id).map(|n| n.to_string()).unwrap_or_else(|| id.to_string())
+}
+
+/// The probes page's two sections, or `None` when the run scored no probes: the figures of every point
+/// (`comparisons`, Markdown, after its tables), and their breakdowns by source, kind, origin and
+/// compression ordinal.
+pub fn markdown_sections(
+    plan: &crate::data::Plan,
+    cells: &[CellResult],
+    comparisons: &str,
+) -> Option<(String, String)> {
     use std::fmt::Write;
     let figs = all_point_figures(plan, cells);
     if figs.iter().all(|(_, f)| f.is_none()) {
-        return String::new();
+        return None;
     }
-    // Points by their number (`#` of the headline table): one short key keeps every table narrow.
-    let label = |id: &str| plan.point_number(id).map(|n| n.to_string()).unwrap_or_else(|| id.to_string());
+    let label = |id: &str| label(plan, id);
     let mut md = String::from("## Probes\n\n");
     md.push_str(&format!(
         "*Early-only retention*: share of each conversation's early-only probes (gold only before the final stretch \
@@ -107,16 +116,21 @@ pub fn markdown_section(plan: &crate::data::Plan, cells: &[CellResult], comparis
         );
     }
     md.push_str(comparisons);
-    for by in ["source", "kind", "origin", "ordinal"] {
-        let _ = writeln!(md, "\n### By {by}\n");
-        md.push_str("| # | figure | value | rate |\n|---|---|---|---|\n");
+    md.push('\n');
+    let mut by = String::from(
+        "## Breakdowns\n\nEach figure of every point by source, probe kind, origin and compression ordinal (after the \
+         1st, 2nd, … compression of a conversation).\n",
+    );
+    for axis in ["source", "kind", "origin", "ordinal"] {
+        let _ = writeln!(by, "\n### By {axis}\n");
+        by.push_str("| # | figure | value | rate |\n|---|---|---|---|\n");
         for (id, f) in &figs {
             let Some(f) = f else { continue };
-            for b in f.breakdown.iter().filter(|b| b.by == by) {
-                let _ = writeln!(md, "| {} | {} | {} | {} |", label(id), b.figure, b.value, fmt_rate(&b.rate));
+            for b in f.breakdown.iter().filter(|b| b.by == axis) {
+                let _ = writeln!(by, "| {} | {} | {} | {} |", label(id), b.figure, b.value, fmt_rate(&b.rate));
             }
         }
     }
-    md.push('\n');
-    md
+    by.push('\n');
+    Some((md, by))
 }

@@ -391,6 +391,12 @@ fn fit(header: Vec<String>, rows: Vec<Vec<String>>, priority: Vec<u8>, markdown:
 /// Slices get tables of their own: their points cover other conversations, so their rows do not compare
 /// with the main grid's.
 pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
+    table_at(summaries, opts, SCOPES_AT)
+}
+
+/// [`table`], its notes sending the reader to `scopes_at` for the figures per source and over the
+/// conversations a strategy can act on.
+pub fn table_at(summaries: &[PointSummary], opts: TableOptions, scopes_at: &str) -> String {
     // Numbered in plan order, before grouping: the `#` other tables of a report key points by.
     let mut groups: BTreeMap<Option<&str>, Vec<(usize, PointSummary)>> = BTreeMap::new();
     for (i, s) in summaries.iter().enumerate() {
@@ -407,7 +413,8 @@ pub fn table(summaries: &[PointSummary], opts: TableOptions) -> String {
             )));
             part.push_str(sep);
         }
-        part.push_str(&group_table(group, opts));
+        let columns: Vec<PointSummary> = group.iter().map(|(_, s)| s.clone()).collect();
+        part.push_str(&group_table(group, opts, &View { columns: &columns, kinds: true, scopes_at }));
         parts.push(part);
     }
     parts.join(sep)
@@ -418,9 +425,86 @@ fn summarizers(summaries: &[PointSummary]) -> std::collections::BTreeSet<&str> {
     summaries.iter().map(|s| s.summarizer.as_str()).filter(|s| *s != "-").collect()
 }
 
-fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String {
-    let summaries: Vec<PointSummary> = numbered.iter().map(|(_, s)| s.clone()).collect();
-    let summaries = summaries.as_slice();
+/// Where the note under a table sends the reader for the figures per scope (`run` and `report` print it
+/// to the terminal, where the report's main page holds them).
+const SCOPES_AT: &str = "report.md, results/scopes.csv";
+
+/// The main page's headline: the main grid's points `shown` (plan indexes, 0-based; slices are never
+/// shown), under the main grid's columns and constants line, so its rows read as rows of the full table;
+/// no per-kind probe table. `scopes_at` says where the figures per scope are.
+pub fn short_table(summaries: &[PointSummary], shown: &[usize], opts: TableOptions, scopes_at: &str) -> String {
+    let main: Vec<(usize, PointSummary)> =
+        summaries.iter().enumerate().filter(|(_, s)| s.slice.is_none()).map(|(i, s)| (i + 1, s.clone())).collect();
+    let rows: Vec<(usize, PointSummary)> = main.iter().filter(|(n, _)| shown.contains(&(n - 1))).cloned().collect();
+    let columns: Vec<PointSummary> = main.into_iter().map(|(_, s)| s).collect();
+    group_table(&rows, opts, &View { columns: &columns, kinds: false, scopes_at })
+}
+
+/// Why a point is a row of the main page's headline ([`notable_points`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Notable {
+    /// Its strategy's default point: the first main-grid point of the strategy, in plan order.
+    Default,
+    /// Its strategy's point with the lowest `tokens_vs_none`, lower than the default's.
+    Cheapest,
+    /// Its strategy's point with the highest quality figure, higher than the default's.
+    BestQuality,
+}
+
+/// The rows of the main page's headline, in plan order (indexes into `summaries`): per strategy of the
+/// main grid, its default point and, where another of its points does strictly better by the point
+/// estimate, its cheapest (`tokens_vs_none`) and its best by `quality`. At most three rows per strategy,
+/// whatever the size of the grid; ties keep the earlier point.
+pub fn notable_points(summaries: &[PointSummary], quality: &str) -> Vec<(usize, Notable)> {
+    let mut out: Vec<(usize, Notable)> = Vec::new();
+    let mut strategies: Vec<&str> = Vec::new();
+    for s in summaries.iter().filter(|s| s.slice.is_none()) {
+        if !strategies.contains(&s.strategy.as_str()) {
+            strategies.push(&s.strategy);
+        }
+    }
+    for strategy in strategies {
+        let mine: Vec<usize> = (0..summaries.len())
+            .filter(|&i| summaries[i].slice.is_none() && summaries[i].strategy == strategy)
+            .collect();
+        let default = mine[0];
+        out.push((default, Notable::Default));
+        let value = |i: usize, metric: &str| summaries[i].figures.get(metric).copied().filter(|v| v.is_finite());
+        // The first point strictly better than every earlier one (`better(a, b)`: a beats b).
+        let best = |metric: &str, better: fn(f64, f64) -> bool| {
+            let mut best: Option<(usize, f64)> = None;
+            for &i in &mine {
+                if let Some(v) = value(i, metric) {
+                    if best.is_none_or(|(_, b)| better(v, b)) {
+                        best = Some((i, v));
+                    }
+                }
+            }
+            let (i, v) = best?;
+            // Only a point that beats the default (or stands where the default has no figure).
+            value(default, metric).is_none_or(|d| better(v, d)).then_some(i)
+        };
+        if let Some(i) = best("tokens_vs_none", |a, b| a < b) {
+            out.push((i, Notable::Cheapest));
+        }
+        if let Some(i) = best(quality, |a, b| a > b) {
+            out.push((i, Notable::BestQuality));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What a group table shows besides its rows: the points its columns and constants line are computed
+/// over, whether the per-kind probe table follows, and where the note sends the reader for the scopes.
+struct View<'a> {
+    columns: &'a [PointSummary],
+    kinds: bool,
+    scopes_at: &'a str,
+}
+
+fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions, view: &View) -> String {
+    let summaries = view.columns;
     let (varying, constant) = split_axes(summaries);
     let constant = constants_line(&constant);
     let summarizer_varies = summarizers(summaries).len() > 1;
@@ -473,14 +557,14 @@ fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String
     }
     out.push_str(&text);
     let mut notes = vec![
-        "↓ lower is better, ↑ higher is better; figures are pooled over all the point's conversations (`convs`; per source and over the conversations a strategy can act on: report.md, results/scopes.csv), ratios as ratios of sums, means marked (n=…) over compression events".to_string(),
+        format!("↓ lower is better, ↑ higher is better; figures are pooled over all the point's conversations (`convs`; per source and over the conversations a strategy can act on: {}), ratios as ratios of sums, means marked (n=…) over compression events", view.scopes_at),
     ];
     if dropped > 0 {
         notes.push(format!("{dropped} more columns with --wide"));
     }
     out.push_str(if opts.markdown { "\n\n" } else { "\n" });
     out.push_str(&wrap(&format!("{}.", notes.join("; "))));
-    if summaries.iter().any(|s| s.probes.is_some()) {
+    if view.kinds && summaries.iter().any(|s| s.probes.is_some()) {
         out.push_str(if opts.markdown { "\n\n" } else { "\n" });
         out.push_str(&kind_table(numbered, opts));
     }
@@ -568,5 +652,54 @@ mod tests {
         assert!(main.contains("| 1 | gemini") && main.contains("| 2 | none"), "{main}");
         assert!(slice.contains("| 3 | gemini") && !slice.contains("| 1 | gemini"), "{slice}");
         assert!(text.lines().all(|l| l.chars().count() <= TABLE_WIDTH), "{text}");
+    }
+
+    fn scored(strategy: &str, threshold: &str, tokens: f64, quality: f64) -> PointSummary {
+        let mut p = point(strategy, "-", None, threshold);
+        p.figures =
+            Figures([("tokens_vs_none".to_string(), tokens), ("early_only_retention".to_string(), quality)].into());
+        p
+    }
+
+    /// The main page's headline: each strategy's default point, and its cheapest and best points only where
+    /// they beat the default; never more than three rows per strategy, however large the grid; slices never.
+    #[test]
+    fn the_short_headline_holds_each_default_and_at_most_three_rows_per_strategy() {
+        let mut summaries: Vec<PointSummary> = (0..12)
+            .map(|i| scored("gemini", &format!("0.{i}"), 0.97 - 0.01 * (i % 5) as f64, 0.30 + 0.02 * (i % 7) as f64))
+            .collect();
+        summaries.push(scored("drop-oldest", "0.5", 0.95, 0.3));
+        summaries.push(scored("drop-oldest", "0.7", 0.95, 0.3));
+        summaries.push(scored("none", "-", 1.0, 0.4));
+        let mut slice = scored("gemini", "0.9", 0.1, 0.9);
+        slice.slice = Some("small".into());
+        summaries.push(slice);
+        let rows = notable_points(&summaries, "early_only_retention");
+        assert_eq!(
+            rows,
+            [
+                (0, Notable::Default),
+                (4, Notable::Cheapest),
+                (6, Notable::BestQuality),
+                (12, Notable::Default),
+                (14, Notable::Default)
+            ]
+        );
+        let mut per_strategy: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, _) in &rows {
+            *per_strategy.entry(summaries[*i].strategy.as_str()).or_default() += 1;
+        }
+        assert!(per_strategy.values().all(|&n| n <= 3), "{per_strategy:?}");
+        // The table shows those rows under the main grid's columns, without the per-kind probe table, and
+        // its note names where the scopes are.
+        let shown: Vec<usize> = rows.iter().map(|(i, _)| *i).collect();
+        let text = short_table(&summaries, &shown, TableOptions { markdown: true, ..Default::default() }, "below");
+        let numbers: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| #"))
+            .map(|l| l.split('|').nth(1).unwrap().trim())
+            .collect();
+        assert_eq!(numbers, ["1", "5", "7", "13", "15"], "{text}");
+        assert!(text.contains("| thr") && text.contains("act on: below)") && !text.contains("Slice"), "{text}");
     }
 }

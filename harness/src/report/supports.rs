@@ -197,6 +197,11 @@ fn pp(x: f64) -> String {
 
 /// One claim as a sentence.
 pub fn sentence(c: &Claim) -> String {
+    sentence_over(c, c.scope)
+}
+
+/// One claim as a sentence, its scope named `scope`.
+fn sentence_over(c: &Claim, scope: &str) -> String {
     let what = metrics::metric(c.metric).map_or(c.metric, |m| m.header);
     let against = match c.against {
         Against::NoCompression => format!("`{}`", c.against.name()),
@@ -206,10 +211,9 @@ pub fn sentence(c: &Claim) -> String {
         return format!("#{} `{}` **did not act**: {}; no finding.", c.point, c.strategy, c.reason);
     };
     let mut s = format!(
-        "#{} `{}` − {against}, {what} ({}, n = {} conversations): {} pp [{}, {}]",
+        "#{} `{}` − {against}, {what} ({scope}, n = {} conversations): {} pp [{}, {}]",
         c.point,
         c.strategy,
-        c.scope,
         d.n,
         pp(d.value),
         pp(d.low),
@@ -237,24 +241,62 @@ pub fn sentence(c: &Claim) -> String {
     s
 }
 
-/// Whether each point finished its conversations inside the window, and how often it did not.
-pub fn overflow_lines(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
+/// The claims as list lines, in order: two neighbours that differ only in their scope (the same figures
+/// pooled and over the actionable conversations, as when every conversation is actionable) make one line.
+pub fn claim_lines(claims: &[&Claim]) -> Vec<String> {
     let mut out = Vec::new();
+    let mut i = 0;
+    while i < claims.len() {
+        let c = claims[i];
+        let twin = claims.get(i + 1).filter(|n| n.scope != c.scope && sentence_over(n, "") == sentence_over(c, ""));
+        if twin.is_some() {
+            out.push(sentence_over(c, "pooled and actionable alike"));
+            i += 2;
+        } else {
+            out.push(sentence(c));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether each point finished its conversations inside the window, and how often it did not. The points
+/// that all finished inside the window over the same conversations make one line, with their count.
+pub fn overflow_lines(plan: &Plan, cells: &[CellResult]) -> Vec<String> {
+    // Per line: its points (as `#n` and the strategy) and the rest of the sentence.
+    let mut lines: Vec<(Vec<String>, String)> = Vec::new();
     for i in default_points(plan) {
         let p = &plan.points[i];
         let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
         let overflowed = mine.iter().filter(|c| c.result.overflowed()).count();
         let requests: u64 = mine.iter().map(|c| c.result.overflow_requests).sum();
-        out.push(format!(
-            "#{} `{}`: {} of {} conversations finished inside the window; {overflowed} overflowed ({requests} request{} over the window; from the first one on, their probes score as lost).",
-            i + 1,
-            p.strategy.kind(),
-            mine.len() - overflowed,
-            mine.len(),
-            if requests == 1 { "" } else { "s" }
+        let label = format!("#{} `{}`", i + 1, p.strategy.kind());
+        if overflowed == 0 && requests == 0 {
+            let rest =
+                format!("{} of {} conversations finished inside the window; none overflowed.", mine.len(), mine.len());
+            match lines.iter_mut().find(|(_, r)| *r == rest) {
+                Some((points, _)) => points.push(label),
+                None => lines.push((vec![label], rest)),
+            }
+            continue;
+        }
+        lines.push((
+            vec![label],
+            format!(
+                "{} of {} conversations finished inside the window; {overflowed} overflowed ({requests} request{} over the window; from the first one on, their probes score as lost).",
+                mine.len() - overflowed,
+                mine.len(),
+                if requests == 1 { "" } else { "s" }
+            ),
         ));
     }
-    out
+    lines
+        .into_iter()
+        .map(|(points, rest)| match points.len() {
+            1 => format!("{}: {rest}", points[0]),
+            n => format!("{} ({n} points): {rest}", points.join(", ")),
+        })
+        .collect()
 }
 
 /// The report's section.
@@ -275,16 +317,16 @@ pub fn markdown(plan: &Plan, cells: &[CellResult], claims: &[Claim]) -> String {
     if established.is_empty() {
         md.push_str("- nothing.\n");
     }
-    for c in established {
-        let _ = writeln!(md, "- {}", sentence(c));
+    for l in claim_lines(&established) {
+        let _ = writeln!(md, "- {l}");
     }
     md.push_str("\nNot established, or did not act:\n\n");
     let rest: Vec<&Claim> = claims.iter().filter(|c| c.verdict != Verdict::Established).collect();
     if rest.is_empty() {
         md.push_str("- nothing.\n");
     }
-    for c in rest {
-        let _ = writeln!(md, "- {}", sentence(c));
+    for l in claim_lines(&rest) {
+        let _ = writeln!(md, "- {l}");
     }
     md.push_str("\nOverflow (a request larger than the window is refused by the provider; the agent stops there):\n\n");
     for l in overflow_lines(plan, cells) {
@@ -370,5 +412,33 @@ mod tests {
         assert_eq!(judge(&fig(0.2, 0.1, 0.3), None, &[]).0, Verdict::NotEstablished);
         // A difference of exactly 0 with a degenerate interval is not a finding either.
         assert_eq!(judge(&fig(0.0, 0.0, 0.0), Some(&fragile(0.0, 0.0)), &[]).0, Verdict::NotEstablished);
+    }
+
+    fn claim(scope: &'static str, value: f64, n: usize) -> Claim {
+        Claim {
+            point: 2,
+            strategy: "gemini".into(),
+            against: Against::NoCompression,
+            metric: "tokens_vs_none",
+            scope,
+            verdict: Verdict::Established,
+            reason: String::new(),
+            difference: Some(Figure { value, n, low: value - 0.1, high: value - 0.05 }),
+            fragility: Some(fragile(value - 0.05, value + 0.01)),
+            without_source: Vec::new(),
+        }
+    }
+
+    /// A claim that says the same pooled and over the actionable conversations is one line; claims that
+    /// differ keep a line each.
+    #[test]
+    fn the_same_claim_pooled_and_actionable_is_one_line() {
+        let (pooled, actionable) = (claim("pooled", -0.5, 8), claim("actionable", -0.5, 8));
+        let lines = claim_lines(&[&pooled, &actionable]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("(pooled and actionable alike, n = 8 conversations): -50.0 pp"), "{lines:?}");
+        let fewer = claim("actionable", -0.6, 5);
+        let lines = claim_lines(&[&pooled, &fewer]);
+        assert_eq!(lines, [sentence(&pooled), sentence(&fewer)]);
     }
 }

@@ -1,5 +1,5 @@
 //! The report's tables: the [`Table`] type (one definition, rendered for the terminal or as Markdown), the
-//! formats of its cells, and the builders of each table `report.md` shows.
+//! formats of its cells, and the builders of each table the report's pages show.
 
 use super::{aggregate, default_points, Against};
 use crate::data::{CellResult, ConfigPoint, Plan};
@@ -115,7 +115,12 @@ fn figure_cell(name: &str, f: Option<&metrics::Figure>, with_ci: bool) -> String
 /// Headline figures of each strategy's default point per scope (pooled, actionable, each source), with the
 /// paired differences from the reference point: one table for cost, one for quality and storms (each fits
 /// 120 columns; points by `#`).
-pub fn scopes_tables(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> [Table; 3] {
+/// Only the scopes `keep` lets through are rows.
+pub fn scopes_tables(
+    plan: &Plan,
+    scopes: &[aggregate::ScopeFigures],
+    keep: impl Fn(&aggregate::Scope) -> bool,
+) -> [Table; 3] {
     let shown = default_points(plan);
     let groups: [(&[&str], &str, &str); 3] = [
         (&["tokens_vs_none", "usd_vs_none", "cached_usd_vs_none"], "tokens_vs_none", "Δ tokens − ref. (pp)"),
@@ -128,7 +133,7 @@ pub fn scopes_tables(plan: &Plan, scopes: &[aggregate::ScopeFigures]) -> [Table;
         header.push(diff_header.to_string());
         let mut rows = Vec::new();
         for &i in &shown {
-            for r in scopes.iter().filter(|r| r.point == i) {
+            for r in scopes.iter().filter(|r| r.point == i && keep(&r.scope)) {
                 let scope = match &r.scope {
                     aggregate::Scope::Source(s) => s.clone(),
                     other => other.to_string(),

@@ -161,12 +161,30 @@ fn report_rebuilds_results_and_markdown() {
     let terminal = report::headline(&plan, &cells, false, false);
     insta::assert_snapshot!("headline_terminal", terminal);
     assert!(terminal.lines().all(|l| l.chars().count() <= 120), "{terminal}");
-    // Every Markdown table fits 120 columns too (points are keyed by `#`, slices get tables of their own).
-    let wide: Vec<&str> = md.lines().filter(|l| l.starts_with('|') && l.chars().count() > 120).collect();
-    assert!(wide.is_empty(), "table lines wider than 120 columns: {wide:#?}");
+    // Every page is written, and rebuilt byte for byte; every Markdown table on them fits 120 columns too
+    // (points are keyed by `#`, slices get tables of their own).
+    assert_eq!(out.pages, [report::MAIN, report::DETAILS, report::PROBES].map(|p| dir.join(p)));
+    let pages: Vec<String> = out.pages.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    report::build(&dir, false).unwrap();
+    for (path, text) in out.pages.iter().zip(&pages) {
+        assert_eq!(&std::fs::read_to_string(path).unwrap(), text, "{}", path.display());
+        let wide: Vec<&str> = text.lines().filter(|l| l.starts_with('|') && l.chars().count() > 120).collect();
+        assert!(wide.is_empty(), "{}: table lines wider than 120 columns: {wide:#?}", path.display());
+        assert!(text.starts_with("# compactbench report: gate-test"), "{}", path.display());
+    }
     assert!(md.contains(&report::cell_count(&plan, &cells)));
-    assert!(md.starts_with("# compactbench report: gate-test"));
-    assert!(md.contains("## Headline") && md.contains("## Corpus") && md.contains("## Configuration"));
+    assert!(md.contains("## What this run supports") && md.contains("## Headline"));
+    let details = &pages[1];
+    assert!(
+        details.contains("## Every point") && details.contains("## Corpus") && details.contains("## Configuration")
+    );
+    // The full headline table (the one `run` prints) is on the details page, row for row.
+    let full = report::headline(&plan, &cells, false, true);
+    let rows: Vec<&str> = full.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(rows.len() > plan.points.len() && rows.iter().all(|r| details.contains(r)), "{full}");
+    // This run scores no probes: the probes page says so (the main page links it whatever the run).
+    let probes = &pages[2];
+    assert!(probes.contains("## Probes") && probes.contains("### By ordinal") || probes.contains("scored no probes"));
     // Points frame: one row per configuration, with intervals.
     let points = std::fs::read_to_string(dir.join("results/points.csv")).unwrap();
     assert_eq!(points.lines().count(), 1 + plan.points.len());
@@ -296,6 +314,87 @@ fn the_baseline_keeps_triggers_above_the_first_request_and_compressions_rare() {
     assert!(per_source.values().any(|(_, c)| *c > 0), "the reference compresses somewhere: {per_source:?}");
 }
 
+/// The lines of one `##` section of a page.
+fn section<'a>(page: &'a str, name: &str) -> Vec<&'a str> {
+    let start = page.find(&format!("\n## {name}\n")).unwrap_or_else(|| panic!("no section {name}"));
+    page[start + 1..].lines().skip(1).take_while(|l| !l.starts_with("## ")).collect()
+}
+
+/// The main page of a run leads with what matters, on one page: its sections are the fixed list, in order;
+/// it links the pages next to it (each line saying what the page holds) and never sends the reader to
+/// itself; its headline table holds at most three rows per strategy (each default point, and its cheapest
+/// and best point where they beat it), every point being on `details.md`; a repeated claim is one line.
+#[test]
+fn the_main_page_leads_with_what_matters_and_links_the_rest() {
+    let dir = baseline();
+    let main = std::fs::read_to_string(dir.join(report::MAIN)).unwrap();
+    let sections: Vec<&str> = main.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+    let order: Vec<usize> = sections
+        .iter()
+        .map(|s| report::MAIN_SECTIONS.iter().position(|m| m == s).unwrap_or_else(|| panic!("{s}: not a main section")))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{sections:?}");
+    for s in ["What this run supports", "Headline", "Headline by scope", "Plots"] {
+        assert!(sections.contains(&s), "{s} missing: {sections:?}");
+    }
+    assert!(!main.contains(report::MAIN), "the main page names itself: {main}");
+    assert!(main.lines().count() < 300, "{} lines", main.lines().count());
+    for page in [report::DETAILS, report::PROBES] {
+        assert!(main.lines().any(|l| l.starts_with(&format!("- [{page}]({page}): "))), "{page} not linked");
+        assert!(dir.join(page).is_file(), "{page} not written");
+    }
+    let plan = runner::load_plan(dir).unwrap();
+    let rows: Vec<&str> =
+        section(&main, "Headline").into_iter().filter(|l| l.starts_with("| ") && !l.starts_with("| #")).collect();
+    let mut per_strategy: std::collections::BTreeMap<&str, usize> = Default::default();
+    for r in &rows {
+        *per_strategy.entry(r.split('|').nth(2).unwrap().trim()).or_default() += 1;
+    }
+    assert_eq!(per_strategy.len(), 3, "{per_strategy:?}");
+    assert!(per_strategy.values().all(|&n| n <= 3), "{per_strategy:?}");
+    // Scopes on the main page: pooled and actionable; per source on the details page.
+    let scopes = section(&main, "Headline by scope").join("\n");
+    assert!(scopes.contains("| pooled") && !scopes.contains("| aider"), "{scopes}");
+    let details = std::fs::read_to_string(dir.join(report::DETAILS)).unwrap();
+    assert!(section(&details, "Headline by source").iter().any(|l| l.contains("| aider")));
+    let every = section(&details, "Every point");
+    for n in 1..=plan.points.len() {
+        assert!(every.iter().any(|l| l.starts_with(&format!("| {n} "))), "#{n} missing from {}", report::DETAILS);
+    }
+    // No claim line is said twice.
+    let claims: Vec<&str> =
+        section(&main, "What this run supports").into_iter().filter(|l| l.starts_with("- ")).collect();
+    let distinct: std::collections::BTreeSet<&&str> = claims.iter().collect();
+    assert_eq!(distinct.len(), claims.len(), "{claims:#?}");
+}
+
+/// The committed default run's main page is one page (under 300 lines of its 1,906 before the pages were
+/// split); checked once the committed reports are rebuilt with pages next to `report.md`.
+#[test]
+fn the_committed_baseline_main_page_is_one_page() {
+    let dir = repo().join("reports/baseline");
+    assert!(dir.join(report::DETAILS).is_file() && dir.join(report::PROBES).is_file(), "details.md, probes.md");
+    let main = std::fs::read_to_string(dir.join(report::MAIN)).unwrap();
+    assert!(main.lines().count() < 300, "reports/baseline/report.md: {} lines", main.lines().count());
+    assert!(!main.contains(report::MAIN));
+    for s in main.lines().filter_map(|l| l.strip_prefix("## ")) {
+        assert!(report::MAIN_SECTIONS.contains(&s), "{s}: not a main section");
+    }
+}
+
+/// A report as the README quotes it: `report.md` and the pages it links next to it (`details.md`,
+/// `probes.md`).
+fn report_pages(dir: &Path) -> String {
+    let main = std::fs::read_to_string(dir.join(report::MAIN)).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut all = main.clone();
+    for page in [report::DETAILS, report::PROBES] {
+        if main.contains(&format!("]({page})")) {
+            all.push_str(&std::fs::read_to_string(dir.join(page)).unwrap_or_else(|e| panic!("{page}: {e}")));
+        }
+    }
+    all
+}
+
 /// The numbers of `text` (thousands separators dropped, signs ignored) that `source` does not contain.
 fn numbers_missing(text: &str, source: &str) -> Vec<String> {
     let number = regex::Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").unwrap();
@@ -305,7 +404,8 @@ fn numbers_missing(text: &str, source: &str) -> Vec<String> {
 }
 
 /// The README quotes committed reports and adds no figure of its own: every number inside a
-/// `<!-- figures: DIR -->` … `<!-- /figures -->` block is in `DIR/report.md` (or in the named `.md` file).
+/// `<!-- figures: DIR -->` … `<!-- /figures -->` block is in DIR's report (`report.md` and the pages it
+/// links), or in the named `.md` file.
 #[test]
 fn readme_figures_are_in_the_committed_reports() {
     assert_eq!(numbers_missing("kept 97.9 % of 1,603, not 12.5", "97.9% [1.0, 2.0] 1603"), ["12.5"]);
@@ -316,10 +416,14 @@ fn readme_figures_are_in_the_committed_reports() {
         let dir = cap[1].to_string();
         let start = cap.get(0).unwrap().end();
         let end = start + readme[start..].find("<!-- /figures -->").unwrap_or_else(|| panic!("{dir}: unclosed block"));
-        let file = if dir.ends_with(".md") { repo().join(&dir) } else { repo().join(&dir).join("report.md") };
-        let report = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let report = if dir.ends_with(".md") {
+            let file = repo().join(&dir);
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        } else {
+            report_pages(&repo().join(&dir))
+        };
         let missing = numbers_missing(&readme[start..end], &report);
-        assert!(missing.is_empty(), "README numbers quoted from {dir} that its report.md does not hold: {missing:?}");
+        assert!(missing.is_empty(), "README numbers quoted from {dir} that its report does not hold: {missing:?}");
         dirs.push(dir);
     }
     for dir in ["reports/baseline", "reports/long-sessions"] {

@@ -9,6 +9,7 @@ use std::path::Path;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::{CoordTranslate, Shift};
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -21,11 +22,13 @@ mod lines;
 mod pareto;
 mod timeline;
 
-pub use heatmap::Heatmap;
+pub use heatmap::{colour_range, colour_ticks, Heatmap};
 pub use histogram::Histogram;
 pub use lines::Lines;
-pub use pareto::Pareto;
-pub use timeline::Timeline;
+pub use pareto::{point_labels, Pareto};
+#[cfg(test)]
+pub use timeline::strokes as timeline_strokes;
+pub use timeline::{legend_labels as timeline_legend, Timeline};
 
 pub type DrawResult<T = ()> = Result<T, Box<dyn Error>>;
 
@@ -159,26 +162,54 @@ where
     Ok(())
 }
 
-/// A downward triangle whose tip is at `tip`.
-fn event_marker<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, tip: (i32, i32), fill: RGBColor) -> DrawResult
+/// How many looks [`event_marker`] has (then they repeat).
+pub const EVENT_LOOKS: usize = 4;
+
+/// A compression-event marker whose tip is at `tip`, in `fill`: look 0 a filled downward triangle, 1 an
+/// outlined one, 2 a filled diamond, 3 an outlined one (then they repeat), so events of different kinds
+/// differ by shape while the colour says whose they are.
+fn event_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    tip: (i32, i32),
+    fill: RGBColor,
+    look: usize,
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     let (x, y) = tip;
-    let pts = vec![(x - 6, y - 11), (x + 6, y - 11), (x, y - 1)];
-    area.draw(&Polygon::new(pts.clone(), fill.filled()))?;
-    area.draw(&PathElement::new([pts.clone(), vec![pts[0]]].concat(), style::TEXT.stroke_width(1)))?;
+    let pts = match look % EVENT_LOOKS {
+        0 | 1 => vec![(x - 6, y - 11), (x + 6, y - 11), (x, y - 1)],
+        _ => vec![(x, y - 13), (x + 6, y - 7), (x, y - 1), (x - 6, y - 7)],
+    };
+    let closed = [pts.clone(), vec![pts[0]]].concat();
+    if look % 2 == 0 {
+        area.draw(&Polygon::new(pts, fill.filled()))?;
+        area.draw(&PathElement::new(closed, style::TEXT.stroke_width(1)))?;
+    } else {
+        area.draw(&Polygon::new(pts, WHITE.filled()))?;
+        area.draw(&PathElement::new(closed, fill.stroke_width(2)))?;
+    }
     Ok(())
+}
+
+/// How a line is stroked: its width and its dash (dash length, gap) if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stroke {
+    pub width: u32,
+    pub dash: Option<(u32, u32)>,
 }
 
 #[derive(Clone, Debug)]
 enum Swatch {
     /// A line, with a point marker on it if any.
     Line(Option<Shape>),
+    /// A line stroked so.
+    Stroke(Stroke),
     /// A point marker alone, of the given radius.
     Point(Shape, i32),
-    /// The timeline's event triangle.
-    Event,
+    /// The timeline's event marker, of the given look.
+    Event(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -190,9 +221,154 @@ struct LegendEntry {
 
 const LEGEND_ROW: i32 = 26;
 const CHART_MARGIN_TOP: i32 = 12;
+/// The widest label a legend on the right holds; a legend with a wider label goes below the chart.
+const LEGEND_RIGHT_MAX: i32 = 250;
+/// Where a legend entry's text starts, right of its swatch.
+const SWATCH_W: i32 = 42;
+/// The height of one line of legend text, and the space between entries below the chart.
+const LEGEND_LINE: i32 = 21;
+const LEGEND_GAP: i32 = 5;
 
-/// White background, title (and subtitle), and a legend panel on the right when there are entries.
-/// Returns the area left for the chart.
+/// Title sizes tried in turn until the title fits on one line; at the last it wraps to two.
+const TITLE_SIZES: [f64; 4] = [style::TITLE_SIZE, 28.0, 25.0, 23.0];
+
+/// `text` broken at spaces into lines at most `max_w` wide (a word wider than that alone on its line,
+/// shortened with an ellipsis).
+fn wrap<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    text: &str,
+    style: &TextStyle,
+    max_w: i32,
+) -> DrawResult<Vec<String>>
+where
+    DB::ErrorType: 'static,
+{
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let candidate = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
+        if line.is_empty() || text_width(area, &candidate, style)? <= max_w {
+            line = candidate;
+        } else {
+            lines.push(fit(area, &line, style, max_w)?);
+            line = word.to_string();
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(fit(area, &line, style, max_w)?);
+    }
+    Ok(lines)
+}
+
+/// The title's lines and font size: one line at the largest of [`TITLE_SIZES`] at which it fits
+/// `max_w`, else two lines at the smallest (the second shortened if the rest still does not fit).
+fn title_lines<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    title: &str,
+    max_w: i32,
+) -> DrawResult<(Vec<String>, f64)>
+where
+    DB::ErrorType: 'static,
+{
+    for size in TITLE_SIZES {
+        if text_width(area, title, &font(size))? <= max_w {
+            return Ok((vec![title.to_string()], size));
+        }
+    }
+    let size = TITLE_SIZES[TITLE_SIZES.len() - 1];
+    let style = font(size);
+    let mut lines = wrap(area, title, &style, max_w)?;
+    if lines.len() > 2 {
+        let rest = lines[1..].join(" ");
+        lines.truncate(1);
+        lines.push(fit(area, &rest, &style, max_w)?);
+    }
+    Ok((lines, size))
+}
+
+/// The legend's layout below the chart: how many columns, and each entry's label lines.
+#[derive(Clone, Debug, PartialEq)]
+struct BelowLayout {
+    cols: usize,
+    lines: Vec<Vec<String>>,
+}
+
+impl BelowLayout {
+    /// Each row's height (the most lines of its entries).
+    fn row_heights(&self) -> Vec<i32> {
+        self.lines
+            .chunks(self.cols)
+            .map(|row| row.iter().map(Vec::len).max().unwrap_or(1) as i32 * LEGEND_LINE)
+            .collect()
+    }
+
+    fn height(&self) -> i32 {
+        let rows = self.row_heights();
+        rows.iter().sum::<i32>() + LEGEND_GAP * rows.len().saturating_sub(1) as i32 + 2 * LEGEND_GAP
+    }
+}
+
+/// The lowest layout of the labels in 1 to 3 columns `width` wide in all, a wrapped line counting
+/// [`LEGEND_GAP`] + 3 px more than its height (ties: fewer wrapped lines, then more columns).
+fn below_layout<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    labels: &[String],
+    style: &TextStyle,
+    width: i32,
+) -> DrawResult<BelowLayout>
+where
+    DB::ErrorType: 'static,
+{
+    let mut best: Option<(i32, usize, BelowLayout)> = None;
+    for cols in (1..=3usize.min(labels.len().max(1))).rev() {
+        let col_w = width / cols as i32 - SWATCH_W - 12;
+        let mut lines = Vec::with_capacity(labels.len());
+        for l in labels {
+            lines.push(wrap(area, l, style, col_w)?);
+        }
+        let wrapped = lines.iter().map(Vec::len).sum::<usize>() - lines.len();
+        let layout = BelowLayout { cols, lines };
+        // A wrapped label reads worse than a row more: it counts a little more than a row's gap.
+        let key = (layout.height() + 8 * wrapped as i32, wrapped);
+        if best.as_ref().is_none_or(|b| key < (b.0, b.1)) {
+            best = Some((key.0, key.1, layout));
+        }
+    }
+    Ok(best.map(|b| b.2).unwrap_or(BelowLayout { cols: 1, lines: Vec::new() }))
+}
+
+/// Draws an entry's swatch with its vertical centre at `y`, from `x`.
+fn swatch<DB: DrawingBackend>(panel: &DrawingArea<DB, Shift>, entry: &LegendEntry, x: i32, y: i32) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let (x0, x1) = (x + 6, x + 34);
+    match entry.swatch {
+        Swatch::Line(shape) => {
+            panel.draw(&PathElement::new(vec![(x0, y), (x1, y)], entry.colour.stroke_width(3)))?;
+            if let Some(shape) = shape {
+                marker(panel, ((x0 + x1) / 2, y), shape, 4, entry.colour)?;
+            }
+        }
+        Swatch::Stroke(s) => {
+            let style = entry.colour.stroke_width(s.width.max(2) + 1);
+            match s.dash {
+                None => panel.draw(&PathElement::new(vec![(x0, y), (x1, y)], style))?,
+                Some((len, gap)) => {
+                    let line = vec![(x0, y), (x1 + 1, y)];
+                    panel.draw(&DashedPathElement::new(line, len.min(9), gap.min(5), style))?
+                }
+            }
+        }
+        Swatch::Point(shape, r) => marker(panel, ((x0 + x1) / 2, y), shape, r, entry.colour)?,
+        Swatch::Event(look) => event_marker(panel, ((x0 + x1) / 2, y + 7), entry.colour, look)?,
+    }
+    Ok(())
+}
+
+/// White background, title (and subtitle), and the legend when there are entries: on the right when
+/// every label fits [`LEGEND_RIGHT_MAX`], else below the chart in columns with wrapped labels (nothing
+/// shortened). Returns the area left for the chart.
 fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
@@ -203,12 +379,13 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE)?;
-    let (w, _) = root.dim_in_pixel();
+    let (w, h) = root.dim_in_pixel();
     let mut area = root.clone();
     if !title.trim().is_empty() {
-        let style = font(style::TITLE_SIZE);
-        let text = fit(root, title, &style, w as i32 - 40)?;
-        area = area.titled(&text, style)?;
+        let (lines, size) = title_lines(root, title, w as i32 - 40)?;
+        for line in lines {
+            area = area.titled(&line, font(size))?;
+        }
     }
     if let Some(sub) = subtitle.filter(|s| !s.trim().is_empty()) {
         let style = font(style::SUBTITLE_SIZE).color(&style::MUTED);
@@ -219,38 +396,82 @@ where
         return Ok(area);
     }
     let text_style = anchored(style::LEGEND_SIZE, HPos::Left, VPos::Center);
-    let max_text = 240;
-    let mut labels = Vec::with_capacity(legend.len());
     let mut widest = 0;
     for entry in legend {
-        let label = fit(root, &entry.label, &text_style, max_text)?;
-        widest = widest.max(text_width(root, &label, &text_style)?);
-        labels.push(label);
+        widest = widest.max(text_width(root, &entry.label, &text_style)?);
+    }
+    if widest > LEGEND_RIGHT_MAX {
+        return legend_below(root, &area, legend, &text_style, h as i32);
     }
     let panel_w = (widest + 68).max(120);
     let (chart, panel) = area.split_horizontally(w as i32 - panel_w);
     let (_, panel_h) = panel.dim_in_pixel();
     let fits = ((panel_h as i32 - CHART_MARGIN_TOP - 10) / LEGEND_ROW).max(1) as usize;
     let shown = if legend.len() > fits { fits - 1 } else { legend.len() };
-    for (i, (entry, label)) in legend.iter().zip(&labels).take(shown).enumerate() {
+    for (i, entry) in legend.iter().take(shown).enumerate() {
         let y = CHART_MARGIN_TOP + 10 + LEGEND_ROW * i as i32;
-        let (x0, x1) = (6, 34);
-        match entry.swatch {
-            Swatch::Line(shape) => {
-                panel.draw(&PathElement::new(vec![(x0, y), (x1, y)], entry.colour.stroke_width(3)))?;
-                if let Some(shape) = shape {
-                    marker(&panel, ((x0 + x1) / 2, y), shape, 4, entry.colour)?;
-                }
-            }
-            Swatch::Point(shape, r) => marker(&panel, ((x0 + x1) / 2, y), shape, r, entry.colour)?,
-            Swatch::Event => event_marker(&panel, ((x0 + x1) / 2, y + 6), entry.colour)?,
-        }
-        panel.draw(&Text::new(label.clone(), (x1 + 8, y), text_style.clone()))?;
+        swatch(&panel, entry, 0, y)?;
+        panel.draw(&Text::new(entry.label.clone(), (SWATCH_W, y), text_style.clone()))?;
     }
     if shown < legend.len() {
         let y = CHART_MARGIN_TOP + 10 + LEGEND_ROW * shown as i32;
         let more = format!("+{} more", legend.len() - shown);
         panel.draw(&Text::new(more, (42, y), text_style.color(&style::MUTED)))?;
+    }
+    Ok(chart)
+}
+
+/// The legend in columns below the chart (at most a third of the plot's height `h`; the entries that do
+/// not fit are counted in a last "+N more" row). Returns the area left for the chart.
+fn legend_below<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    legend: &[LegendEntry],
+    text_style: &TextStyle,
+    h: i32,
+) -> DrawResult<DrawingArea<DB, Shift>>
+where
+    DB::ErrorType: 'static,
+{
+    let (aw, ah) = area.dim_in_pixel();
+    let (left, width) = (16, aw as i32 - 32);
+    let labels: Vec<String> = legend.iter().map(|e| e.label.clone()).collect();
+    let full = below_layout(root, &labels, text_style, width)?;
+    let mut shown = legend.len();
+    let layout = loop {
+        let mut layout = full.clone();
+        layout.lines.truncate(shown);
+        if shown < legend.len() {
+            layout.lines.push(vec![format!("+{} more", legend.len() - shown)]);
+        }
+        if shown <= 1 || layout.height() <= h / 3 {
+            break layout;
+        }
+        shown -= 1;
+    };
+    let (chart, panel) = area.split_vertically(ah as i32 - layout.height());
+    let col_w = width / layout.cols as i32;
+    let mut y = LEGEND_GAP;
+    for (r, row_h) in layout.row_heights().into_iter().enumerate() {
+        for c in 0..layout.cols {
+            let k = r * layout.cols + c;
+            let Some(lines) = layout.lines.get(k) else { continue };
+            let x = left + col_w * c as i32;
+            let mid = y + LEGEND_LINE / 2;
+            match legend.get(k).filter(|_| k < shown) {
+                Some(entry) => swatch(&panel, entry, x, mid)?,
+                None => {
+                    let more = text_style.color(&style::MUTED);
+                    panel.draw(&Text::new(lines[0].clone(), (x + SWATCH_W, mid), more))?;
+                    continue;
+                }
+            }
+            for (i, line) in lines.iter().enumerate() {
+                let at = (x + SWATCH_W, mid + LEGEND_LINE * i as i32);
+                panel.draw(&Text::new(line.clone(), at, text_style.clone()))?;
+            }
+        }
+        y += row_h + LEGEND_GAP;
     }
     Ok(chart)
 }

@@ -27,7 +27,8 @@ fn timeline_data() -> (Vec<Series>, Vec<Marker>) {
             ctx += 2_200.0 + (i % 7) as f64 * 300.0;
             if ctx > limit {
                 ctx *= keep;
-                markers.push(Marker { x: i as f64, series: s, label: format!("#{}", markers.len() + 1) });
+                let label = if markers.len() == 2 { "INFLATED" } else { "COMPRESSED" };
+                markers.push(Marker { x: i as f64, series: s, label: label.into() });
             }
             points.push((i as f64, ctx));
         }
@@ -85,7 +86,8 @@ fn render_all(dir: &Path) -> Vec<(PlotFiles, Vec<String>)> {
     let mut out = Vec::new();
     let (series, markers) = timeline_data();
     let files = timeline(dir, "timeline", "Context per request", &series, &markers).unwrap();
-    let mut texts = vec!["Context per request".to_string(), "request index".into(), "context (tokens)".into()];
+    let mut texts =
+        vec!["Context per request".to_string(), "request index".into(), "request size (tokens, as sent)".into()];
     texts.extend(series.iter().map(|s| s.name.clone()));
     out.push((files, texts));
 
@@ -108,18 +110,14 @@ fn render_all(dir: &Path) -> Vec<(PlotFiles, Vec<String>)> {
     out.push((files, texts));
 
     let (x, y, v) = heatmap_data();
-    let files = heatmap_described(
-        dir,
-        "heatmap",
-        "Reduction by strategy and threshold",
-        &x,
-        &y,
-        &v,
-        "threshold",
-        "strategy",
-        "reduction",
-    )
-    .unwrap();
+    let desc = HeatmapDesc {
+        x_desc: "threshold".into(),
+        y_desc: "strategy".into(),
+        value_desc: "reduction".into(),
+        range: Some((0.0, 1.0)),
+        suffix: String::new(),
+    };
+    let files = heatmap_described(dir, "heatmap", "Reduction by strategy and threshold", &x, &y, &v, &desc).unwrap();
     let mut texts =
         vec!["Reduction by strategy and threshold".to_string(), "threshold".into(), "strategy".into(), "n/a".into()];
     texts.extend(x.iter().chain(&y).cloned());
@@ -205,7 +203,10 @@ fn one_legend_entry_per_series() {
     for s in &series {
         assert_eq!(found.iter().filter(|t| **t == s.name).count(), 1, "{}", s.name);
     }
-    assert_eq!(found.iter().filter(|t| *t == "compression").count(), 1);
+    for kind in ["COMPRESSED", "INFLATED"] {
+        let entry = format!("{kind} event (marker coloured as its line)");
+        assert_eq!(found.join(" ").matches(&entry).count(), 1, "{entry} in {found:?}");
+    }
 
     let series = lines_data();
     let files = lines(tmp.path(), "l", "L", "x", "y", &series).unwrap();
@@ -305,4 +306,155 @@ fn unwritable_dir_is_an_error_not_a_panic() {
     std::fs::write(&file, "x").unwrap();
     let err = histogram(&file, "h", "t", "x", &[1.0], 3).unwrap_err();
     assert_eq!(err.name, "h");
+}
+
+/// The timeline of the default run's `task003-trial0` (request sizes as the run measured them): five
+/// strategies, `truncation-only` exactly equal to `none`, long labels.
+fn run_like_timeline() -> (Vec<Series>, Vec<Marker>) {
+    let none = vec![
+        1775, 1817, 1858, 2333, 2682, 3087, 3487, 3943, 4337, 4657, 5091, 5164, 5284, 6613, 7022, 7119, 7214, 7309,
+        7498, 7682, 7860, 7919, 8098, 8209, 8364, 8539, 8714, 8887, 8949, 9453,
+    ];
+    let gemini = vec![
+        1775, 1817, 1858, 2333, 2682, 3087, 3487, 3943, 4467, 4811, 5245, 2916, 3036, 4365, 2572, 2669, 2764, 2859,
+        3048, 3232, 3410, 3469, 3648, 3200, 3355, 3530, 3705, 3351, 3413, 3917,
+    ];
+    let masking = vec![
+        1775, 1817, 1858, 2333, 2682, 3087, 3487, 3943, 4337, 4276, 4455, 4220, 4340, 5364, 5410, 5507, 5301, 5173,
+        5020, 5204, 5382, 5452, 5631, 4528, 4695, 4870, 5054, 5236, 5300, 5804,
+    ];
+    let drop = vec![
+        1775, 1817, 1858, 2333, 2682, 3087, 3487, 3943, 4337, 4657, 5091, 5164, 1900, 3229, 3638, 3735, 3830, 3925,
+        4114, 4298, 4476, 4535, 2849, 2960, 3115, 3290, 3465, 3638, 3700, 4204,
+    ];
+    let s = |name: &str, t: &[u32]| Series {
+        name: name.into(),
+        points: t.iter().enumerate().map(|(i, &v)| (i as f64, v as f64)).collect(),
+    };
+    let series = vec![
+        s("gemini t=0.5 keep=0.3 prompt=v5 verify=true split=current (reference)", &gemini),
+        s("truncation-only t=0.5", &none),
+        s("observation-masking mask-after=3 keep-recent=2", &masking),
+        s("drop-oldest t=0.5 drop-keep=0.5", &drop),
+        s("none", &none),
+    ];
+    let m = |x: f64, series: usize| Marker { x, series, label: "COMPRESSED".into() };
+    let markers = [8.0, 9.0, 10.0, 11.0, 14.0, 23.0, 27.0]
+        .iter()
+        .map(|&x| m(x, 0))
+        .chain([12.0, 22.0].iter().map(|&x| m(x, 3)))
+        .collect();
+    (series, markers)
+}
+
+#[test]
+fn timeline_legend_names_identical_series_and_event_kinds() {
+    let (series, markers) = run_like_timeline();
+    insta::assert_snapshot!(timeline_legend(&series, &markers).join("\n"), @r"
+    gemini t=0.5 keep=0.3 prompt=v5 verify=true split=current (reference)
+    truncation-only t=0.5 (same as none)
+    observation-masking mask-after=3 keep-recent=2
+    drop-oldest t=0.5 drop-keep=0.5
+    none (same as truncation-only t=0.5)
+    COMPRESSED event (marker coloured as its line)
+    ");
+    // Identical series: the first wide and solid underneath, the second thin and dashed on top.
+    let strokes = draw::timeline_strokes(&series);
+    let wide = draw::Stroke { width: 5, dash: None };
+    let plain = draw::Stroke { width: 2, dash: None };
+    let dashed = draw::Stroke { width: 2, dash: Some((10, 6)) };
+    assert_eq!(strokes, vec![plain, wide, plain, plain, dashed]);
+    // Labels naming each event do not make one legend entry each.
+    let many: Vec<Marker> = (0..9).map(|i| Marker { x: i as f64, series: 0, label: format!("#{i}") }).collect();
+    assert_eq!(timeline_legend(&series[..1], &many)[1], "compression event (marker coloured as its line)");
+}
+
+#[test]
+fn run_like_timeline_draws_every_label_whole() {
+    let (_tmp, dir) = examples_dir();
+    let (series, markers) = run_like_timeline();
+    let title = "Request size per request: task003-trial0";
+    let files = timeline(&dir, "run-timeline", title, &series, &markers).unwrap();
+    check_png(&files.png);
+    let found = svg_texts(&std::fs::read_to_string(&files.svg).unwrap());
+    assert!(found.iter().all(|t| !t.contains('…')), "shortened text in {found:?}");
+    // Every legend entry is drawn whole (wrapped lines joined back).
+    let text = found.join(" ");
+    for label in timeline_legend(&series, &markers) {
+        assert!(text.contains(&label), "{label:?} not in {found:?}");
+    }
+    assert!(found.iter().any(|t| t == title));
+    // No per-marker text: the legend names the kind once.
+    assert_eq!(found.iter().filter(|t| t.contains("COMPRESSED")).count(), 1);
+}
+
+#[test]
+fn heatmap_colour_bar_is_anchored_and_labelled() {
+    let values = vec![vec![Some(33.7), Some(40.7)], vec![Some(34.4), Some(46.1)]];
+    let desc = HeatmapDesc {
+        x_desc: "threshold (fraction of the window)".into(),
+        y_desc: "preserve fraction".into(),
+        value_desc: "early-only retention (early_only_retention), %, ↑ better".into(),
+        range: Some((0.0, 100.0)),
+        suffix: "%".into(),
+    };
+    insta::assert_debug_snapshot!(heatmap_colour_bar(&values, &desc), @r#"
+    Some(
+        (
+            (
+                0.0,
+                100.0,
+            ),
+            [
+                "100%",
+                "75%",
+                "50%",
+                "25%",
+                "0%",
+            ],
+            "early-only retention (early_only_retention), %, ↑ better",
+        ),
+    )
+    "#);
+    // Values outside the natural range widen it; without a range the values' own; without values none.
+    let over = vec![vec![Some(-5.0), Some(120.0)]];
+    assert_eq!(heatmap_colour_bar(&over, &desc).unwrap().0, (-5.0, 120.0));
+    let free = HeatmapDesc { range: None, ..desc.clone() };
+    assert_eq!(heatmap_colour_bar(&values, &free).unwrap().0, (33.7, 46.1));
+    assert_eq!(heatmap_colour_bar(&[vec![None, Some(f64::NAN)]], &desc), None);
+
+    let (_tmp, dir) = examples_dir();
+    let labels = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let title = "Early-only retention (early_only_retention) by preserve fraction × threshold";
+    let files = heatmap_described(
+        &dir,
+        "run-heatmap",
+        title,
+        &labels(&["0.5", "0.7"]),
+        &labels(&["0.3", "0.5"]),
+        &values,
+        &desc,
+    )
+    .unwrap();
+    check_png(&files.png);
+    let found = svg_texts(&std::fs::read_to_string(&files.svg).unwrap());
+    assert!(found.iter().all(|t| !t.contains('…')), "shortened text in {found:?}");
+    for t in [title, "100%", "0%", "33.7%", "46.1%", "preserve fraction", "threshold (fraction of the window)"] {
+        assert!(found.iter().any(|f| f == t), "{t:?} not in {found:?}");
+    }
+    assert!(found.join(" ").contains(&desc.value_desc), "{found:?}");
+}
+
+#[test]
+fn pareto_labels_join_points_at_one_place() {
+    let nan = f64::NAN;
+    let pts: Vec<(String, f64, f64)> = [("13", 100.0, 41.8), ("15", 65.1, 51.9), ("14", 100.0, 41.8), ("x", nan, 1.0)]
+        .iter()
+        .map(|&(l, x, y)| (l.to_string(), x, y))
+        .collect();
+    assert_eq!(pareto_labels(&pts), vec![(0, "13, 14".to_string()), (1, "15".to_string())]);
+    let (_tmp, dir) = examples_dir();
+    let files = pareto(&dir, "run-pareto", "P", "x", "y", &pts).unwrap();
+    let found = svg_texts(&std::fs::read_to_string(&files.svg).unwrap());
+    assert!(found.iter().any(|t| t == "13, 14") && !found.iter().any(|t| t == "14"), "{found:?}");
 }

@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{anchored, fit, font, frame, text_width, DrawResult, Drawing, Rect, CHART_MARGIN_TOP};
+use super::{anchored, fit, font, frame, text_width, wrap, DrawResult, Drawing, Rect, CHART_MARGIN_TOP};
 use crate::report::plots::style;
 
 pub struct Heatmap<'a> {
@@ -15,11 +15,39 @@ pub struct Heatmap<'a> {
     pub x_desc: &'a str,
     pub y_desc: &'a str,
     pub value_desc: &'a str,
+    /// The colour scale's range (widened to the values if they fall outside); `None`: the values' own.
+    pub range: Option<(f64, f64)>,
+    /// Written after every value (cells and colour-bar ticks), e.g. "%".
+    pub suffix: &'a str,
 }
 
-/// The colour bar's width, and the margin right of the grid that holds it and its tick labels.
+/// The colour bar's width, the space between the grid and the bar, and the colour bar's ticks.
 const BAR_W: i32 = 22;
-const RIGHT: i32 = 110;
+const BAR_GAP: i32 = 22;
+const BAR_TICKS: usize = 5;
+/// The height of one line of the colour bar's (rotated) description.
+const DESC_LINE: i32 = 22;
+
+/// The colour scale's range: `range` widened to the finite values, or the values' min and max without
+/// one; `None` without any finite value.
+pub fn colour_range(values: &[Vec<Option<f64>>], range: Option<(f64, f64)>) -> Option<(f64, f64)> {
+    let (lo, hi) = style::finite_bounds(values.iter().flatten().flatten().copied())?;
+    Some(match range.filter(|r| r.0.is_finite() && r.1.is_finite() && r.0 <= r.1) {
+        Some((a, b)) => (a.min(lo), b.max(hi)),
+        None => (lo, hi),
+    })
+}
+
+/// The colour bar's ticks: [`BAR_TICKS`] evenly spaced values from `hi` down to `lo` (one when they are
+/// equal), as written.
+pub fn colour_ticks((lo, hi): (f64, f64), suffix: &str) -> Vec<(f64, String)> {
+    let label = |v: f64| format!("{}{suffix}", style::value(v));
+    if hi > lo {
+        (0..BAR_TICKS).map(|k| hi - (hi - lo) * k as f64 / (BAR_TICKS - 1) as f64).map(|v| (v, label(v))).collect()
+    } else {
+        vec![(lo, label(lo))]
+    }
+}
 
 /// Where the cells go: `rows` × `cols` cells over `grid` (pixels of the plot's area).
 struct Layout {
@@ -49,12 +77,12 @@ impl Drawing for Heatmap<'_> {
         let area = frame(root, self.title, None, &[])?;
         let rows = self.values.len().max(self.y_labels.len());
         let cols = self.values.iter().map(Vec::len).max().unwrap_or(0).max(self.x_labels.len());
-        let bounds = style::finite_bounds(
-            (0..rows).flat_map(|r| (0..cols).map(move |c| (r, c))).filter_map(|(r, c)| self.cell(r, c)),
-        );
+        let cells: Vec<Vec<Option<f64>>> = (0..rows).map(|r| (0..cols).map(|c| self.cell(r, c)).collect()).collect();
+        let bounds = colour_range(&cells, self.range);
         let tick = font(style::TICK_SIZE);
         let (row_labels, widest) = self.row_labels(&area, rows, &tick)?;
-        let grid = self.grid(&area, widest);
+        let (bar_right, desc_lines) = self.bar_space(&area, bounds)?;
+        let grid = self.grid(&area, widest, bar_right);
         if rows == 0 || cols == 0 {
             area.draw(&Rectangle::new([grid.0, grid.1], style::EMPTY_CELL.filled()))?;
             let style = anchored(22.0, HPos::Center, VPos::Center).color(&style::MUTED);
@@ -66,9 +94,8 @@ impl Drawing for Heatmap<'_> {
         let (vlo, vhi) = bounds.unwrap_or((0.0, 1.0));
         self.draw_cells(&area, &layout, (vlo, vhi))?;
         self.draw_labels(&area, &layout, row_labels, &tick)?;
-        // Colour bar with min, middle and max.
         if bounds.is_some() {
-            self.draw_colour_bar(&area, grid, (vlo, vhi))?;
+            self.draw_colour_bar(&area, grid, (vlo, vhi), &cells, desc_lines)?;
         }
         Ok(())
     }
@@ -102,16 +129,47 @@ impl Heatmap<'_> {
     }
 
     /// The cells' rectangle: the area less the row labels (`widest`), the descriptions that are drawn,
-    /// the column labels and the colour bar.
-    fn grid<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, widest: i32) -> Rect {
+    /// the column labels and the colour bar (`bar_right` wide).
+    fn grid<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, widest: i32, bar_right: i32) -> Rect {
         let (w, h) = area.dim_in_pixel();
         let (w, h) = (w as i32, h as i32);
         let y_desc_w = if self.y_desc.trim().is_empty() { 0 } else { 34 };
         let left = 16 + y_desc_w + widest + 10;
-        let top = CHART_MARGIN_TOP + if self.value_desc.trim().is_empty() { 0 } else { 6 };
-        let x_desc_h = if self.x_desc.trim().is_empty() { 0 } else { 32 };
-        let bottom = 36 + x_desc_h;
-        ((left, top), (w - RIGHT, h - bottom))
+        ((left, CHART_MARGIN_TOP), (w - bar_right, h - self.below_grid()))
+    }
+
+    /// The height under the grid: the column labels and the x description if any.
+    fn below_grid(&self) -> i32 {
+        36 + if self.x_desc.trim().is_empty() { 0 } else { 32 }
+    }
+
+    /// The width right of the grid that the colour bar takes (gap, bar, tick labels and its rotated
+    /// description), and the description's lines (wrapped along the bar, at most two).
+    fn bar_space<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        bounds: Option<(f64, f64)>,
+    ) -> DrawResult<(i32, Vec<String>)>
+    where
+        DB::ErrorType: 'static,
+    {
+        let label = font(style::NOTE_SIZE);
+        let mut widest = 0;
+        for (_, text) in colour_ticks(bounds.unwrap_or((0.0, 1.0)), self.suffix) {
+            widest = widest.max(text_width(area, &text, &label)?);
+        }
+        let mut lines = Vec::new();
+        if !self.value_desc.trim().is_empty() {
+            // The bar's length (see `draw_colour_bar`).
+            let along = area.dim_in_pixel().1 as i32 - CHART_MARGIN_TOP - self.below_grid() - 8;
+            lines = wrap(area, self.value_desc, &font(style::DESC_SIZE * 0.9), along)?;
+            if lines.len() > 2 {
+                let rest = lines[1..].join(" ");
+                lines.truncate(1);
+                lines.push(fit(area, &rest, &font(style::DESC_SIZE * 0.9), along)?);
+            }
+        }
+        Ok((BAR_GAP + BAR_W + 7 + widest + 10 + DESC_LINE * lines.len() as i32 + 12, lines))
     }
 
     /// Each cell filled by its value on `[vlo, vhi]` (viridis), with the value where it fits; "n/a"
@@ -132,7 +190,7 @@ impl Heatmap<'_> {
             for c in 0..layout.cols {
                 let (x0, y0, x1, y1) = (layout.x_at(c), layout.y_at(r), layout.x_at(c + 1), layout.y_at(r + 1));
                 let (fill, text) = match self.cell(r, c) {
-                    Some(v) => (style::viridis(t_of(v)), style::value(v)),
+                    Some(v) => (style::viridis(t_of(v)), format!("{}{}", style::value(v), self.suffix)),
                     None => (style::EMPTY_CELL, "n/a".to_string()),
                 };
                 area.draw(&Rectangle::new([(x0, y0), (x1, y1)], fill.filled()))?;
@@ -186,19 +244,22 @@ impl Heatmap<'_> {
         Ok(())
     }
 
-    /// The colour bar right of `grid`, from `vlo` (bottom) to `vhi` (top), with ticks at min, middle and
-    /// max (one tick when they are equal) and the value description above it.
+    /// The colour bar right of `grid`, from `vlo` (bottom) to `vhi` (top), with [`colour_ticks`] on its
+    /// right, a small dark pointer on its left at each cell's value, and the description's `lines` rotated
+    /// along it (read bottom to top).
     fn draw_colour_bar<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
         grid: Rect,
         (vlo, vhi): (f64, f64),
+        cells: &[Vec<Option<f64>>],
+        lines: Vec<String>,
     ) -> DrawResult
     where
         DB::ErrorType: 'static,
     {
-        let bx0 = grid.1 .0 + 22;
-        let (by0, by1) = (grid.0 .1 + if self.value_desc.trim().is_empty() { 8 } else { 36 }, grid.1 .1);
+        let bx0 = grid.1 .0 + BAR_GAP;
+        let (by0, by1) = (grid.0 .1 + 8, grid.1 .1);
         let steps = 64;
         for k in 0..steps {
             let ya = by1 - ((by1 - by0) as f64 * k as f64 / steps as f64).round() as i32;
@@ -207,20 +268,27 @@ impl Heatmap<'_> {
             area.draw(&Rectangle::new([(bx0, yb), (bx0 + BAR_W, ya)], fill.filled()))?;
         }
         area.draw(&Rectangle::new([(bx0, by0), (bx0 + BAR_W, by1)], style::MUTED.stroke_width(1)))?;
-        let label = font(style::NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-        let ticks: Vec<(f64, i32)> = if vhi > vlo {
-            vec![(vhi, by0), ((vlo + vhi) / 2.0, (by0 + by1) / 2), (vlo, by1)]
-        } else {
-            vec![(vlo, (by0 + by1) / 2)]
+        let y_of = |v: f64| {
+            let t = if vhi > vlo { (v - vlo) / (vhi - vlo) } else { 0.5 };
+            by1 - ((by1 - by0) as f64 * t).round() as i32
         };
-        for (v, ty) in ticks {
-            area.draw(&PathElement::new(vec![(bx0 + BAR_W, ty), (bx0 + BAR_W + 4, ty)], style::MUTED.stroke_width(1)))?;
-            area.draw(&Text::new(style::value(v), (bx0 + BAR_W + 7, ty), label.clone()))?;
+        for v in cells.iter().flatten().flatten() {
+            let y = y_of(*v);
+            area.draw(&Polygon::new(vec![(bx0 - 9, y - 4), (bx0 - 9, y + 4), (bx0 - 2, y)], style::TEXT.filled()))?;
         }
-        if !self.value_desc.trim().is_empty() {
-            let style = font(style::NOTE_SIZE).pos(Pos::new(HPos::Center, VPos::Bottom));
-            let text = fit(area, self.value_desc, &style, RIGHT - 6)?;
-            area.draw(&Text::new(text, (bx0 + BAR_W / 2 + 14, by0 - 14), style))?;
+        let label = font(style::NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
+        let mut widest = 0;
+        for (v, text) in colour_ticks((vlo, vhi), self.suffix) {
+            let ty = y_of(v);
+            widest = widest.max(text_width(area, &text, &label)?);
+            area.draw(&PathElement::new(vec![(bx0 + BAR_W, ty), (bx0 + BAR_W + 4, ty)], style::MUTED.stroke_width(1)))?;
+            area.draw(&Text::new(text, (bx0 + BAR_W + 7, ty), label.clone()))?;
+        }
+        let desc =
+            font(style::DESC_SIZE * 0.9).pos(Pos::new(HPos::Center, VPos::Top)).transform(FontTransform::Rotate270);
+        for (i, line) in lines.into_iter().enumerate() {
+            let x = bx0 + BAR_W + 7 + widest + 10 + DESC_LINE * i as i32;
+            area.draw(&Text::new(line, (x, (by0 + by1) / 2), desc.clone()))?;
         }
         Ok(())
     }

@@ -49,9 +49,35 @@ impl Drawing for Pareto<'_> {
         let on_front: Vec<bool> = finite.iter().map(|i| front.contains(i)).collect();
         draw_points(root, &px, &on_front)?;
         let front_px: Vec<(i32, i32)> = front.iter().map(|&i| chart.backend_coord(&pts[i])).collect();
-        let labels: Vec<&str> = finite.iter().map(|&i| self.points[i].0.as_str()).collect();
+        // One label per place: the labels of points at the same coordinates joined.
+        let merged = point_labels(self.points);
+        let at = |k: usize| merged.iter().find(|m| m.0 == finite[k]).map(|m| m.1.as_str());
+        let keep: Vec<usize> = (0..finite.len()).filter(|&k| at(k).is_some()).collect();
+        let labels: Vec<&str> = keep.iter().filter_map(|&k| at(k)).collect();
+        let px: Vec<(i32, i32)> = keep.iter().map(|&k| px[k]).collect();
+        let on_front: Vec<bool> = keep.iter().map(|&k| on_front[k]).collect();
         draw_labels(root, plot_rect(&chart), &labels, &px, &on_front, &sampled(&front_px))
     }
+}
+
+/// The label of each place with finite points: (the first point there, the labels of every point with
+/// exactly its coordinates, joined by ", "), in the order of those first points.
+pub fn point_labels(points: &[(String, f64, f64)]) -> Vec<(usize, String)> {
+    let finite = |p: &(String, f64, f64)| p.1.is_finite() && p.2.is_finite();
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for (i, p) in points.iter().enumerate().filter(|(_, p)| finite(p)) {
+        match out.iter_mut().find(|(j, _)| points[*j].1 == p.1 && points[*j].2 == p.2) {
+            Some((_, label)) if !p.0.is_empty() => {
+                if !label.is_empty() {
+                    label.push_str(", ");
+                }
+                label.push_str(&p.0);
+            }
+            Some(_) => {}
+            None => out.push((i, p.0.clone())),
+        }
+    }
+    out
 }
 
 /// The points at their pixels: the cloud first, then the front over it.
