@@ -351,16 +351,7 @@ mod tests {
 
     fn plan_of(file: &str) -> Plan {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let config = SweepConfig::load(&root.join(file)).unwrap();
-        Plan {
-            name: config.name.clone(),
-            points: config.points().unwrap(),
-            conversations: Vec::new(),
-            repeats: 1,
-            replay: config.replay.clone(),
-            probes: None,
-            cost: config.cost.clone(),
-        }
+        SweepConfig::load(&root.join(file)).unwrap().plan_without_conversations().unwrap()
     }
 
     /// The lines of one `##` section of a page.

@@ -419,6 +419,20 @@ impl SweepConfig {
     }
 
     /// Every config point, main grid first, then each slice; deduplicated, in a stable order.
+    /// The plan of this config's grid with no conversation listed: what reports lay out before any cell
+    /// exists (tests of tables and pages).
+    pub fn plan_without_conversations(&self) -> Result<crate::data::Plan, StrategyError> {
+        Ok(crate::data::Plan {
+            name: self.name.clone(),
+            points: self.points()?,
+            conversations: Vec::new(),
+            repeats: 1,
+            replay: self.replay.clone(),
+            probes: None,
+            cost: self.cost.clone(),
+        })
+    }
+
     pub fn points(&self) -> Result<Vec<ConfigPoint>, StrategyError> {
         let mut out: Vec<ConfigPoint> = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
