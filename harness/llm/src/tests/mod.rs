@@ -4,6 +4,7 @@
 
 mod backends;
 mod cache;
+mod concurrency;
 mod count_tokens;
 mod extractive;
 #[cfg(feature = "local")]
@@ -60,6 +61,9 @@ struct ServerState {
     script: Vec<Reply>,
     next: usize,
     received: Vec<Received>,
+    /// Requests being answered now, and the most at once.
+    in_flight: usize,
+    max_in_flight: usize,
 }
 
 /// A loopback HTTP server answering every request from a script (the last reply repeats).
@@ -84,9 +88,12 @@ impl MockServer {
                     });
                     let i = st.next.min(st.script.len() - 1);
                     st.next += 1;
+                    st.in_flight += 1;
+                    st.max_in_flight = st.max_in_flight.max(st.in_flight);
                     st.script[i].clone()
                 };
                 tokio::time::sleep(reply.delay).await;
+                state.lock().unwrap().in_flight -= 1;
                 // `{authorization}` and `{x-goog-api-key}` in a body echo the request's headers back, as a
                 // careless (or hostile) server does.
                 let mut body = reply.body.clone();
@@ -111,6 +118,11 @@ impl MockServer {
 
     pub fn received(&self) -> Vec<Received> {
         self.state.lock().unwrap().received.clone()
+    }
+
+    /// The most requests the server was answering at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.state.lock().unwrap().max_in_flight
     }
 
     pub fn calls(&self) -> usize {
