@@ -16,7 +16,9 @@ use crate::history::{self, Content};
 use crate::json::{self, Value};
 use crate::{LanguageModel, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
 
 /// Sections used when a summarization request names none (the pre-template v0 prompt).
 const DEFAULT_SECTIONS: &[&str] =
@@ -573,29 +575,76 @@ fn passages(contents: &[Content]) -> Vec<String> {
     out
 }
 
+/// The passages of a context and an inverted index of their terms (term → the passages holding it, each
+/// once, in order). Built once per context: the probes asked at one compression share it, and building it
+/// again for every question was most of a run's time.
+struct PassageIndex {
+    passages: Vec<String>,
+    postings: HashMap<String, Vec<u32>>,
+}
+
+impl PassageIndex {
+    fn of(contents: &[Content]) -> PassageIndex {
+        let passages = passages(contents);
+        let mut postings: HashMap<String, Vec<u32>> = HashMap::new();
+        for (i, p) in passages.iter().enumerate() {
+            for t in terms(p) {
+                let list = postings.entry(t).or_default();
+                if list.last() != Some(&(i as u32)) {
+                    list.push(i as u32);
+                }
+            }
+        }
+        PassageIndex { passages, postings }
+    }
+
+    /// The index of `contents`, from the few most recent contexts when it is one of them.
+    fn cached(contents: &[Content]) -> Arc<PassageIndex> {
+        static RECENT: Mutex<VecDeque<(u64, Arc<PassageIndex>)>> = Mutex::new(VecDeque::new());
+        let key = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for c in contents {
+                json::to_string(c).hash(&mut h);
+            }
+            h.finish()
+        };
+        if let Some((_, index)) = RECENT.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == key) {
+            return Arc::clone(index);
+        }
+        let index = Arc::new(PassageIndex::of(contents));
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        // A few: cells replay concurrently, each with its own context.
+        if recent.len() >= 8 {
+            recent.pop_front();
+        }
+        recent.push_back((key, Arc::clone(&index)));
+        index
+    }
+}
+
 /// The passage sharing the most (idf-weighted) terms with the question; ties go to the later passage, since
-/// later turns in an agent history supersede earlier ones.
+/// later turns in an agent history supersede earlier ones. Each passage's score adds its query terms' weights
+/// in the query's sorted order, so the sums are the same floating-point numbers whatever the index.
 fn best_passage(contents: &[Content], question: &str) -> String {
     let query: BTreeSet<String> = terms(question).into_iter().collect();
-    let ps = passages(contents);
-    let sets: Vec<BTreeSet<String>> = ps.iter().map(|p| terms(p).into_iter().collect()).collect();
-    let n = ps.len() as f64;
+    let index = PassageIndex::cached(contents);
+    let n = index.passages.len() as f64;
+    let mut scores = vec![0.0f64; index.passages.len()];
+    for t in &query {
+        let Some(holding) = index.postings.get(t) else { continue };
+        let weight = (n / holding.len() as f64).ln() + 1.0;
+        for &i in holding {
+            scores[i as usize] += weight;
+        }
+    }
     let mut best: Option<(f64, usize)> = None;
-    for (i, set) in sets.iter().enumerate() {
-        let score: f64 = query
-            .iter()
-            .filter(|t| set.contains(*t))
-            .map(|t| {
-                let df = sets.iter().filter(|s| s.contains(t)).count() as f64;
-                (n / df).ln() + 1.0
-            })
-            .sum();
+    for (i, &score) in scores.iter().enumerate() {
         if score > 0.0 && best.is_none_or(|(b, _)| score >= b) {
             best = Some((score, i));
         }
     }
     match best {
-        Some((_, i)) => clip(&ps[i], 1000),
+        Some((_, i)) => clip(&index.passages[i], 1000),
         None => "No passage of the context matches the question.".into(),
     }
 }

@@ -123,3 +123,34 @@ async fn answers_with_the_best_matching_passage() {
     nothing.contents = vec![history::user_text("zebra quokka?")];
     assert!(model.generate(&nothing).await.unwrap().text.starts_with("No passage"));
 }
+
+/// The passage index is built once per context and reused: answers interleaved over two contexts (as
+/// concurrent cells ask them) are those of each context alone, and the same context asked again after the
+/// other gives the same answer.
+#[test]
+fn answers_interleaved_over_contexts_match_each_context_alone() {
+    let ask = |contents: &[history::Content], q: &str| {
+        let mut c = contents.to_vec();
+        c.push(history::user_text(q));
+        respond(&LlmRequest {
+            system_instruction: None,
+            contents: c,
+            params: GenerationParams::default(),
+            label: RequestLabel::default(),
+        })
+    };
+    let a = agent_history();
+    let b: Vec<history::Content> = vec![
+        history::user_text("The staging server listens on port 7070 behind nginx."),
+        history::model_text("Noted: staging uses port 7070."),
+    ];
+    let questions =
+        ["Which port was already in use?", "Which file gets the verbose flag?", "Which port does staging use?"];
+    let alone_a: Vec<String> = questions.iter().map(|q| ask(&a, q)).collect();
+    let alone_b: Vec<String> = questions.iter().map(|q| ask(&b, q)).collect();
+    for (i, q) in questions.iter().enumerate() {
+        assert_eq!(ask(&b, q), alone_b[i]);
+        assert_eq!(ask(&a, q), alone_a[i]);
+    }
+    assert!(alone_a[0].contains("8080") && alone_b[2].contains("7070"), "{alone_a:?} {alone_b:?}");
+}
