@@ -396,7 +396,7 @@ fn conversations_frame(
     ));
     columns.push(Column::new(
         "error_kind".into(),
-        cells.iter().map(|c| c.result.error.as_ref().map(|e| e.kind())).collect::<Vec<_>>(),
+        cells.iter().map(|c| c.result.error.as_ref().map(|e| e.kind().name())).collect::<Vec<_>>(),
     ));
     DataFrame::new(cells.len(), columns)
 }

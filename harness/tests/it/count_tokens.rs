@@ -80,7 +80,7 @@ fn a_model_tokenizer_runs_offline_from_recorded_counts_and_a_missing_count_fails
     assert_eq!((summary.ran, summary.failed), (2, 2));
     for c in runner::collect(&out, &plan) {
         let e = c.result.error.unwrap();
-        assert_eq!(e.kind(), "tokenizer", "{e}");
+        assert_eq!(e.kind(), compactbench::replay::ReplayErrorKind::Tokenizer, "{e}");
         let e = e.to_string();
         assert!(
             e.contains("tokenizer `gemini:m`") && e.contains("no recorded response") && e.contains("countTokens"),
@@ -136,7 +136,7 @@ fn a_model_tokenizer_runs_offline_from_recorded_counts_and_a_missing_count_fails
     assert_eq!(none.request_tokens, live.request_tokens);
     assert_eq!(none.request_tokens_total, live.request_tokens_total);
     let masked = cell_of(&cells, "observation-masking", &plan).error.unwrap();
-    assert_eq!(masked.kind(), "tokenizer");
+    assert_eq!(masked.kind(), compactbench::replay::ReplayErrorKind::Tokenizer);
     let masked = masked.to_string();
     assert!(masked.starts_with("turn ") && masked.contains("countTokens of a user Content"), "{masked}");
 

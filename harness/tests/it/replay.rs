@@ -157,7 +157,7 @@ async fn an_llm_failure_is_recorded_and_stops_only_that_replay() {
     let llm = ScriptedModel::with_results(vec![Err(compactbench::llm::LlmError::Timeout { seconds: 1 })]);
     let r = replay(conv.replay_input("x"), gemini(8192, 0.5).build().unwrap().as_ref(), &settings(8192), &llm).await;
     let e = r.error.expect("the summarizer timed out");
-    assert_eq!(e.kind(), "model", "a summarizer failure is the model's: {e}");
+    assert_eq!(e.kind(), compactbench::replay::ReplayErrorKind::Model, "a summarizer failure is the model's: {e}");
     assert!(e.to_string().contains("timed out"), "{e}");
 }
 

@@ -203,7 +203,7 @@ fn a_crashing_program_fails_its_cells_with_a_clear_error_and_the_others_complete
     assert_eq!((summary.total_cells, summary.failed), (6, 3));
     for c in cells_of(&out, "exec", &config) {
         let e = c.result.error.expect("the program crashed on its second request");
-        assert_eq!(e.kind(), "strategy", "{e}");
+        assert_eq!(e.kind(), compactbench::replay::ReplayErrorKind::Strategy, "{e}");
         let e = e.to_string();
         assert!(e.contains("--crash-on 2`, request 2 ("), "{e}");
         assert!(e.contains("exited with exit status: 1") && e.contains("crashing on request 2 as asked"), "{e}");

@@ -40,15 +40,6 @@ pub enum CompressionStatus {
 }
 
 impl CompressionStatus {
-    pub const ALL: [CompressionStatus; 6] = [
-        CompressionStatus::Compressed,
-        CompressionStatus::FailedInflatedTokenCount,
-        CompressionStatus::FailedTokenCountError,
-        CompressionStatus::FailedEmptySummary,
-        CompressionStatus::Noop,
-        CompressionStatus::ContentTruncated,
-    ];
-
     pub fn code(self) -> u8 {
         self as u8
     }

@@ -32,16 +32,8 @@ impl Serialize for StatusCounts {
 
 impl<'de> Deserialize<'de> for StatusCounts {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let named = BTreeMap::<String, u64>::deserialize(d)?;
-        let mut out = BTreeMap::new();
-        for (name, n) in named {
-            let status = CompressionStatus::ALL
-                .into_iter()
-                .find(|s| s.name() == name)
-                .ok_or_else(|| serde::de::Error::custom(format!("unknown compression status `{name}`")))?;
-            out.insert(status, n);
-        }
-        Ok(StatusCounts(out))
+        // Keys by the status's serde names, which are its `name()`s.
+        BTreeMap::<CompressionStatus, u64>::deserialize(d).map(StatusCounts)
     }
 }
 
@@ -63,20 +55,36 @@ pub enum ReplayError {
     Unclassified(String),
 }
 
-impl ReplayError {
-    /// Every kind's name, as in the results files' `error_kind` column.
-    pub const KINDS: [&'static str; 6] = ["conversation", "config", "tokenizer", "model", "strategy", "unclassified"];
+/// The kind of a [`ReplayError`], as the results files' `error_kind` column and stored cells name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayErrorKind {
+    Conversation,
+    Config,
+    Tokenizer,
+    Model,
+    Strategy,
+    Unclassified,
+}
 
-    pub fn kind(&self) -> &'static str {
-        let i = match self {
-            ReplayError::Conversation(_) => 0,
-            ReplayError::Config(_) => 1,
-            ReplayError::Tokenizer { .. } => 2,
-            ReplayError::Model { .. } => 3,
-            ReplayError::Strategy { .. } => 4,
-            ReplayError::Unclassified(_) => 5,
-        };
-        Self::KINDS[i]
+crate::named_variants!(ReplayErrorKind, "replay error kind", {
+    Conversation => "conversation",
+    Config => "config",
+    Tokenizer => "tokenizer",
+    Model => "model",
+    Strategy => "strategy",
+    Unclassified => "unclassified",
+});
+
+impl ReplayError {
+    pub fn kind(&self) -> ReplayErrorKind {
+        match self {
+            ReplayError::Conversation(_) => ReplayErrorKind::Conversation,
+            ReplayError::Config(_) => ReplayErrorKind::Config,
+            ReplayError::Tokenizer { .. } => ReplayErrorKind::Tokenizer,
+            ReplayError::Model { .. } => ReplayErrorKind::Model,
+            ReplayError::Strategy { .. } => ReplayErrorKind::Strategy,
+            ReplayError::Unclassified(_) => ReplayErrorKind::Unclassified,
+        }
     }
 
     fn turn(&self) -> Option<usize> {
@@ -131,7 +139,7 @@ struct StoredError {
 
 impl Serialize for ReplayError {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        StoredError { kind: self.kind().into(), turn: self.turn(), message: self.message().into() }.serialize(s)
+        StoredError { kind: self.kind().name().into(), turn: self.turn(), message: self.message().into() }.serialize(s)
     }
 }
 
@@ -145,12 +153,12 @@ impl<'de> Deserialize<'de> for ReplayError {
         }
         Ok(match Either::deserialize(d)? {
             Either::Text(m) => ReplayError::Unclassified(m),
-            Either::Stored(StoredError { kind, turn, message }) => match (kind.as_str(), turn) {
-                ("conversation", _) => ReplayError::Conversation(message),
-                ("config", _) => ReplayError::Config(message),
-                ("tokenizer", turn) => ReplayError::Tokenizer { turn, message },
-                ("model", Some(turn)) => ReplayError::Model { turn, message },
-                ("strategy", Some(turn)) => ReplayError::Strategy { turn, message },
+            Either::Stored(StoredError { kind, turn, message }) => match (kind.parse(), turn) {
+                (Ok(ReplayErrorKind::Conversation), _) => ReplayError::Conversation(message),
+                (Ok(ReplayErrorKind::Config), _) => ReplayError::Config(message),
+                (Ok(ReplayErrorKind::Tokenizer), turn) => ReplayError::Tokenizer { turn, message },
+                (Ok(ReplayErrorKind::Model), Some(turn)) => ReplayError::Model { turn, message },
+                (Ok(ReplayErrorKind::Strategy), Some(turn)) => ReplayError::Strategy { turn, message },
                 _ => ReplayError::Unclassified(message),
             },
         })
@@ -454,5 +462,28 @@ mod tests {
         assert!(d.edit_distance > 0.0 && d.edit_distance < 1.0);
         assert!(verification_delta(a, a, 0).identical);
         assert_eq!(normalized_edit_distance("abc", "abc"), 0.0);
+    }
+
+    #[test]
+    fn errors_and_status_counts_keep_their_stored_form() {
+        let e = ReplayError::Model { turn: 7, message: "summarizer call failed: timed out".into() };
+        let text = serde_json::to_string(&e).unwrap();
+        assert_eq!(text, r#"{"kind":"model","turn":7,"message":"summarizer call failed: timed out"}"#);
+        assert_eq!(serde_json::from_str::<ReplayError>(&text).unwrap(), e);
+        // Cells written before kinds: plain text, kind unknown; an unknown kind is not guessed.
+        let old: ReplayError = serde_json::from_str(r#""turn 3: boom""#).unwrap();
+        assert_eq!((old.kind(), old.to_string()), (ReplayErrorKind::Unclassified, "turn 3: boom".to_string()));
+        let odd: ReplayError = serde_json::from_str(r#"{"kind":"cosmic","message":"x"}"#).unwrap();
+        assert_eq!(odd.kind(), ReplayErrorKind::Unclassified);
+
+        let mut counts = StatusCounts::default();
+        for s in [CompressionStatus::Noop, CompressionStatus::ContentTruncated, CompressionStatus::Compressed] {
+            counts.add(s);
+        }
+        counts.add(CompressionStatus::Noop);
+        let text = serde_json::to_string(&counts).unwrap();
+        assert_eq!(text, r#"{"COMPRESSED":1,"CONTENT_TRUNCATED":1,"NOOP":2}"#, "name order, as the string map was");
+        assert_eq!(serde_json::from_str::<StatusCounts>(&text).unwrap(), counts);
+        assert!(serde_json::from_str::<StatusCounts>(r#"{"SQUASHED":1}"#).is_err());
     }
 }

@@ -40,7 +40,9 @@ mod uncompressed;
 pub use accounting::is_unsplittable;
 pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use counting::request_overhead;
-pub use metrics::{CompressionEvent, ConversationResult, ReplayError, StatusCounts, VerificationDelta};
+pub use metrics::{
+    CompressionEvent, ConversationResult, ReplayError, ReplayErrorKind, StatusCounts, VerificationDelta,
+};
 pub use observer::{NoObserver, ReplayObserver};
 pub use registry::register;
 pub use run::{replay, replay_observed, replay_spec};

@@ -240,7 +240,7 @@ async fn a_replay_measures_requests_with_the_servers_counts() {
     longer.push(history::model_text("All green."));
     let (failed, _) = replay_with(from_spec("gemini:m", &offline).unwrap(), &longer).await;
     let e = failed.error.expect("a cache miss fails the conversation");
-    assert_eq!(e.kind(), "tokenizer", "{e}");
+    assert_eq!(e.kind(), compactbench_core::replay::ReplayErrorKind::Tokenizer, "{e}");
     let e = e.to_string();
     assert!(
         e.contains("tokenizer `gemini:m`")
