@@ -10,13 +10,13 @@
 
 mod common;
 
-use compactbench_benches::{default_points, generate, largest_conversations, replay_file, Stop, SEED};
+use compactbench_benches::{
+    default_points, generate, largest_conversations, registry_default, replay_file, Stop, SEED,
+};
 use compactbench_core::compress::{CallerKind, CompressSettings, Latch};
 use compactbench_core::json::{self, Value};
 use compactbench_core::llm::ScriptedModel;
-use compactbench_core::replay::{
-    replay, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec, TokenLimit,
-};
+use compactbench_core::replay::{replay, strategies, PromptCountSource, ReplayInput, ReplaySettings, TokenLimit};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
@@ -24,18 +24,6 @@ use std::time::Duration;
 const WINDOW: u64 = 32_768;
 /// Rounds (four Contents each) of the smallest generated conversation.
 const ROUNDS: usize = 100;
-
-/// A strategy with its knobs' defaults, at the bench's window.
-fn registry_default(name: &str) -> StrategySpec {
-    let def = compactbench_core::replay::registry::find(name).expect("registered");
-    let mut params = compactbench_core::replay::strategy::Params::new();
-    params.insert("token_limit".into(), WINDOW.into());
-    params.insert("max_output_tokens".into(), Default::default());
-    for k in def.knobs() {
-        params.insert(k.name.into(), k.default);
-    }
-    StrategySpec { name: name.into(), params }
-}
 
 fn generated(c: &mut Criterion) {
     let settings = ReplaySettings {
@@ -55,8 +43,8 @@ fn generated(c: &mut Criterion) {
         ),
         ("observation-masking", strategies::observation_masking::spec(5, "[masked]")),
         // Other agents' policies that do work at every request (pruning, sizing the done messages).
-        ("opencode", registry_default("opencode")),
-        ("aider", registry_default("aider")),
+        ("opencode", registry_default("opencode", WINDOW)),
+        ("aider", registry_default("aider", WINDOW)),
         ("none", strategies::none::spec()),
     ];
     let mut g = c.benchmark_group("replay");

@@ -267,9 +267,7 @@ pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
     let path = workspace_root().join("configs/default.toml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let config: toml::Table = text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let replay_table = config.get("replay").cloned().unwrap_or_else(|| toml::Value::Table(Default::default()));
-    let settings: ReplaySettings =
-        replay_table.try_into().unwrap_or_else(|e| panic!("{}: [replay]: {e}", path.display()));
+    let settings = replay_settings_of("default");
     let limit = settings.token_limit;
     let max_output_tokens = config.get("llm").and_then(|l| l.get("max_output_tokens")).and_then(|v| v.as_integer());
     let compress = |verification: bool| CompressSettings {
@@ -294,6 +292,27 @@ pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
         strategies::none::spec(),
     ];
     (settings, points.into_iter().map(|strategy| BenchPoint { strategy, token_limit: limit }).collect())
+}
+
+/// A registered strategy with its knobs' defaults, in a window of `window` tokens.
+pub fn registry_default(name: &str, window: u64) -> StrategySpec {
+    let def = compactbench_core::replay::registry::find(name).unwrap_or_else(|e| panic!("`{name}`: {e}"));
+    let mut params = compactbench_core::replay::strategy::Params::new();
+    params.insert("token_limit".into(), window.into());
+    params.insert("max_output_tokens".into(), Default::default());
+    for k in def.knobs() {
+        params.insert(k.name.into(), k.default);
+    }
+    StrategySpec { name: name.into(), params }
+}
+
+/// `[replay]` of a config file of the workspace (`configs/NAME.toml`).
+pub fn replay_settings_of(config: &str) -> ReplaySettings {
+    let path = workspace_root().join("configs").join(format!("{config}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let config: toml::Table = text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let replay_table = config.get("replay").cloned().unwrap_or_else(|| toml::Value::Table(Default::default()));
+    replay_table.try_into().unwrap_or_else(|e| panic!("{}: [replay]: {e}", path.display()))
 }
 
 /// Reads, parses and replays one conversation file with the extractive summarizer, as a cell of the

@@ -63,6 +63,26 @@ impl Conversation {
 }
 
 impl Conversation {
+    /// The session appended to itself: `copies` times the history, its recorded token counts and its
+    /// recorded compactions (each copy's at its own offset). Scaling measurements replay a session of
+    /// twice the length whose every part is real.
+    pub fn repeated(&self, copies: usize) -> Conversation {
+        let copies = copies.max(1);
+        let len = self.history.len();
+        let mut out = self.clone();
+        out.history = self.history.iter().cycle().take(len * copies).cloned().collect();
+        if !self.recorded_prompt_tokens.is_empty() {
+            out.recorded_prompt_tokens =
+                (0..copies).flat_map(|_| self.recorded_prompt_tokens.iter().copied()).collect();
+        }
+        out.recorded_compactions = (0..copies)
+            .flat_map(|k| {
+                self.recorded_compactions.iter().map(move |c| RecordedCompaction { at: c.at + k * len, ..c.clone() })
+            })
+            .collect();
+        out
+    }
+
     /// This conversation as a replay reads it (`id` names it in results).
     pub fn replay_input<'a>(&'a self, id: &'a str) -> ReplayInput<'a> {
         ReplayInput {
@@ -74,5 +94,31 @@ impl Conversation {
             tools: self.tools.as_ref(),
             recorded_compactions: &self.recorded_compactions,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{model_text, user_text};
+
+    #[test]
+    fn a_repeated_session_is_the_session_then_itself_with_each_compaction_at_its_own_offset() {
+        let conversation = Conversation {
+            history: vec![user_text("a"), model_text("b"), user_text("c")],
+            recorded_prompt_tokens: vec![Some(10), None, Some(30)],
+            recorded_compactions: vec![RecordedCompaction { at: 2, summary: "s".into(), ..Default::default() }],
+            ..Default::default()
+        };
+        let twice = conversation.repeated(2);
+        assert_eq!(twice.history.len(), 6);
+        assert_eq!(twice.history[3..], conversation.history[..]);
+        assert_eq!(twice.recorded_prompt_tokens, [Some(10), None, Some(30), Some(10), None, Some(30)]);
+        assert_eq!(twice.recorded_compactions.iter().map(|c| c.at).collect::<Vec<_>>(), [2, 5]);
+        assert_eq!(twice.recorded_compactions[1].summary, "s");
+        assert_eq!(conversation.repeated(1), conversation);
+        assert_eq!(conversation.repeated(0), conversation);
+        let unknown = Conversation { recorded_prompt_tokens: Vec::new(), ..conversation.clone() };
+        assert!(unknown.repeated(3).recorded_prompt_tokens.is_empty());
     }
 }

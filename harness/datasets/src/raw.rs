@@ -123,19 +123,27 @@ pub struct RawOptions {
     pub license: Option<String>,
     pub repository: Option<String>,
     pub commit: Option<String>,
+    /// Each conversation's history appended to itself this many times (0 and 1: as recorded), for
+    /// measuring how a run's cost grows with a session's length ([`Conversation::repeated`]).
+    pub copies: usize,
 }
 
 impl RawOptions {
     fn key(&self) -> String {
         let f = |o: &Option<String>| o.clone().unwrap_or_default();
-        format!(
+        let mut key = format!(
             "{}\0{}\0{}\0{}\0{}",
             self.format.map_or("detect", Format::name),
             f(&self.source),
             f(&self.license),
             f(&self.repository),
             f(&self.commit)
-        )
+        );
+        // Only when set, so the cache keys of imports as recorded stay those of earlier versions.
+        if self.copies > 1 {
+            key.push_str(&format!("\0copies={}", self.copies));
+        }
+        key
     }
 
     fn apply(&self, c: &mut Conversation, row: Option<&ProvenanceRow>) {
@@ -168,6 +176,11 @@ fn import_bytes(
     // Importers see the name without `.gz`, so ids and format detection are those of the plain file.
     let plain = name.strip_suffix(".gz").unwrap_or(name);
     let (format, mut imported) = import::import_bytes(bytes, plain, options.format)?;
+    if options.copies > 1 {
+        for c in &mut imported.conversations {
+            *c = c.repeated(options.copies);
+        }
+    }
     for c in &mut imported.conversations {
         c.meta.path = Some(name.to_string());
         c.meta.format = format.name().into();

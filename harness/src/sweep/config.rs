@@ -113,6 +113,14 @@ pub struct RawDataset {
     pub repository: Option<String>,
     #[serde(default)]
     pub commit: Option<String>,
+    /// Each session's history appended to itself this many times (0 and 1: as recorded): a session of
+    /// twice the length whose every part is real, for measuring how a run's cost grows with length.
+    #[serde(default, skip_serializing_if = "is_one_copy")]
+    pub copies: usize,
+}
+
+fn is_one_copy(copies: &usize) -> bool {
+    *copies <= 1
 }
 
 /// What names the source of a raw dataset's conversations.
@@ -538,6 +546,30 @@ fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shipped_config(name: &str) -> SweepConfig {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs").join(name);
+        SweepConfig::load(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The scaling measurement must replay exactly the long-sessions run, only on sessions twice as long.
+    #[test]
+    fn the_doubled_long_sessions_config_is_the_long_sessions_config_with_two_copies() {
+        let single = shipped_config("long-sessions.toml");
+        let mut doubled = shipped_config("long-sessions-x2.toml");
+        for entry in &mut doubled.datasets {
+            match entry {
+                DatasetEntry::Raw(raw) => {
+                    assert_eq!(raw.copies, 2);
+                    raw.copies = 0;
+                }
+                DatasetEntry::Converted(d) => panic!("{}: only raw sessions can be doubled", d.display()),
+            }
+        }
+        doubled.name = single.name.clone();
+        doubled.description = single.description.clone();
+        assert_eq!(format!("{doubled:?}"), format!("{single:?}"));
+    }
 
     #[test]
     fn unknown_keys_and_bad_values_name_the_key_and_file() {

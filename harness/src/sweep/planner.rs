@@ -163,6 +163,7 @@ fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFil
                     license: r.license.clone(),
                     repository: r.repository.clone(),
                     commit: r.commit.clone(),
+                    copies: r.copies,
                 };
                 let cache = rooted(&config.import_cache);
                 // `~/` is the user's home directory, as in a shell (sessions live under ~/.claude, ~/.codex).

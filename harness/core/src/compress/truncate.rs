@@ -126,15 +126,60 @@ fn join_display(root: &str, relative: &str) -> String {
     }
 }
 
-/// Writes files under a real directory. Writes are queued by `save` and done by `flush` on up to four
-/// threads: a pass writes hundreds of files, and the kernel's time per file, not the bytes, is the cost.
+/// Writes files under a real directory. `save` hands each output to writer threads started with the pass's
+/// first save, so the files are written while the walk goes on; `flush` waits for them. A pass writes
+/// hundreds of files, and the kernel's time per file, not the bytes, is the cost: overlapping it with the
+/// walk (and spreading it over up to four threads) hides most of it.
 pub struct FsToolOutputStore {
     root: PathBuf,
     root_display: String,
     /// Directories known to exist (each pass would otherwise ask once per file).
     made_dirs: std::collections::HashSet<PathBuf>,
-    queue: Vec<(PathBuf, JsStr)>,
+    writers: Option<Writers>,
     write_through: bool,
+}
+
+/// The writer threads of one pass and the first error they met.
+struct Writers {
+    queue: std::sync::mpsc::Sender<(PathBuf, JsStr)>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    first_error: std::sync::Arc<std::sync::Mutex<Option<ToolOutputError>>>,
+}
+
+impl Writers {
+    fn start() -> Self {
+        let (queue, jobs) = std::sync::mpsc::channel::<(PathBuf, JsStr)>();
+        let jobs = std::sync::Arc::new(std::sync::Mutex::new(jobs));
+        let first_error = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let count = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+        let threads = (0..count)
+            .map(|_| {
+                let (jobs, first_error) = (jobs.clone(), first_error.clone());
+                std::thread::spawn(move || loop {
+                    // The lock is held only while taking the next job; a closed queue ends the thread.
+                    let next = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok((path, content)) = next else { break };
+                    if let Err(e) = write_output(&path, &content) {
+                        first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                    }
+                })
+            })
+            .collect();
+        Writers { queue, threads, first_error }
+    }
+
+    /// Closes the queue, waits for every queued write, and returns the first error.
+    fn finish(self) -> Result<(), ToolOutputError> {
+        drop(self.queue);
+        for thread in self.threads {
+            // A writer cannot panic short of an allocation failure; its files are then reported missing.
+            if thread.join().is_err() {
+                return Err(ToolOutputError::Refused("a tool-output writer thread panicked".into()));
+            }
+        }
+        let error = self.first_error.lock().unwrap_or_else(|p| p.into_inner()).take();
+        error.map_or(Ok(()), Err)
+    }
 }
 
 impl FsToolOutputStore {
@@ -144,8 +189,17 @@ impl FsToolOutputStore {
             root_display: root.to_string_lossy().into_owned(),
             root,
             made_dirs: Default::default(),
-            queue: Vec::new(),
+            writers: None,
             write_through: false,
+        }
+    }
+}
+
+impl Drop for FsToolOutputStore {
+    /// A store dropped without `flush` still completes its writes (and drops their errors).
+    fn drop(&mut self) {
+        if let Some(writers) = self.writers.take() {
+            let _ = writers.finish();
         }
     }
 }
@@ -167,38 +221,21 @@ impl ToolOutputStore for FsToolOutputStore {
         if self.write_through {
             write_output(&path, content)?;
         } else {
-            self.queue.push((path, content.clone()));
+            let writers = self.writers.get_or_insert_with(Writers::start);
+            // The receivers live until `finish`, so the queue cannot be closed here.
+            let _ = writers.queue.send((path, content.clone()));
         }
         Ok(join_display(&self.root_display, relative))
     }
 
     fn flush(&mut self) -> Result<(), ToolOutputError> {
-        let queue = std::mem::take(&mut self.queue);
-        if queue.is_empty() {
-            return Ok(());
-        }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(queue.len());
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let first_error = std::sync::Mutex::new(None::<ToolOutputError>);
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((path, content)) = queue.get(i) else { break };
-                    if let Err(e) = write_output(path, content) {
-                        first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
-                    }
-                });
-            }
-        });
-        match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.writers.take().map_or(Ok(()), Writers::finish)
     }
 
     fn write_through(&mut self) {
-        self.queue.clear();
+        if let Some(writers) = self.writers.take() {
+            let _ = writers.finish();
+        }
         self.write_through = true;
     }
 }
