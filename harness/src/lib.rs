@@ -5,7 +5,8 @@
 //!   (the reference port and its variants), the model interface, [`replay`] and [`inspect`];
 //! - `compactbench-datasets`: [`datasets`] (importers and the shipped corpus);
 //! - `compactbench-llm`: [`llm`] (backends behind one trait with a record/replay cache);
-//! - this crate: [`probes`], [`sweep`], [`report`] (polars, plotters) and the [`cli`].
+//! - this crate: [`probes`], [`sweep`], [`report`] (polars, plotters), [`view`] (the HTML page of a run) and
+//!   the [`cli`].
 //!
 //! The lower crates are re-exported under their module names, so `compactbench::replay::…` and
 //! `compactbench::datasets::…` name the same items as the crates themselves.
@@ -23,3 +24,4 @@ pub mod probes;
 pub mod report;
 pub mod stats;
 pub mod sweep;
+pub mod view;

@@ -15,6 +15,7 @@ use crate::report::gate::GateError;
 use crate::report::ReportError;
 use crate::sweep::config::ConfigError;
 use crate::sweep::error::RunError;
+use crate::view::ViewError;
 use std::path::PathBuf;
 
 /// A failed command. Library errors keep their type, so the status follows their kind; the variants that
@@ -40,6 +41,9 @@ pub enum Failure {
     Report(#[from] ReportError),
     #[error(transparent)]
     Gate(#[from] GateError),
+    /// `view` could not write its page.
+    #[error(transparent)]
+    View(#[from] ViewError),
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// A config's grid names an unknown strategy or refuses its knobs.
@@ -121,6 +125,13 @@ impl Failure {
             // The gate refuses runs it cannot read or pair with 2, however the plan failed to load.
             Failure::Gate(e) => match e {
                 GateError::Rules { .. } | GateError::Plan(_) => EXIT_BAD_INPUT,
+            },
+            Failure::View(e) => match e {
+                ViewError::Plan(r) => run_code(r),
+                ViewError::Gate(GateError::Rules { .. } | GateError::Plan(_)) | ViewError::NothingInCommon { .. } => {
+                    EXIT_BAD_INPUT
+                }
+                ViewError::Encode { .. } | ViewError::Write(_) => EXIT_FAILURE,
             },
             Failure::Config(e) => match e {
                 ConfigError::Io { .. } | ConfigError::Invalid { .. } => EXIT_BAD_INPUT,
@@ -244,6 +255,7 @@ mod tests {
             Failure::Run(_) => "Run",
             Failure::Report(_) => "Report",
             Failure::Gate(_) => "Gate",
+            Failure::View(_) => "View",
             Failure::Config(_) => "Config",
             Failure::Strategy(_) => "Strategy",
             Failure::Llm(_) => "Llm",
@@ -313,6 +325,10 @@ mod tests {
             (Failure::Report(ReportError::Results { path: "r".into(), source: polars() }), fail),
             (Failure::Report(ReportError::Write(write_error())), fail),
             (Failure::Gate(GateError::Rules { path: "g.toml".into(), message: "bad".into() }), bad),
+            (Failure::View(ViewError::Gate(GateError::Rules { path: "g.toml".into(), message: "bad".into() })), bad),
+            (Failure::View(ViewError::NothingInCommon { current: "a".into(), baseline: "b".into() }), bad),
+            (Failure::View(ViewError::Encode { path: "v.html".into(), source: io() }), fail),
+            (Failure::View(ViewError::Write(write_error())), fail),
             (Failure::Config(ConfigError::Io { file: "c.toml".into(), source: io() }), bad),
             (Failure::Config(ConfigError::Invalid { file: "c.toml".into(), message: "bad".into() }), bad),
             strategy(StrategyError::Compress(CompressError::Fraction(crate::compress::split::FractionError))),
@@ -393,6 +409,13 @@ mod tests {
         for (e, _) in run_errors() {
             rows.push((Failure::Gate(GateError::Plan(e)), bad));
         }
+        // A page of a run whose plan cannot be read fails as the run would; `--compare` refuses it with 2.
+        for (e, code) in run_errors() {
+            rows.push((Failure::View(ViewError::Plan(e)), code));
+        }
+        for (e, _) in run_errors() {
+            rows.push((Failure::View(ViewError::Gate(GateError::Plan(e))), bad));
+        }
         for (e, code) in llm_errors() {
             rows.push((Failure::Llm(e), code));
         }
@@ -407,7 +430,7 @@ mod tests {
             assert_ne!(f.exit_code(), EXIT_SUCCESS);
         }
         let covered: std::collections::BTreeSet<&str> = rows.iter().map(|(f, _)| variant(f)).collect();
-        assert_eq!(covered.len(), 27, "a variant without a row: {covered:?}");
+        assert_eq!(covered.len(), 28, "a variant without a row: {covered:?}");
     }
 
     #[test]

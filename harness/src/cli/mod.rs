@@ -10,6 +10,7 @@ pub mod llm;
 pub mod probes;
 pub mod report;
 pub mod run;
+pub mod view;
 
 pub use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_STATUS_HELP, EXIT_SUCCESS};
 pub use failure::Failure;
@@ -40,6 +41,9 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Compare a run with a baseline: exit 0 pass, 1 regression, 2 unusable input, 4 incomplete.
     Gate(report::GateArgs),
+    /// Write one self-contained HTML page of a run (points, conversations, each compression beside what it
+    /// replaced) and print its path.
+    View(view::ViewArgs),
     /// One table across runs of the same strategies on different corpora (one per agent), and the paired
     /// differences against the reference pooled over every run's conversations.
     Compare(report::CompareArgs),
@@ -103,6 +107,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Merge(args) => run::merge(args),
         Command::Report(args) => report::run_report(args),
         Command::Gate(args) => report::run_gate(args),
+        Command::View(args) => view::run(args),
         Command::Compare(args) => report::run_compare(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Models(cmd) => llm::run_models(cmd),

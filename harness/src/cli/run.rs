@@ -102,8 +102,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.shard.is_some() {
         eprintln!("next: `compactbench merge --out DIR <shard dirs>`, then `compactbench report DIR`");
     } else if !args.no_report {
-        let report =
+        let mut report =
             crate::report::build_with_progress(&out, args.wide, &mut super::report::stage_printer(args.quiet))?;
+        super::view::write_beside_report(&out, &mut report.pages)?;
         eprintln!("{}", crate::report::written_line(&report));
     }
     Ok(())
@@ -139,7 +140,8 @@ pub fn merge(args: MergeArgs) -> Result<(), Failure> {
         )));
     }
     // A complete merge ends as a complete run does: with its report.
-    let report = crate::report::build(&args.out, false)?;
+    let mut report = crate::report::build(&args.out, false)?;
+    super::view::write_beside_report(&args.out, &mut report.pages)?;
     eprintln!("{}", crate::report::written_line(&report));
     Ok(())
 }

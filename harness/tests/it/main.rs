@@ -13,3 +13,4 @@ mod report;
 mod strategies;
 mod support;
 mod upstream;
+mod view;
