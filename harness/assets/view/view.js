@@ -210,8 +210,11 @@
       disabled: pointsState.picked.length === 2 ? null : 'disabled',
       onclick: () => go('compare/' + pointsState.picked.join('/')),
     }, 'compare the two picked points');
+    const problems = DATA.runs.flatMap((r) => r.problems.map((line) => (DATA.runs.length > 1 ? runLabel(r) + ': ' : '') + line));
     append(wrap, [
       el('h2', null, 'Points'),
+      problems.length ? el('details', { class: 'problem', id: 'problems' }, el('summary', null, 'Cells missing or damaged, left out of every figure and table'),
+        el('ul', null, problems.map((line) => el('li', null, line)))) : null,
       el('p', { class: 'note' }, 'Each figure over the point\'s conversations, with its 95 % bootstrap interval over conversations (as in report.md). Click a row for its conversations; click a header to sort.'),
       el('div', { class: 'controls' }, search, roleSelect, el('label', null, defaults, ' default points only'), compare,
         el('span', { class: 'note' }, shown.length + ' of ' + DATA.points.length + ' points')),

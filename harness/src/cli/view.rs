@@ -54,6 +54,9 @@ pub fn run(args: ViewArgs) -> Result<(), Failure> {
         eprintln!("view: running the regression gate on the two runs (its paired checks take a while)…");
     }
     let written = view::write(&args.run_dir, &out, &options)?;
+    for line in &written.problems {
+        eprintln!("warning: left out of the page: {line}");
+    }
     for line in &written.unread {
         eprintln!("warning: recording not read (the page shows its figures only): {line}");
     }

@@ -62,6 +62,8 @@ pub struct ViewOutput {
     pub bytes: usize,
     /// Conversations whose recording could not be read, with why (the page shows their figures only).
     pub unread: Vec<String>,
+    /// Missing or damaged cells of the runs, named (the page leaves them out and lists them).
+    pub problems: Vec<String>,
 }
 
 /// A run directory's plan and verified cells, with the problems of the others.
@@ -121,7 +123,9 @@ pub fn write(run_dir: &Path, out: &Path, options: &ViewOptions) -> Result<ViewOu
     let page = html::page(&index, &chunks).map_err(|source| ViewError::Encode { path: out.to_path_buf(), source })?;
     crate::fsutil::write_atomic(out, page.as_bytes())?;
     let unread = recordings.iter().filter_map(|(id, r)| r.as_ref().err().map(|e| format!("{id}: {e}"))).collect();
-    Ok(ViewOutput { path: out.to_path_buf(), bytes: page.len(), unread })
+    let problems =
+        runs.iter().flat_map(|r| r.problems.iter().map(move |p| format!("{}: {p}", r.dir.display()))).collect();
+    Ok(ViewOutput { path: out.to_path_buf(), bytes: page.len(), unread, problems })
 }
 
 /// The page a report writes: `RUN_DIR/view.html`, paths relative to the working directory (as `run` reads

@@ -206,6 +206,29 @@ fn view_of_a_directory_without_a_plan_is_bad_input_naming_the_file() {
     assert!(!tmp.path().join("view.html").exists());
 }
 
+#[test]
+fn a_run_with_a_missing_cell_gets_a_page_that_names_it() {
+    use compactbench::sweep::{self, runner};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("partial");
+    let plan = runner::load_plan(&fixture().run).unwrap();
+    runner::ensure_plan(&dir, &plan).unwrap();
+    let cells = sweep::collect(&fixture().run, &plan);
+    for c in &cells[1..] {
+        runner::write_cell(&dir, c).unwrap();
+    }
+    let out = binary().args(["view", dir.to_str().unwrap()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let missing = cells[0].cell.relative_path().display().to_string();
+    assert!(stderr.contains("warning: left out of the page") && stderr.contains(&missing), "{stderr}");
+    let page = std::fs::read_to_string(dir.join("view.html")).unwrap();
+    let blocks = data_blocks(&page);
+    let index = &blocks.iter().find(|(id, _)| id == "data-index").unwrap().1;
+    assert_eq!(index["cells"].as_array().unwrap().len(), cells.len() - 1);
+    assert!(index["runs"][0]["problems"][0].as_str().unwrap().contains(&missing));
+}
+
 /// The fixture's run with every reference cell made 10 % dearer: a regression the gate flags.
 fn regressed_run() -> &'static Path {
     static RUN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
@@ -345,9 +368,9 @@ fn located_histories_are_the_ones_the_replay_stored() {
 const REQUIRE_BROWSER: &str = "COMPACTBENCH_REQUIRE_BROWSER";
 const UPDATE_SCREENSHOTS: &str = "COMPACTBENCH_UPDATE_SCREENSHOTS";
 
-/// The system's Chromium (or Chrome), headless; `None`, said loudly, when there is none and none is
-/// required.
-fn browser() -> Option<Browser> {
+/// The system's Chromium (or Chrome), headless, its window `width` pixels wide; `None`, said loudly, when
+/// there is none and none is required.
+fn browser_of_width(width: u32) -> Option<Browser> {
     let path = match headless_chrome::browser::default_executable() {
         Ok(p) => p,
         Err(e) => {
@@ -371,12 +394,16 @@ fn browser() -> Option<Browser> {
         path: Some(path),
         headless: true,
         sandbox: false,
-        window_size: Some((1400, 1000)),
+        window_size: Some((width, 1000)),
         args,
         idle_browser_timeout: std::time::Duration::from_secs(120),
         ..LaunchOptions::default()
     };
     Some(Browser::new(options).expect("the browser starts"))
+}
+
+fn browser() -> Option<Browser> {
+    browser_of_width(1400)
 }
 
 /// A page opened in a tab, with everything it reported on the console, every exception and every dialog.
@@ -562,8 +589,10 @@ fn the_report_pages_open_in_under_two_seconds() {
         assert!(best < 2000.0 && conversation_ms < 2000.0, "{}: {best} ms, {conversation_ms} ms", page_path.display());
     }
     if std::env::var(UPDATE_SCREENSHOTS).is_ok_and(|v| v == "1") {
+        // Wide enough for every column of the points table.
+        let Some(wide) = browser_of_width(1880) else { return };
         let img = repo().join("harness/docs/img");
-        let page = open(&browser, &default_page, "");
+        let page = open(&wide, &default_page, "");
         page.screenshot(&img.join("view-points.png"));
         page.click("#points tbody tr:first-child td:nth-child(2)");
         page.tab.wait_for_xpath("//table[@id='conversations']//a[text()='task003-trial0']").unwrap().click().unwrap();
