@@ -377,7 +377,11 @@ fn browser_of_width(width: u32) -> Option<Browser> {
             if std::env::var(REQUIRE_BROWSER).is_ok_and(|v| v == "1") {
                 panic!("{REQUIRE_BROWSER}=1 but no browser: {e} (apt-get install -y chromium)");
             }
-            eprintln!(
+            // Written to stderr itself, not through `eprintln!`, which the test harness captures: the skip
+            // must show in a plain `cargo test`.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr().lock(),
                 "\n!!! SKIPPED: the view's browser tests need Chromium or Chrome ({e}); \
                  `apt-get install -y chromium` runs them ({REQUIRE_BROWSER}=1 makes this a failure) !!!\n"
             );
