@@ -21,9 +21,6 @@ use std::path::{Path, PathBuf};
 /// The page's file name in a run directory, next to `report.md`.
 pub const VIEW_FILE: &str = "view.html";
 
-/// The run's summary, written by `run` and `merge`.
-const SUMMARY_FILE: &str = "summary.json";
-
 /// At most this many missing or damaged cells are named on the page (then a count).
 const LISTED_PROBLEMS: usize = 20;
 
@@ -72,7 +69,6 @@ struct LoadedRun {
     plan: Plan,
     cells: Vec<CellResult>,
     problems: Vec<String>,
-    summary: Option<Vec<crate::report::summary::PointSummary>>,
 }
 
 fn load_run(dir: &Path) -> Result<LoadedRun, ViewError> {
@@ -80,9 +76,7 @@ fn load_run(dir: &Path) -> Result<LoadedRun, ViewError> {
     let stored = sweep::load_cells(dir, &plan);
     // Relative to the run directory: the page holds no path of its own run.
     let problems = stored.problems(Path::new(""), LISTED_PROBLEMS);
-    // Unreadable or absent: the figures are computed instead.
-    let summary = std::fs::read(dir.join(SUMMARY_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok());
-    Ok(LoadedRun { dir: dir.to_path_buf(), plan, cells: stored.cells, problems, summary })
+    Ok(LoadedRun { dir: dir.to_path_buf(), plan, cells: stored.cells, problems })
 }
 
 /// Writes the page of `run_dir` (compared with `options.compare` when given) to `out`.
@@ -110,13 +104,7 @@ pub fn write(run_dir: &Path, out: &Path, options: &ViewOptions) -> Result<ViewOu
     }
     let data: Vec<payload::RunData<'_>> = runs
         .iter()
-        .map(|r| payload::RunData {
-            dir: &r.dir,
-            plan: &r.plan,
-            cells: &r.cells,
-            problems: r.problems.clone(),
-            summary: r.summary.clone(),
-        })
+        .map(|r| payload::RunData { dir: &r.dir, plan: &r.plan, cells: &r.cells, problems: &r.problems })
         .collect();
     let (mut index, chunks) = payload::build(&data, &recordings, &clean);
     index.gate = gate;

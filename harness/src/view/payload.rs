@@ -10,7 +10,6 @@ use crate::data::{CellResult, Plan};
 use crate::metrics::{self, Better, Figure, Unit};
 use crate::probes::figures as probe_figures;
 use crate::replay::strategy::Role;
-use crate::report::summary::PointSummary;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,10 +40,7 @@ pub struct RunData<'a> {
     /// Verified cells, in plan order.
     pub cells: &'a [CellResult],
     /// Missing and damaged cells, one line each (at most a few, then a count).
-    pub problems: Vec<String>,
-    /// The run's `summary.json`, whose figures are the ones computed here (the bootstrap is the slow part)
-    /// for every point it covers with the same conversations.
-    pub summary: Option<Vec<PointSummary>>,
+    pub problems: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
@@ -245,50 +241,61 @@ fn metric_info(name: &'static str) -> Option<MetricInfo> {
     Some(MetricInfo { name: m.name, header: m.header, title: m.title(), unit: m.unit, better: m.better })
 }
 
-/// The points of one run with their figures (bootstrap intervals over conversations, as the report's).
+/// A point's figures over its cells, with the report's bootstrap intervals.
+fn point_figures(
+    plan: &Plan,
+    point: &crate::data::ConfigPoint,
+    cells: &[CellResult],
+) -> BTreeMap<&'static str, Figure> {
+    let pricing = metrics::point_pricing(plan, point);
+    let parts = metrics::point_parts(cells.iter().filter(|c| c.cell.point == point.id), pricing.as_ref());
+    POINT_METRICS
+        .iter()
+        .filter_map(|name| {
+            let m = metrics::metric(name)?;
+            let parts: Vec<metrics::Parts> = parts.get(name)?.iter().map(|(_, p)| *p).collect();
+            Some((m.name, metrics::figure(m, &parts)?))
+        })
+        .collect()
+}
+
+/// The points of one run with their figures. The bootstraps are most of the page's build time, so the
+/// points are shared out over the machine's threads (each figure is the same whichever thread draws it:
+/// the bootstrap's seed is fixed).
 fn points(run_index: usize, run: &RunData<'_>) -> Vec<PointInfo> {
     let plan = run.plan;
     let refs: Vec<&crate::data::ConfigPoint> = plan.points.iter().collect();
     let varying = crate::report::varying_axes(&refs);
     let defaults = crate::report::default_points(plan);
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let per_thread = plan.points.len().div_ceil(threads).max(1);
+    let figures: Vec<BTreeMap<&'static str, Figure>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = plan
+            .points
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || chunk.iter().map(|p| point_figures(plan, p, run.cells)).collect::<Vec<_>>())
+            })
+            .collect();
+        // A worker that panicked re-raises its panic here: no point is left without its figures.
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
     plan.points
         .iter()
+        .zip(figures)
         .enumerate()
-        .map(|(i, p)| {
-            let cells = run.cells.iter().filter(|c| c.cell.point == p.id);
-            let summarized =
-                run.summary.iter().flatten().find(|s| s.point == p.id && s.conversations == cells.clone().count());
-            let figures = match summarized {
-                Some(s) => POINT_METRICS
-                    .iter()
-                    .filter_map(|name| Some((metrics::metric(name)?.name, s.figure(name)?)))
-                    .collect(),
-                None => {
-                    let pricing = metrics::point_pricing(plan, p);
-                    let parts = metrics::point_parts(cells, pricing.as_ref());
-                    POINT_METRICS
-                        .iter()
-                        .filter_map(|name| {
-                            let m = metrics::metric(name)?;
-                            let parts: Vec<metrics::Parts> = parts.get(name)?.iter().map(|(_, p)| *p).collect();
-                            Some((m.name, metrics::figure(m, &parts)?))
-                        })
-                        .collect()
-                }
-            };
-            PointInfo {
-                run: run_index,
-                id: p.id.clone(),
-                number: i + 1,
-                strategy: p.strategy.kind().to_string(),
-                role: p.strategy.role().map(role_name),
-                label: p.short_label(),
-                summarizer: p.summarizer.clone(),
-                slice: p.slice.clone(),
-                axes: varying.iter().filter_map(|a| Some((a.clone(), p.axes.get(a)?.clone()))).collect(),
-                default: defaults.contains(&i),
-                figures,
-            }
+        .map(|(i, (p, figures))| PointInfo {
+            run: run_index,
+            id: p.id.clone(),
+            number: i + 1,
+            strategy: p.strategy.kind().to_string(),
+            role: p.strategy.role().map(role_name),
+            label: p.short_label(),
+            summarizer: p.summarizer.clone(),
+            slice: p.slice.clone(),
+            axes: varying.iter().filter_map(|a| Some((a.clone(), p.axes.get(a)?.clone()))).collect(),
+            default: defaults.contains(&i),
+            figures,
         })
         .collect()
 }
@@ -448,7 +455,7 @@ pub fn build(
             name: run.plan.name.clone(),
             dir: (runs.len() > 1).then(|| run.dir.display().to_string()),
             cells: run.cells.len(),
-            problems: run.problems.clone(),
+            problems: run.problems.to_vec(),
             tokenizer: recording::shown_tokenizer(&run.plan.replay.tokenizer),
             summaries: run.plan.replay.keep_summaries,
             axes: crate::report::varying_axes(&refs),
