@@ -445,7 +445,10 @@
         el('button', { class: 'show-gold', onclick: () => openContent(e) }, 'show'));
     }
     if (ev.every((e) => e < span.from)) return 'replaced by an earlier compression';
-    if (ev.every((e) => e < span.end)) return 'kept verbatim';
+    if (ev.every((e) => e < span.end)) {
+      if (span.acted === 'in-place') return 'in the history it rewrote in place';
+      return span.acted === 'unchanged' ? 'in the history, left unchanged' : 'kept verbatim';
+    }
     return 'not yet in the history';
   }
 
@@ -562,7 +565,8 @@
     const detail = chunk.cells[ci] || { events: [], end: [] };
     const overlayIndex = opts.vs !== undefined ? opts.vs : noneCellFor(cell);
     const overlay = overlayIndex !== null && overlayIndex !== ci ? DATA.cells[overlayIndex] : null;
-    const route = (k, vs) => 'cell/' + ci + (vs !== undefined && vs !== null ? '/vs/' + vs : '') + (k !== undefined && k !== null ? '/event/' + k : '');
+    // `vs/-1`: no overlay (without `vs` the point's `none` is drawn).
+    const route = (k, vs) => 'cell/' + ci + (vs === null ? '/vs/-1' : vs !== undefined ? '/vs/' + vs : '') + (k !== undefined && k !== null ? '/event/' + k : '');
     const siblings = DATA.cells.map((c, i) => [c, i]).filter(([c]) => c.conversation === cell.conversation && c.repeat === cell.repeat);
     const pointSelect = el('select', { id: 'cell-point' }, siblings.map(([c, i]) => el('option', { value: i }, pointLabel(DATA.points[c.point]))));
     pointSelect.value = String(ci);

@@ -59,6 +59,10 @@ mod tests {
             assert!(!lower.contains("</script") && !lower.contains("</style"), "{name} closes its element");
             assert!(!text.contains("{{"), "{name} holds a template slot");
         }
+        // The script builds the page from nodes and text only: nothing parses a string as markup or code.
+        for parser in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"] {
+            assert!(!SCRIPT.contains(parser), "the script uses {parser}");
+        }
         for slot in ["{{SCRIPT_HASH}}", "{{STYLE_HASH}}", "{{STYLE}}", "{{DATA}}", "{{SCRIPT}}"] {
             assert_eq!(TEMPLATE.matches(slot).count(), 1, "{slot}");
         }
