@@ -663,7 +663,7 @@
       el('thead', null, el('tr', null, ['kind', 'question', 'gold', 'A', 'B'].map((h) => el('th', null, h)))),
       el('tbody', null, rows.length ? rows.map(([x, y]) => el('tr', null, el('td', null, probe(y.probe).kind || '?'), el('td', null, probe(y.probe).question || y.probe),
         el('td', null, el('code', null, probe(y.probe).gold || '?')), el('td', null, outcomeText(x)), el('td', null, outcomeText(y))))
-        : el('tr', null, el('td', { colspan: 5, class: 'note' }, 'No probe changed its outcome at the end (the counts differ at compressions).'))));
+        : el('tr', null, el('td', { colspan: 5, class: 'note' }, 'No probe changed its outcome at the end of the replay.'))));
   }
 
   function gateSection(a, b) {

@@ -543,6 +543,9 @@ fn the_page_works_in_a_real_browser_and_shows_the_injection_as_text() {
     compare.tab.wait_for_element("#gate-cells tbody tr").unwrap();
     assert!(compare.text("#gate").contains("tokens_vs_none"));
     assert!(compare.eval("document.querySelectorAll('#changed tbody tr').length").as_u64() >= Some(1));
+    // A changed conversation's probes: decoded on demand, listed with both outcomes.
+    compare.click("#changed button.probe-diff");
+    compare.tab.wait_for_element("#changed .probe-changes tbody tr").unwrap();
     compare.screenshot(&shots.join("compare.png"));
     compare.assert_clean();
     eprintln!("view screenshots: {}", shots.display());
