@@ -17,7 +17,6 @@ use crate::json::{self, Value};
 use crate::{LanguageModel, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 /// Sections used when a summarization request names none (the pre-template v0 prompt).
@@ -49,7 +48,7 @@ impl LanguageModel for ExtractiveModel {
 
     async fn generate(&self, req: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let text = respond(req);
-        let prompt_chars: usize = req.contents.iter().map(|c| json::to_string(c).len()).sum();
+        let prompt_chars: usize = req.contents.iter().map(json::utf8_len).sum();
         Ok(LlmResponse {
             usage: Usage {
                 prompt_tokens: prompt_chars as u64 / 4,
@@ -598,17 +597,17 @@ impl PassageIndex {
         PassageIndex { passages, postings }
     }
 
-    /// The index of `contents`, from the few most recent contexts when it is one of them.
+    /// The index of `contents`, from the few most recent contexts when it is one of them. A context is
+    /// recognised by its Contents: the probes of one event ask about the same stored Contents (shared, so
+    /// comparing them is a pointer comparison each); an entry keeps its Contents alive, so a pointer can
+    /// never be reused for other Contents while it is cached.
     fn cached(contents: &[Content]) -> Arc<PassageIndex> {
-        static RECENT: Mutex<VecDeque<(u64, Arc<PassageIndex>)>> = Mutex::new(VecDeque::new());
-        let key = {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            for c in contents {
-                json::to_string(c).hash(&mut h);
-            }
-            h.finish()
+        type Recent = VecDeque<(Vec<Content>, Arc<PassageIndex>)>;
+        static RECENT: Mutex<Recent> = Mutex::new(VecDeque::new());
+        let same = |cached: &[Content]| {
+            cached.len() == contents.len() && cached.iter().zip(contents).all(|(a, b)| a.same_as(b) || a == b)
         };
-        if let Some((_, index)) = RECENT.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == key) {
+        if let Some((_, index)) = RECENT.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(c, _)| same(c)) {
             return Arc::clone(index);
         }
         let index = Arc::new(PassageIndex::of(contents));
@@ -617,7 +616,7 @@ impl PassageIndex {
         if recent.len() >= 8 {
             recent.pop_front();
         }
-        recent.push_back((key, Arc::clone(&index)));
+        recent.push_back((contents.to_vec(), Arc::clone(&index)));
         index
     }
 }

@@ -65,7 +65,7 @@ pub fn final_stretch_start(recorded: &[Content]) -> usize {
 /// Which probes of a conversation are early-only (definition in the module docs).
 pub fn early_only(recorded: &[Content], probes: &[Probe]) -> Vec<bool> {
     let stretch = final_stretch_start(recorded);
-    let hays: Vec<Haystack> = recorded.iter().map(|c| Haystack::new(&grade::content_text(c))).collect();
+    let hays: Vec<Haystack> = recorded.iter().map(|c| Haystack::of_lines([grade::content_text(c)])).collect();
     probes
         .iter()
         .map(|p| {
@@ -117,18 +117,17 @@ impl RecordingIndex {
 
     pub fn view(&self, stored: &[Content]) -> StoredView {
         let mut parts = HashSet::new();
-        let mut verbatim = String::new();
+        let mut verbatim = Vec::new();
         for c in stored {
             for t in part_texts(c) {
                 let h = text_hash(&t);
                 if self.recorded_parts.contains(&h) {
-                    verbatim.push_str(&t);
-                    verbatim.push('\n');
+                    verbatim.push(t);
                 }
                 parts.insert(h);
             }
         }
-        StoredView { parts, verbatim: Haystack::new(&verbatim) }
+        StoredView { parts, verbatim: Haystack::of_lines(verbatim) }
     }
 
     /// The probe's evidence is no longer all there verbatim and no accepted answer survives verbatim.

@@ -6,6 +6,7 @@
 
 pub use crate::data::AnswerGrade;
 use crate::history::{self, Content};
+use crate::json::Value;
 use std::collections::BTreeMap;
 
 /// Characters kept inside a token (paths, identifiers, versions, times).
@@ -15,38 +16,58 @@ fn inner_char(c: char) -> bool {
 
 /// Lowercased tokens with surface noise removed.
 pub fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    each_token(text, |t| out.push(t.to_string()));
+    out
+}
+
+/// The normalised text: tokens joined by single spaces.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    each_token(text, |t| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t);
+    });
+    out
+}
+
+/// Calls `f` with each token of `text` in order, without allocating per token: the lowercased text with
+/// thousands separators dropped and other characters than [`inner_char`] made spaces, split at
+/// whitespace, each piece without its leading `./` and the sentence punctuation around it.
+fn each_token(text: &str, mut f: impl FnMut(&str)) {
     let lower = text.to_lowercase();
-    let chars: Vec<char> = lower.chars().collect();
     let mut cleaned = String::with_capacity(lower.len());
-    for (i, &c) in chars.iter().enumerate() {
+    // The previous character (a thousands separator needs a digit before it), and what follows it.
+    let mut prev: Option<char> = None;
+    let mut rest = lower.chars();
+    while let Some(c) = rest.next() {
         // A comma between a digit and exactly three digits is a thousands separator.
         let thousands = c == ','
-            && i > 0
-            && chars[i - 1].is_ascii_digit()
-            && chars.get(i + 1..i + 4).is_some_and(|d| d.iter().all(char::is_ascii_digit))
-            && !chars.get(i + 4).is_some_and(char::is_ascii_digit);
+            && prev.is_some_and(|p| p.is_ascii_digit())
+            && {
+                let mut ahead = rest.clone();
+                (0..3).all(|_| ahead.next().is_some_and(|d| d.is_ascii_digit()))
+                    && !ahead.next().is_some_and(|d| d.is_ascii_digit())
+            };
+        prev = Some(c);
         if thousands {
             continue;
         }
         cleaned.push(if inner_char(c) { c } else { ' ' });
     }
-    cleaned
-        .split_whitespace()
-        .filter_map(|t| {
-            let mut t = t;
-            while let Some(rest) = t.strip_prefix("./") {
-                t = rest;
-            }
-            // Sentence punctuation around a token is not part of it; `/` at the start is (absolute paths).
-            let t = t.trim_matches(|c: char| matches!(c, '.' | ':' | '-' | '#' | '@' | '+'));
-            (!t.is_empty()).then(|| t.to_string())
-        })
-        .collect()
-}
-
-/// The normalised text: tokens joined by single spaces.
-pub fn normalize(text: &str) -> String {
-    tokens(text).join(" ")
+    for piece in cleaned.split_whitespace() {
+        let mut t = piece;
+        while let Some(rest) = t.strip_prefix("./") {
+            t = rest;
+        }
+        // Sentence punctuation around a token is not part of it; `/` at the start is (absolute paths).
+        let t = t.trim_matches(|c: char| matches!(c, '.' | ':' | '-' | '#' | '@' | '+'));
+        if !t.is_empty() {
+            f(t);
+        }
+    }
 }
 
 /// Normalised answers equal.
@@ -84,11 +105,50 @@ pub fn token_f1(answer: &str, gold: &str) -> f64 {
 }
 
 /// A normalised haystack, searched for whole-token phrases.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Haystack {
     text: String,
     /// The same with tokens also split at dots, so `attr` is found in `obj.attr` (`Coder.flag` → `flag`).
     dotless: String,
+}
+
+/// One piece's normalised text and its dot-split form.
+struct NormalPiece {
+    text: String,
+    dotless: String,
+}
+
+/// Pieces shorter than this are normalised directly (as fast as hashing them).
+const MEMO_MIN_BYTES: usize = 256;
+/// Characters of normalised text kept before the memo starts afresh.
+const MEMO_MAX_BYTES: usize = 256 << 20;
+
+fn normalized_piece(piece: &str) -> std::sync::Arc<NormalPiece> {
+    use sha2::{Digest, Sha256};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+    let make = || {
+        let text = normalize(piece);
+        Arc::new(NormalPiece { dotless: split_dots(&text), text })
+    };
+    if piece.len() < MEMO_MIN_BYTES {
+        return make();
+    }
+    type Memo = (HashMap<[u8; 32], Arc<NormalPiece>>, usize);
+    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    let key: [u8; 32] = Sha256::digest(piece.as_bytes()).into();
+    if let Some(hit) = memo.lock().unwrap_or_else(PoisonError::into_inner).0.get(&key) {
+        return Arc::clone(hit);
+    }
+    let normal = make();
+    let mut memo = memo.lock().unwrap_or_else(PoisonError::into_inner);
+    if memo.1 > MEMO_MAX_BYTES {
+        *memo = Default::default();
+    }
+    memo.1 += normal.text.len() + normal.dotless.len();
+    memo.0.insert(key, Arc::clone(&normal));
+    normal
 }
 
 fn split_dots(normalized: &str) -> String {
@@ -99,6 +159,33 @@ impl Haystack {
     pub fn new(text: &str) -> Self {
         let n = normalize(text);
         Haystack { dotless: format!(" {} ", split_dots(&n)), text: format!(" {n} ") }
+    }
+
+    /// `Haystack::new` of the pieces each followed by a line break, built from each piece's normalised
+    /// text. A token never spans a line break (it is not a token character, a thousands separator needs
+    /// digits on both sides, and case mapping does not look across it), so the normalised whole is the
+    /// normalised pieces joined by spaces. Pieces are remembered by digest: a sweep reads the same
+    /// recorded Contents in every cell of a conversation.
+    pub fn of_lines<S: AsRef<str>>(pieces: impl IntoIterator<Item = S>) -> Self {
+        let (mut text, mut dotless) = (String::from(" "), String::from(" "));
+        for piece in pieces {
+            let normal = normalized_piece(piece.as_ref());
+            if !normal.text.is_empty() {
+                text.push_str(&normal.text);
+                text.push(' ');
+            }
+            if !normal.dotless.is_empty() {
+                dotless.push_str(&normal.dotless);
+                dotless.push(' ');
+            }
+        }
+        // An empty text is still wrapped in two spaces, as `Haystack::new` wraps it.
+        for s in [&mut text, &mut dotless] {
+            if s.len() == 1 {
+                s.push(' ');
+            }
+        }
+        Haystack { text, dotless }
     }
 
     /// The whole normalised `needle` occurs at token boundaries (dots count as boundaries too).
@@ -121,49 +208,49 @@ pub fn content_text(c: &Content) -> String {
         if history::is_thought(p) {
             continue;
         }
-        collect_strings(&p.to_serde(), &mut out);
+        collect_strings(p, &mut out);
     }
     out
 }
 
 /// Every string in one part (text, call name and arguments, tool output), as [`content_text`] reads it.
-pub fn part_text(p: &crate::json::Value) -> String {
+pub fn part_text(p: &Value) -> String {
     let mut out = String::new();
-    collect_strings(&p.to_serde(), &mut out);
+    collect_strings(p, &mut out);
     out
 }
 
-fn collect_strings(v: &serde_json::Value, out: &mut String) {
+/// Strings and numbers, each followed by a line break, in document order (numbers as `serde_json` writes
+/// them: the text these figures were first defined on).
+fn collect_strings(v: &Value, out: &mut String) {
     match v {
-        serde_json::Value::String(s) => {
-            out.push_str(s);
+        Value::String(s) => {
+            out.push_str(&s.to_str_lossy());
             out.push('\n');
         }
-        serde_json::Value::Number(n) => {
-            out.push_str(&n.to_string());
-            out.push('\n');
+        Value::Number(_) => {
+            if let serde_json::Value::Number(n) = v.to_serde() {
+                out.push_str(&n.to_string());
+                out.push('\n');
+            }
         }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(m) => {
+            for (k, x) in m.iter() {
                 // Ids and signatures are transport details, not content.
+                let k = k.to_str_lossy();
                 if k != "id" && k != "thoughtSignature" {
                     collect_strings(x, out);
                 }
             }
         }
-        _ => {}
+        Value::Null | Value::Bool(_) => {}
     }
 }
 
 /// The normalised text of a whole history.
 pub fn history_haystack(h: &[Content]) -> Haystack {
-    let mut text = String::new();
-    for c in h {
-        text.push_str(&content_text(c));
-        text.push('\n');
-    }
-    Haystack::new(&text)
+    Haystack::of_lines(h.iter().map(content_text))
 }
 
 pub fn grade_answer<'a>(answer: &str, accepted: impl IntoIterator<Item = &'a str>) -> AnswerGrade {
@@ -180,6 +267,57 @@ pub fn grade_answer<'a>(answer: &str, accepted: impl IntoIterator<Item = &'a str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The first implementation (a char vector, a `String` per token, joined): the one-pass version must
+    /// give the same tokens, so every stored grade stays what it was.
+    fn tokens_by_vectors(text: &str) -> Vec<String> {
+        let lower = text.to_lowercase();
+        let chars: Vec<char> = lower.chars().collect();
+        let mut cleaned = String::with_capacity(lower.len());
+        for (i, &c) in chars.iter().enumerate() {
+            let thousands = c == ','
+                && i > 0
+                && chars[i - 1].is_ascii_digit()
+                && chars.get(i + 1..i + 4).is_some_and(|d| d.iter().all(char::is_ascii_digit))
+                && !chars.get(i + 4).is_some_and(char::is_ascii_digit);
+            if thousands {
+                continue;
+            }
+            cleaned.push(if inner_char(c) { c } else { ' ' });
+        }
+        cleaned
+            .split_whitespace()
+            .filter_map(|t| {
+                let mut t = t;
+                while let Some(rest) = t.strip_prefix("./") {
+                    t = rest;
+                }
+                let t = t.trim_matches(|c: char| matches!(c, '.' | ':' | '-' | '#' | '@' | '+'));
+                (!t.is_empty()).then(|| t.to_string())
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Built from pieces (some long enough to be remembered) as from the whole text.
+        #[test]
+        fn a_haystack_of_lines_is_the_haystack_of_the_lines_joined(
+            pieces in prop::collection::vec(("[0-9,.ΣσA-Za-z /\\n-]{0,30}", 1usize..20), 0..6)
+        ) {
+            let pieces: Vec<String> = pieces.into_iter().map(|(p, n)| p.repeat(n)).collect();
+            let whole: String = pieces.iter().map(|p| format!("{p}\n")).collect();
+            prop_assert_eq!(Haystack::of_lines(&pieces), Haystack::new(&whole));
+            prop_assert_eq!(Haystack::of_lines(&pieces), Haystack::of_lines(&pieces));
+        }
+
+        #[test]
+        fn one_pass_tokens_equal_the_first_implementations(text in "[0-9,./:#@+ a-zA-ZİẞΣé_\\-\n]{0,80}") {
+            let expected = tokens_by_vectors(&text);
+            prop_assert_eq!(&tokens(&text), &expected);
+            prop_assert_eq!(normalize(&text), expected.join(" "));
+        }
+    }
 
     #[test]
     fn normalisation_ignores_surface_differences() {

@@ -79,6 +79,16 @@ proptest! {
     }
 
     #[test]
+    fn utf8_len_is_the_written_strings_length(h in contents(), units in prop::collection::vec(any::<u16>(), 0..12)) {
+        for c in &h {
+            prop_assert_eq!(json::utf8_len(c), json::to_string(c).len());
+        }
+        // Lone surrogates and control characters, which escaping writes longer than they are stored.
+        let odd = Value::object([("text", Value::String(json::JsStr::from_utf16(&units)))]);
+        prop_assert_eq!(json::utf8_len(&odd), json::to_string(&odd).len());
+    }
+
+    #[test]
     fn jslen_matches_the_written_string(h in contents()) {
         for c in &h {
             prop_assert_eq!(json::jslen(c), json::to_string(c).encode_utf16().count());

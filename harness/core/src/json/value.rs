@@ -23,6 +23,12 @@ pub enum Value {
 }
 
 impl Value {
+    /// True when both are the same shared object (cloned from one another, unchanged since): equal without
+    /// looking inside. False says nothing: equal values may be separate objects.
+    pub fn same_as(&self, other: &Value) -> bool {
+        matches!((self, other), (Value::Object(a), Value::Object(b)) if Arc::ptr_eq(a, b))
+    }
+
     pub fn str(s: &str) -> Value {
         Value::String(JsStr::new(s))
     }

@@ -139,6 +139,28 @@ pub fn str_jslen(s: &super::string::JsStr) -> usize {
     2 + m.len16 as usize + m.escape_extra as usize
 }
 
+/// Length of `JSON.stringify(v)` in UTF-8 bytes (`to_string(v).len()`), without building it: from the
+/// strings' cached metrics, so its cost is per node, not per byte.
+pub fn utf8_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => str_utf8_len(s),
+        Value::Array(a) => 2 + a.len().saturating_sub(1) + a.iter().map(utf8_len).sum::<usize>(),
+        Value::Object(m) => {
+            2 + m.len().saturating_sub(1) + m.iter().map(|(k, x)| str_utf8_len(k) + 1 + utf8_len(x)).sum::<usize>()
+        }
+        // Literals and numbers are ASCII: bytes and code units agree.
+        _ => jslen(v),
+    }
+}
+
+/// Bytes of a JSON string literal: the quotes, the text's WTF-8 bytes and what escaping adds. Escapes
+/// replace ASCII characters with ASCII, so they add as many bytes as code units, except a lone surrogate:
+/// 3 WTF-8 bytes written as the 6 of `\udxxx` (+3), which the metrics count as 1 unit growing to 6 (+5).
+fn str_utf8_len(s: &super::string::JsStr) -> usize {
+    let m = s.metrics();
+    2 + s.as_wtf8().len() + m.escape_extra as usize - 2 * m.lone as usize
+}
+
 /// Length of `JSON.stringify(v, null, 2)` in UTF-16 code units.
 pub fn pretty_len(v: &Value) -> usize {
     pretty_len_at(v, 0)
