@@ -45,8 +45,9 @@ pub fn run_report(args: ReportArgs) -> Result<(), Failure> {
     for line in stored.problems(&args.run_dir, 50) {
         eprintln!("warning: {line}");
     }
-    let mut out = report::build_with_progress(&args.run_dir, args.wide, &mut stage_printer(false))?;
-    super::view::write_beside_report(&args.run_dir, &mut out.pages)?;
+    let out = super::view::report_with_view(&args.run_dir, || {
+        Ok(report::build_with_progress(&args.run_dir, args.wide, &mut stage_printer(false))?)
+    })?;
     crate::outln!("{}", out.terminal)?;
     for f in &out.plots.failed {
         eprintln!("warning: {f}");

@@ -102,9 +102,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if args.shard.is_some() {
         eprintln!("next: `compactbench merge --out DIR <shard dirs>`, then `compactbench report DIR`");
     } else if !args.no_report {
-        let mut report =
-            crate::report::build_with_progress(&out, args.wide, &mut super::report::stage_printer(args.quiet))?;
-        super::view::write_beside_report(&out, &mut report.pages)?;
+        let report = super::view::report_with_view(&out, || {
+            Ok(crate::report::build_with_progress(&out, args.wide, &mut super::report::stage_printer(args.quiet))?)
+        })?;
         eprintln!("{}", crate::report::written_line(&report));
     }
     Ok(())
@@ -140,8 +140,7 @@ pub fn merge(args: MergeArgs) -> Result<(), Failure> {
         )));
     }
     // A complete merge ends as a complete run does: with its report.
-    let mut report = crate::report::build(&args.out, false)?;
-    super::view::write_beside_report(&args.out, &mut report.pages)?;
+    let report = super::view::report_with_view(&args.out, || Ok(crate::report::build(&args.out, false)?))?;
     eprintln!("{}", crate::report::written_line(&report));
     Ok(())
 }

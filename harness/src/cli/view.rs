@@ -68,12 +68,23 @@ pub fn run(args: ViewArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The report stage's page: `RUN_DIR/view.html` next to `report.md`, added to the pages the report names.
-pub fn write_beside_report(run_dir: &Path, pages: &mut Vec<PathBuf>) -> Result<(), Failure> {
-    let written = view::write_beside_report(run_dir)?;
+/// Builds the report with `build` and, on a second thread at the same time, the report stage's page
+/// (`RUN_DIR/view.html`, added to the pages the report names): the two read the cells independently.
+pub fn report_with_view(
+    run_dir: &Path,
+    build: impl FnOnce() -> Result<crate::report::ReportOutput, Failure>,
+) -> Result<crate::report::ReportOutput, Failure> {
+    let (report, view) = std::thread::scope(|scope| {
+        let view = scope.spawn(|| view::write_beside_report(run_dir));
+        let report = build();
+        // A panic while writing the page is a bug: raise it here, as one thread would have.
+        (report, view.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+    });
+    let mut report = report?;
+    let written = view?;
     for line in &written.unread {
         eprintln!("warning: view.html: recording not read (the page shows its figures only): {line}");
     }
-    pages.push(written.path);
-    Ok(())
+    report.pages.push(written.path);
+    Ok(report)
 }

@@ -225,22 +225,37 @@ pub fn after_overflow(c: &CellResult, event: Option<usize>) -> bool {
 
 /// The rows of one cell, in checkpoint order.
 pub fn cell_rows(c: &CellResult, strategy: &str) -> Vec<ProbeRow> {
+    rows_of(c, strategy, Names::Filled, None)
+}
+
+/// Whether rows carry their names (point, conversation, probe id, …) or only their outcomes: the
+/// per-conversation tallies resampled by every paired difference need the outcomes alone, and copying
+/// the names into each row was most of a report's time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Names {
+    Filled,
+    Empty,
+}
+
+/// [`cell_rows`], with or without names, of the probes of one kind when `kind` is given.
+fn rows_of(c: &CellResult, strategy: &str, names: Names, kind: Option<&str>) -> Vec<ProbeRow> {
     let Some(r) = &c.probes else { return Vec::new() };
+    let name = |s: &str| if names == Names::Filled { s.to_string() } else { String::new() };
     let retrieval = r.answerer.as_deref().is_none_or(|a| a == RETRIEVAL_ANSWERER);
     let mut out = Vec::new();
     for cp in &r.checkpoints {
         let verified = cp.event.and_then(|e| c.result.events.get(e)).is_some_and(|e| e.verification.is_some());
         let lost = after_overflow(c, cp.event);
-        for s in &cp.scores {
+        for s in cp.scores.iter().filter(|s| kind.is_none_or(|k| s.kind.name() == k)) {
             let answer = s.answer.as_ref().filter(|a| a.error.is_none());
             out.push(ProbeRow {
-                point: c.cell.point.clone(),
-                strategy: strategy.to_string(),
-                conversation: c.cell.conversation.clone(),
-                source: c.source.clone(),
-                probe_id: s.probe.clone(),
-                kind: s.kind.name().to_string(),
-                origin: s.source.name().to_string(),
+                point: name(&c.cell.point),
+                strategy: name(strategy),
+                conversation: name(&c.cell.conversation),
+                source: name(&c.source),
+                probe_id: name(&s.probe),
+                kind: name(s.kind.name()),
+                origin: name(s.source.name()),
                 moment: cp.event.map_or(Moment::End, Moment::Event),
                 ordinal: cp.ordinal,
                 compression: cp.replaced,
@@ -489,7 +504,7 @@ pub fn conversation_tally(c: &CellResult, figure: &str) -> Option<(f64, f64)> {
 /// [`conversation_tally`] over the probes of one kind (`artifact`, `constraint`, …) when `kind` is given.
 pub fn conversation_tally_of_kind(c: &CellResult, figure: &str, kind: Option<&str>) -> Option<(f64, f64)> {
     let mut t = Tally::default();
-    for r in cell_rows(c, "").into_iter().filter(|r| kind.is_none_or(|k| r.kind == k)) {
+    for r in rows_of(c, "", Names::Empty, kind) {
         for (name, v) in row_figures(&r) {
             if name == figure {
                 t.add(v);

@@ -44,13 +44,11 @@ fn each_token(text: &str, mut f: impl FnMut(&str)) {
     let mut rest = lower.chars();
     while let Some(c) = rest.next() {
         // A comma between a digit and exactly three digits is a thousands separator.
-        let thousands = c == ','
-            && prev.is_some_and(|p| p.is_ascii_digit())
-            && {
-                let mut ahead = rest.clone();
-                (0..3).all(|_| ahead.next().is_some_and(|d| d.is_ascii_digit()))
-                    && !ahead.next().is_some_and(|d| d.is_ascii_digit())
-            };
+        let thousands = c == ',' && prev.is_some_and(|p| p.is_ascii_digit()) && {
+            let mut ahead = rest.clone();
+            (0..3).all(|_| ahead.next().is_some_and(|d| d.is_ascii_digit()))
+                && !ahead.next().is_some_and(|d| d.is_ascii_digit())
+        };
         prev = Some(c);
         if thousands {
             continue;

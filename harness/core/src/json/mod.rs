@@ -17,6 +17,6 @@ pub use path::{JsonPath, PathSeg};
 pub use string::{JsStr, StrMetrics};
 pub use value::{Map, Value};
 pub use write::{
-    jslen, non_ascii16, pretty_len, str_jslen, to_string, to_string_pretty, to_string_pretty_source, to_string_source, utf8_len,
-    write_compact, write_pretty, Numbers,
+    jslen, non_ascii16, pretty_len, str_jslen, to_string, to_string_pretty, to_string_pretty_source, to_string_source,
+    utf8_len, write_compact, write_pretty, Numbers,
 };
