@@ -264,10 +264,8 @@ pub struct BenchPoint {
 /// point (threshold 0.5, preserve 0.3, prompt v5 with verification for the reference, `[llm]`'s output cap;
 /// observation masking keeping 5 outputs; drop-oldest keeping 30 %).
 pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
-    let path = workspace_root().join("configs/default.toml");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let config: toml::Table = text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let settings = replay_settings_of("default");
+    let config = config_table("default");
+    let settings = replay_settings_in(&config, "default");
     let limit = settings.token_limit;
     let max_output_tokens = config.get("llm").and_then(|l| l.get("max_output_tokens")).and_then(|v| v.as_integer());
     let compress = |verification: bool| CompressSettings {
@@ -306,13 +304,26 @@ pub fn registry_default(name: &str, window: u64) -> StrategySpec {
     StrategySpec { name: name.into(), params }
 }
 
-/// `[replay]` of a config file of the workspace (`configs/NAME.toml`).
-pub fn replay_settings_of(config: &str) -> ReplaySettings {
-    let path = workspace_root().join("configs").join(format!("{config}.toml"));
+fn config_path(name: &str) -> PathBuf {
+    workspace_root().join("configs").join(format!("{name}.toml"))
+}
+
+/// A config file of the workspace (`configs/NAME.toml`) as a TOML table.
+fn config_table(name: &str) -> toml::Table {
+    let path = config_path(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let config: toml::Table = text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `[replay]` of a config file of the workspace (`configs/NAME.toml`).
+pub fn replay_settings_of(name: &str) -> ReplaySettings {
+    replay_settings_in(&config_table(name), name)
+}
+
+/// `[replay]` of the table of `configs/NAME.toml`.
+fn replay_settings_in(config: &toml::Table, name: &str) -> ReplaySettings {
     let replay_table = config.get("replay").cloned().unwrap_or_else(|| toml::Value::Table(Default::default()));
-    replay_table.try_into().unwrap_or_else(|e| panic!("{}: [replay]: {e}", path.display()))
+    replay_table.try_into().unwrap_or_else(|e| panic!("{}: [replay]: {e}", config_path(name).display()))
 }
 
 /// Reads, parses and replays one conversation file with the extractive summarizer, as a cell of the

@@ -13,6 +13,7 @@ pub mod history;
 pub mod inspect;
 pub mod json;
 pub mod llm;
+pub mod memo;
 pub mod models;
 pub mod named;
 pub mod replay;

@@ -7,6 +7,7 @@
 pub use crate::data::AnswerGrade;
 use crate::history::{self, Content};
 use crate::json::Value;
+use compactbench_core::memo::DigestMemo;
 use std::collections::BTreeMap;
 
 /// Characters kept inside a token (paths, identifiers, versions, times).
@@ -116,37 +117,15 @@ struct NormalPiece {
     dotless: String,
 }
 
-/// Pieces shorter than this are normalised directly (as fast as hashing them).
-const MEMO_MIN_BYTES: usize = 256;
-/// Characters of normalised text kept before the memo starts afresh.
-const MEMO_MAX_BYTES: usize = 256 << 20;
-
+/// One piece's normalised text and its dot-split form, kept per piece by digest ([`DigestMemo`]).
 fn normalized_piece(piece: &str) -> std::sync::Arc<NormalPiece> {
-    use sha2::{Digest, Sha256};
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-    let make = || {
+    // Characters of normalised text kept before the memo starts afresh.
+    static PIECES: DigestMemo<std::sync::Arc<NormalPiece>> =
+        DigestMemo::new(256 << 20, |p| p.text.len() + p.dotless.len());
+    PIECES.get(piece, |piece| {
         let text = normalize(piece);
-        Arc::new(NormalPiece { dotless: split_dots(&text), text })
-    };
-    if piece.len() < MEMO_MIN_BYTES {
-        return make();
-    }
-    type Memo = (HashMap<[u8; 32], Arc<NormalPiece>>, usize);
-    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
-    let memo = MEMO.get_or_init(Default::default);
-    let key: [u8; 32] = Sha256::digest(piece.as_bytes()).into();
-    if let Some(hit) = memo.lock().unwrap_or_else(PoisonError::into_inner).0.get(&key) {
-        return Arc::clone(hit);
-    }
-    let normal = make();
-    let mut memo = memo.lock().unwrap_or_else(PoisonError::into_inner);
-    if memo.1 > MEMO_MAX_BYTES {
-        *memo = Default::default();
-    }
-    memo.1 += normal.text.len() + normal.dotless.len();
-    memo.0.insert(key, Arc::clone(&normal));
-    normal
+        std::sync::Arc::new(NormalPiece { dotless: split_dots(&text), text })
+    })
 }
 
 fn split_dots(normalized: &str) -> String {

@@ -3,9 +3,8 @@
 
 use crate::history::{self, Content};
 use crate::json::{self, Value};
-use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use crate::memo::DigestMemo;
+use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 
 fn o200k() -> &'static CoreBPE {
@@ -17,36 +16,11 @@ fn o200k() -> &'static CoreBPE {
 /// its whole token list (4 bytes a token, about the text's own size) at once.
 const CHUNK_BYTES: usize = 16 * 1024;
 
-/// o200k tokens of a text.
+/// o200k tokens of a text (recorded texts are counted once per process: [`DigestMemo`]).
 pub fn o200k_count_text(text: &str) -> u64 {
-    if text.len() < MEMO_MIN_BYTES {
-        return count_in_chunks(text, CHUNK_BYTES);
-    }
-    // A sweep replays each conversation once per grid point, so the same recorded texts are counted again
-    // and again; their counts are kept, keyed by a digest of the text (SHA-256: hashing runs two orders of
-    // magnitude faster than the tokenizer, and no two texts share a digest in practice).
-    let key: [u8; 32] = Sha256::digest(text.as_bytes()).into();
-    if let Some(&n) = memo().lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-        return n;
-    }
-    let n = count_in_chunks(text, CHUNK_BYTES);
-    let mut memo = memo().lock().unwrap_or_else(PoisonError::into_inner);
-    // Bounded: a long-lived process forgets everything at once rather than grow without end.
-    if memo.len() >= MEMO_MAX_ENTRIES {
-        memo.clear();
-    }
-    memo.insert(key, n);
-    n
-}
-
-/// Texts shorter than this are counted directly (as fast as hashing them).
-const MEMO_MIN_BYTES: usize = 256;
-/// About 50 MB of digests and counts.
-const MEMO_MAX_ENTRIES: usize = 1 << 20;
-
-fn memo() -> &'static Mutex<HashMap<[u8; 32], u64>> {
-    static MEMO: OnceLock<Mutex<HashMap<[u8; 32], u64>>> = OnceLock::new();
-    MEMO.get_or_init(Default::default)
+    // About 50 MB of digests and counts.
+    static COUNTS: DigestMemo<u64> = DigestMemo::new(1 << 20, |_| 1);
+    COUNTS.get(text, |t| count_in_chunks(t, CHUNK_BYTES))
 }
 
 /// The o200k count of `text`, encoded piecewise at cuts where the tokenizer's pre-split always cuts, so the
