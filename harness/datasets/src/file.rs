@@ -324,7 +324,7 @@ fn is_conversation_file(p: &Path) -> bool {
 }
 
 /// Directories under a dataset root that hold other data than conversations.
-pub const NOT_CONVERSATION_DIRS: [&str; 3] = ["probes", "recordings", "fixtures"];
+pub const NOT_CONVERSATION_DIRS: [&str; 5] = ["probes", "recordings", "fixtures", "labels", "manifests"];
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DatasetError> {
     let file = dir.display().to_string();

@@ -93,9 +93,21 @@ impl Conversation {
             system_instruction: self.system_instruction.as_deref(),
             tools: self.tools.as_ref(),
             recorded_compactions: &self.recorded_compactions,
+            context_window: self.context_window(),
         }
     }
+
+    /// The model's context window as the recording states it (`meta.extra.model_context_window`: Codex
+    /// rollouts), if it does.
+    pub fn context_window(&self) -> Option<u64> {
+        let n = self.meta.extra.as_ref()?.get(CONTEXT_WINDOW_KEY)?.as_f64()?;
+        (n.is_finite() && n >= 1.0).then_some(n as u64)
+    }
 }
+
+/// The key of `meta.extra` under which an importer records the model's context window the recording
+/// states.
+pub const CONTEXT_WINDOW_KEY: &str = "model_context_window";
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,6 @@
-//! `compactbench probes extract|generate|check`.
+//! `compactbench probes extract|generate|check|snapshots`.
+
+pub mod snapshots;
 
 use super::Failure;
 use crate::datasets::{self, Conversation};
@@ -48,7 +50,10 @@ pub enum ProbesCommand {
         #[arg(long, default_value = "read-write")]
         cache: CacheMode,
     },
-    /// Load every probe file under a directory and check it against its conversation.
+    /// Load every probe file under a directory and check it against its conversation; with `--config`,
+    /// the probes a sweep config scores (its corpus probe files, raw sessions read in place). A dead gold,
+    /// a gold its question names, a gold over 8 words or one the agent is given at start is an error
+    /// (exit 2); the other lints mark probes that scoring leaves out.
     Check {
         /// Probe directory to check.
         #[arg(default_value = "datasets/probes")]
@@ -56,7 +61,13 @@ pub enum ProbesCommand {
         /// Where the conversations are.
         #[arg(long, default_value = "datasets")]
         datasets: PathBuf,
+        /// Check the probes of these sweep configs' conversations instead (repeatable).
+        #[arg(long = "config")]
+        configs: Vec<PathBuf>,
     },
+    /// Write the history right after every compression of a config's replays, with the probes askable
+    /// there, for judging by hand (outside the repository: snapshots hold the sessions' text).
+    Snapshots(snapshots::SnapshotsArgs),
 }
 
 fn conversations(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Conversation)>, Failure> {
@@ -114,7 +125,9 @@ pub fn run(args: ProbesArgs) -> Result<(), Failure> {
             }
             Ok(())
         }
-        ProbesCommand::Check { dir, datasets } => check(&dir, &datasets),
+        ProbesCommand::Check { configs, .. } if !configs.is_empty() => check_configs(&configs),
+        ProbesCommand::Check { dir, datasets, .. } => check(&dir, &datasets),
+        ProbesCommand::Snapshots(args) => snapshots::run(args),
     }
 }
 
@@ -136,6 +149,11 @@ fn check(dir: &Path, datasets_dir: &Path) -> Result<(), Failure> {
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "json") {
+                // A corpus probe file serves raw sessions read in place: `probes check --config` checks it.
+                if crate::probes::load_corpus_probe_file(&p).is_ok() {
+                    crate::outln!("{}: a corpus probe file: checked with `probes check --config`", p.display())?;
+                    continue;
+                }
                 files.push(p);
             }
         }
@@ -172,25 +190,70 @@ fn check(dir: &Path, datasets_dir: &Path) -> Result<(), Failure> {
     }
     let mut lints: BTreeMap<lint::LintKind, usize> = BTreeMap::new();
     let mut marked = 0;
+    let mut errors = 0;
     for ((dataset, _), conv_probes) in &loaded {
         let index = lint::gold_index(loaded.iter().filter(|((d, _), _)| d == dataset).flat_map(|(_, ps)| ps.iter()));
         let key = (dataset.clone(), conv_probes.first().map(|p| p.conversation.clone()).unwrap_or_default());
-        let history = histories.get(&key).map(|c| c.history.as_slice());
-        let found = lint::lint_conversation(conv_probes, Some(&index), history);
+        let found = lint::lint_conversation(conv_probes, Some(&index), histories.get(&key));
         marked += found.iter().map(|l| (&l.conversation, &l.probe)).collect::<std::collections::BTreeSet<_>>().len();
         for l in found {
-            crate::outln!("lint: {dataset}/{l}")?;
+            errors += l.kind.is_error() as usize;
+            crate::outln!("{}: {dataset}/{l}", if l.kind.is_error() { "error" } else { "lint" })?;
             *lints.entry(l.kind).or_default() += 1;
         }
     }
-    crate::outln!("{} files, {probes} probes, {bad} bad", files.len())?;
+    crate::outln!("{} files, {probes} probes, {bad} bad, {errors} errors", files.len())?;
     let by_kind: Vec<String> = lints.iter().map(|(k, n)| format!("{} {n}", k.name())).collect();
     crate::outln!(
         "{marked} probes marked by lints (excluded from scoring){}",
         if by_kind.is_empty() { String::new() } else { format!(": {}", by_kind.join(", ")) }
     )?;
-    if bad > 0 {
-        return Err(Failure::BadInput(format!("{bad} bad probe files")));
+    if bad > 0 || errors > 0 {
+        return Err(Failure::BadInput(format!("{bad} bad probe files, {errors} probes with an error lint")));
+    }
+    Ok(())
+}
+
+/// `probes check --config`: every conversation of each config, its stored probes (own files and corpus
+/// files, all origins) linted against it; the extractor's derived probes are counted (the lints leave them
+/// out of scoring) but are not errors of a file.
+fn check_configs(configs: &[PathBuf]) -> Result<(), Failure> {
+    let base_dir = PathBuf::from(".");
+    let (mut errors, mut stored, mut derived_marked, mut failed) = (0usize, 0usize, 0usize, 0usize);
+    for path in configs {
+        let config = crate::sweep::SweepConfig::load(path)?;
+        let plan = crate::sweep::runner::make_plan(&config, &base_dir)?;
+        let Some(pc) = plan.probes.clone() else {
+            return Err(Failure::BadInput(format!("{}: probes are not enabled (`[probes]`)", path.display())));
+        };
+        let dir = if pc.dir.is_absolute() { pc.dir.clone() } else { base_dir.join(&pc.dir) };
+        for planned in &plan.conversations {
+            if let Some(e) = &planned.error {
+                eprintln!("{}: {}: not checked: {e}", path.display(), planned.id);
+                failed += 1;
+                continue;
+            }
+            let conv = datasets::load_conversation(&base_dir.join(&planned.path))?;
+            let probes =
+                crate::probes::load_probes(&dir, &conv.meta.source, &conv.meta.id, &pc.sources, conv.history.len())?;
+            stored += probes.len();
+            for l in lint::lint_conversation(&probes, None, Some(&conv)) {
+                errors += l.kind.is_error() as usize;
+                crate::outln!("{}: {}/{l}", if l.kind.is_error() { "error" } else { "lint" }, conv.meta.source)?;
+            }
+            if pc.derive_auto {
+                let all = extract::extract(&conv);
+                let kept = crate::probes::derived_auto_probes(&dir, &conv, &pc.sources, &probes).0.len();
+                derived_marked += all.len().saturating_sub(kept);
+            }
+        }
+        crate::outln!("{}: {} conversations", path.display(), plan.conversations.len())?;
+    }
+    crate::outln!(
+        "{stored} stored probes, {errors} with an error lint; {derived_marked} derived probes left out by lints; {failed} conversations not read"
+    )?;
+    if errors > 0 || failed > 0 {
+        return Err(Failure::BadInput(format!("{errors} probes with an error lint, {failed} conversations not read")));
     }
     Ok(())
 }

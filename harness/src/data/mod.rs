@@ -10,5 +10,5 @@ pub use cell::CellResult;
 pub use plan::{Cell, ConfigPoint, Plan, PlannedConversation, ProbesConfig};
 pub use probe_results::{
     ActionGrade, AnswerGrade, AnswerResult, Checkpoint, InjectionResult, Lint, LintKind, NextAction, ProbeKind,
-    ProbeOrigin, ProbeResults, ProbeScore,
+    KeptBy, ProbeOrigin, ProbeResults, ProbeScore,
 };

@@ -81,6 +81,10 @@ pub struct ProbesConfig {
     /// (raw sessions read in place, whose probes must not be written into the repository).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub derive_auto: bool,
+    /// Human labels of (probe, compression) pairs (`compactbench.labels/1`, relative to the working
+    /// directory) the report checks the grader against (`report::grader_check`); the file may not exist yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<PathBuf>,
 }
 
 impl Default for ProbesConfig {
@@ -97,6 +101,7 @@ impl Default for ProbesConfig {
             next_action: false,
             derive_auto: false,
             max_answer_tokens: Some(128),
+            labels: None,
         }
     }
 }

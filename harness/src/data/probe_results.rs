@@ -60,8 +60,16 @@ pub struct ProbeScore {
     pub probe: String,
     pub kind: ProbeKind,
     pub source: ProbeOrigin,
-    /// A gold answer (normalised) occurs in the history the agent would send.
+    /// The history the agent would send keeps the probe's fact ([`crate::probes::grader`]: the gold or a
+    /// variant verbatim, the file in another form, or the key terms together).
     pub retained: bool,
+    /// Which rule kept it (absent when lost, and in older cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_by: Option<KeptBy>,
+    /// An early-only probe whose fact is in the session's first user message, which a summary is most
+    /// likely to restate: figures are also given without these probes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_first_prompt: bool,
     /// The probe belongs to its conversation's early-only set ([`crate::probes::figures::early_only`]); the same at
     /// every moment and for every strategy. `None`: scored without the recording (older cells).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +86,31 @@ pub struct ProbeScore {
     pub first_pass_retained: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_pass_answer: Option<AnswerResult>,
+}
+
+/// Which rule of the grader kept a probe ([`crate::probes::grader`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeptBy {
+    /// The gold or an accepted variant, normalised, at token boundaries.
+    Exact,
+    /// The file, named in another form that identifies it (absolute, root-relative, a unique suffix).
+    Path,
+    /// The file's bare name, unique among the session's files.
+    BareName,
+    /// The key terms, together within one span.
+    Terms,
+}
+
+impl KeptBy {
+    pub fn name(self) -> &'static str {
+        match self {
+            KeptBy::Exact => "exact",
+            KeptBy::Path => "path",
+            KeptBy::BareName => "bare-name",
+            KeptBy::Terms => "terms",
+        }
+    }
 }
 
 /// Scores at one point of the replay.
@@ -181,7 +214,7 @@ pub struct AnswerGrade {
 pub enum LintKind {
     /// The gold is also a gold of a probe of another conversation of the same source (a template line).
     SharedGold,
-    /// The gold is a long verbatim span of the conversation.
+    /// The gold is longer than a fact: over [`crate::probes::lint::MAX_GOLD_WORDS`] words.
     LongGold,
     /// Another probe of the conversation asks the same question.
     DuplicateQuestion,
@@ -189,16 +222,38 @@ pub enum LintKind {
     SucceededError,
     /// The question is a list of loose words rather than a question.
     GarbledQuestion,
+    /// The grader cannot find the gold in the probe's own evidence Contents: no history can keep it.
+    DeadGold,
+    /// The question alone keeps the probe: it names its own answer.
+    GoldInQuestion,
+    /// The agent is given the fact at the start of every request (system prompt, instruction file such as
+    /// `CLAUDE.md`), so no compaction can lose it.
+    KnownAtStart,
 }
 
 impl LintKind {
-    pub const ALL: [LintKind; 5] = [
+    pub const ALL: [LintKind; 8] = [
         LintKind::SharedGold,
         LintKind::LongGold,
         LintKind::DuplicateQuestion,
         LintKind::SucceededError,
         LintKind::GarbledQuestion,
+        LintKind::DeadGold,
+        LintKind::GoldInQuestion,
+        LintKind::KnownAtStart,
     ];
+
+    /// A probe file holding a probe with this lint fails `probes check`: the probe cannot measure what
+    /// compression loses (the others mark probes that scoring leaves out).
+    pub fn is_error(self) -> bool {
+        match self {
+            LintKind::DeadGold | LintKind::GoldInQuestion | LintKind::LongGold | LintKind::KnownAtStart => true,
+            LintKind::SharedGold
+            | LintKind::DuplicateQuestion
+            | LintKind::SucceededError
+            | LintKind::GarbledQuestion => false,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -207,6 +262,9 @@ impl LintKind {
             LintKind::DuplicateQuestion => "duplicate-question",
             LintKind::SucceededError => "succeeded-error",
             LintKind::GarbledQuestion => "garbled-question",
+            LintKind::DeadGold => "dead-gold",
+            LintKind::GoldInQuestion => "gold-in-question",
+            LintKind::KnownAtStart => "known-at-start",
         }
     }
 }

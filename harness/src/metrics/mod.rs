@@ -130,6 +130,40 @@ impl Metric {
     }
 }
 
+/// Σ replayed / Σ recorded over `(replayed, recorded)` request pairs.
+fn sum_ratio(pairs: &[(u64, u64)]) -> Option<Parts> {
+    let (replayed, recorded) = pairs.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x as f64, b + y as f64));
+    Parts::ratio(replayed, recorded)
+}
+
+/// The median, p10 and p90 of the per-request ratios replayed / recorded (see `recorded_request_ratio`):
+/// `(before, after)` over `cells`, each `(n, p10, median, p90)`; `None` where no request has a recorded count.
+pub fn recorded_request_quantiles<'a>(
+    cells: impl Iterator<Item = &'a CellResult>,
+) -> (Option<(usize, f64, f64, f64)>, Option<(usize, f64, f64, f64)>) {
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for c in cells {
+        let (b, a) = c.result.recorded_request_pairs();
+        before.extend(b.iter().map(|&(x, y)| x as f64 / y as f64));
+        after.extend(a.iter().map(|&(x, y)| x as f64 / y as f64));
+    }
+    (quantiles(before), quantiles(after))
+}
+
+/// `(n, p10, median, p90)` of `xs` (linear interpolation between the nearest ranks).
+fn quantiles(mut xs: Vec<f64>) -> Option<(usize, f64, f64, f64)> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        let k = (xs.len() - 1) as f64 * p;
+        let (lo, hi) = (k.floor() as usize, k.ceil() as usize);
+        xs[lo] + (xs[hi] - xs[lo]) * (k - lo as f64)
+    };
+    Some((xs.len(), at(0.1), at(0.5), at(0.9)))
+}
+
 fn count(r: &ConversationResult, status: CompressionStatus) -> f64 {
     r.events.iter().filter(|e| e.status == status).count() as f64
 }
@@ -559,6 +593,46 @@ pub const METRICS: &[Metric] = &[
         parts: |o| Parts::one(o.cell.result.unsplittable as u8 as f64),
     },
     Metric {
+        name: "recorded_request_ratio",
+        header: "replay/recorded",
+        formula: "Σ request_tokens / Σ recorded_request_tokens over the requests that sent the agent's own history (before its first compaction, and before the strategy changed the history) and have a recorded count: each replayed request against the agent's recorded usage for the same request (Claude Code: input + cache read + cache creation tokens; Codex: input tokens), token-weighted; a conversation's value is its own ratio. Reports add the median, p10 and p90 of the per-request ratios (`recorded_request_quantiles`). Only for recordings whose usage measures the replayed context",
+        unit: Unit::Share,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| sum_ratio(&o.cell.result.recorded_request_pairs().0),
+    },
+    Metric {
+        name: "recorded_request_ratio_after",
+        header: "replay/recorded after",
+        formula: "as recorded_request_ratio, over the other requests with a recorded count: after the agent's first compaction (or the strategy's first change of the history). For the strategy that replays the agent's compactions (`Role::Recorded`) it compares the same request; for the others, their request with the one the agent sent",
+        unit: Unit::Share,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| sum_ratio(&o.cell.result.recorded_request_pairs().1),
+    },
+    Metric {
+        name: "first_request_vs_recorded",
+        header: "1st request/recorded",
+        formula: "the first request with a recorded count, replayed / recorded (the fixed part of the request: system prompt, tools, instruction files, and the first turn); over conversations, Σ replayed / Σ recorded",
+        unit: Unit::Share,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| sum_ratio(o.cell.result.recorded_request_pairs().0.get(..1).unwrap_or_default()),
+    },
+    Metric {
+        name: "token_scale",
+        header: "token scale",
+        formula: "the factor on every token count of the replay (`[replay] token_scale`: set, or calibrated per conversation from its recorded usage as the least-squares slope of the agent's recorded requests over the replay's measured history before the agent's first compaction); mean over conversations; absent when counts are unscaled",
+        unit: Unit::Share,
+        better: Better::Neither,
+        level: Level::Conversation,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |o| o.cell.result.token_scale.and_then(Parts::one),
+    },
+    Metric {
         name: "failed",
         header: "failed",
         formula: "Σ conversations whose replay stopped on an error",
@@ -567,6 +641,36 @@ pub const METRICS: &[Metric] = &[
         level: Level::Conversation,
         aggregation: Aggregation::Total,
         parts: |o| Parts::one(o.cell.result.error.is_some() as u8 as f64),
+    },
+    Metric {
+        name: "grader_agreement",
+        header: "grader agreement",
+        formula: "Σ human-labelled (probe, compression) pairs where the grader's `retained` equals the label's `answerable` / Σ labelled pairs (`[probes] labels`; stale labels, whose probe is gone or whose question changed, are not counted); a probe kind is gradable offline at ≥ 90 % over ≥ 10 pairs. Computed by the report from the labels file (`report::grader_check`), not per conversation: empty in results/conversations.*",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |_| None,
+    },
+    Metric {
+        name: "grader_precision",
+        header: "grader precision",
+        formula: "Σ labelled pairs the grader kept (`retained`) and labelled answerable / Σ labelled pairs the grader kept (as `grader_agreement`)",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |_| None,
+    },
+    Metric {
+        name: "grader_recall",
+        header: "grader recall",
+        formula: "Σ labelled pairs the grader kept (`retained`) and labelled answerable / Σ labelled pairs labelled answerable (as `grader_agreement`)",
+        unit: Unit::Share,
+        better: Better::Higher,
+        level: Level::Probe,
+        aggregation: Aggregation::RatioOfSums,
+        parts: |_| None,
     },
 ];
 
@@ -889,6 +993,30 @@ mod tests {
         assert_eq!(v["overflow_requests"], 2.0);
         c.result.request_tokens = vec![50, 100];
         assert_eq!(conversation_values(&c, None)["finished_in_window_share"], 1.0, "at the window is inside it");
+    }
+
+    /// The replay against the agent's recorded usage: token-weighted per conversation, before the agent's
+    /// first compaction and after; requests without a recorded count are left out; the per-request
+    /// quantiles the report gives.
+    #[test]
+    fn recorded_request_ratios_compare_the_same_request() {
+        let mut c = cell("a", 0, 0, 0, &[]);
+        c.result.request_tokens = vec![100, 220, 300, 150, 200];
+        c.result.recorded_request_tokens = vec![Some(100), Some(200), None, Some(300), Some(100)];
+        c.result.recorded_before_requests = 3;
+        c.result.token_scale = Some(1.5);
+        let v = conversation_values(&c, None);
+        assert_eq!(v["recorded_request_ratio"], 320.0 / 300.0);
+        assert_eq!(v["recorded_request_ratio_after"], 350.0 / 400.0);
+        assert_eq!((v["first_request_vs_recorded"], v["token_scale"]), (1.0, 1.5));
+        let (before, after) = recorded_request_quantiles(std::iter::once(&c));
+        let (n, p10, median, p90) = before.unwrap();
+        assert_eq!(n, 2);
+        assert!((median - 1.05).abs() < 1e-12 && (p10 - 1.01).abs() < 1e-12 && (p90 - 1.09).abs() < 1e-12);
+        assert_eq!(after.unwrap().0, 2);
+        // No recorded usage: none of these figures.
+        let plain = conversation_values(&cell("b", 1, 0, 1, &[]), None);
+        assert!(!plain.contains_key("recorded_request_ratio") && !plain.contains_key("token_scale"));
     }
 
     /// Every metric has one definition; the glossary file is generated from them.

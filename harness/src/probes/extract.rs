@@ -10,7 +10,7 @@ use super::{Probe, ProbeFile, ProbeKind, ProbeOrigin, PROBE_FORMAT};
 use crate::datasets::Conversation;
 use crate::history::{self, Content};
 use regex::Regex;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 /// `findCompressSplitPoint` fraction under the default `preserve_fraction` of 0.3.
@@ -27,8 +27,8 @@ fn cap(kind: ProbeKind) -> usize {
     }
 }
 
-/// Golds are short (below [`super::lint::LONG_GOLD_TOKENS`]): a fact, not a passage to copy.
-const MAX_GOLD_WORDS: usize = 10;
+/// Golds are short: a fact, not a passage to copy (the lint's limit).
+const MAX_GOLD_WORDS: usize = super::lint::MAX_GOLD_WORDS;
 const MAX_HINT_CHARS: usize = 70;
 
 macro_rules! re {
@@ -40,7 +40,8 @@ macro_rules! re {
 re!(AIDER_APPLIED, r"Applied edit to (\S+)");
 re!(AIDER_COMMIT, r"(?m)^Commit ([0-9a-f]{7,40}) (.+)$");
 re!(CAT_WRITE, r#"cat\s+(?:<<-?\s*['"]?\w+['"]?\s*)?>>?\s*([^\s;&|<>'"]+)(?:\s*<<-?\s*['"]?\w+['"]?)?"#);
-re!(SED_INPLACE, r#"sed\s+-i\S*\s+(?:-e\s+)?('[^']*'|"[^"]*"|\S+)\s+([^\s;&|<>]+)"#);
+// `-i`, `-i.bak`, or BSD/macOS `-i ''` (an empty backup suffix as its own argument) before the expression.
+re!(SED_INPLACE, r#"sed\s+-i(?:\s+(?:''|"")|\S*)\s+(?:-e\s+)?('[^']*'|"[^"]*"|\S+)\s+([^\s;&|<>]+)"#);
 re!(ECHO_WRITE, r#"(?:echo|printf)\s[^\n>|;]*?>>?\s*([^\s;&|<>'"]+)"#);
 re!(OPEN_FILE, r"\(Open file: ([^)\n]+)\)");
 re!(RETURNCODE, r"<returncode>(-?\d+)</returncode>");
@@ -89,7 +90,42 @@ struct Candidate {
     gold: String,
     accept: Vec<String>,
     evidence: Vec<usize>,
+    /// The task statement (a sentence, graded by its key terms too).
+    goal: bool,
 }
+
+/// Key terms a free-text gold's fact is graded by ([`super::grader`]): the gold's content words that the
+/// question does not already say, the rarest in the conversation first (the words that tell this fact
+/// from the rest of the session), at most [`MAX_TERMS`]; none when fewer than two remain (the gold is then
+/// graded verbatim only).
+fn key_terms(gold: &str, question: &str, frequency: &BTreeMap<String, usize>) -> Vec<String> {
+    let asked: BTreeSet<String> = grade::tokens(question).into_iter().collect();
+    let mut words: Vec<(usize, usize, String)> = content_words(gold)
+        .into_iter()
+        .filter(|w| !asked.contains(w) && !TERM_STOP.contains(&w.as_str()))
+        .enumerate()
+        .map(|(i, w)| (frequency.get(&w).copied().unwrap_or(0), i, w))
+        .collect();
+    words.sort();
+    words.dedup_by(|a, b| a.2 == b.2);
+    if words.len() < 2 {
+        return Vec::new();
+    }
+    let mut chosen: Vec<(usize, String)> = words.into_iter().take(MAX_TERMS).map(|(_, i, w)| (i, w)).collect();
+    chosen.sort();
+    chosen.into_iter().map(|(_, w)| w).collect()
+}
+
+/// Key terms per free-text probe.
+const MAX_TERMS: usize = 3;
+
+/// Words too common in agent sessions to tell one fact from another.
+const TERM_STOP: &[&str] = &[
+    "are", "was", "were", "has", "have", "had", "not", "but", "can", "will", "would", "should", "could", "all",
+    "any", "there", "then", "than", "what", "which", "when", "where", "from", "into", "just", "also", "now",
+    "here", "they", "them", "their", "its", "our", "out", "use", "using", "used", "need", "needs", "make", "sure",
+    "file", "files", "code", "change", "changes", "test", "tests", "run", "first", "want", "like", "get",
+];
 
 /// Probes of a conversation, deterministically (same conversation → same probes, same order).
 pub fn extract(conv: &Conversation) -> Vec<Probe> {
@@ -105,12 +141,17 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
     directives(h, is_aider, &mut cands);
     reasons_and_plans(h, split, &mut cands);
 
+    let frequency = token_frequency(h);
     let mut out: Vec<Probe> = Vec::new();
     let mut seen_golds: BTreeSet<(ProbeKind, String)> = BTreeSet::new();
     for &kind in ProbeKind::ALL {
         let mut n = 0;
         for c in cands.iter().filter(|c| c.kind == kind) {
-            if n >= cap(kind) {
+            // In a session with the agent's own compactions every file changed is a probe, so `artifact`
+            // at a compaction is the set recall of the files changed before it (what a summary is asked to
+            // carry), not of the first few.
+            let every_file = kind == ProbeKind::Artifact && !conv.recorded_compactions.is_empty();
+            if n >= cap(kind) && !every_file {
                 break;
             }
             let norm = grade::normalize(&c.gold);
@@ -127,6 +168,14 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
                 question: c.question.clone(),
                 gold: c.gold.clone(),
                 accept: c.accept.clone(),
+                terms: match kind {
+                    ProbeKind::Constraint | ProbeKind::Decision | ProbeKind::Continuation => {
+                        key_terms(&c.gold, &c.question, &frequency)
+                    }
+                    // The task is a sentence too: its words graded as a paraphrase may say them.
+                    ProbeKind::Recall if c.goal => key_terms(&c.gold, &c.question, &frequency),
+                    ProbeKind::Recall | ProbeKind::Artifact => Vec::new(),
+                },
                 evidence: c.evidence.clone(),
                 source: ProbeOrigin::Auto,
                 note: None,
@@ -135,6 +184,18 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
     }
     disambiguate_questions(&mut out);
     out
+}
+
+/// How many Contents of the history each token occurs in.
+fn token_frequency(h: &[Content]) -> BTreeMap<String, usize> {
+    let mut frequency = BTreeMap::new();
+    for c in h {
+        let tokens: BTreeSet<String> = grade::tokens(&grade::content_text(c)).into_iter().collect();
+        for t in tokens {
+            *frequency.entry(t).or_default() += 1;
+        }
+    }
+    frequency
 }
 
 /// Repeated questions name their evidence turn; a question still repeated after that is dropped.
@@ -169,7 +230,7 @@ pub fn extract_corpus(convs: &[&Conversation]) -> Vec<ProbeFile> {
         .iter()
         .zip(convs)
         .map(|(f, conv)| {
-            let lints = super::lint::lint_conversation(&f.probes, indexes.get(f.dataset.as_str()), Some(&conv.history));
+            let lints = super::lint::lint_conversation(&f.probes, indexes.get(f.dataset.as_str()), Some(conv));
             let marked: BTreeSet<&str> = lints.iter().map(|l| l.probe.as_str()).collect();
             let mut n: std::collections::BTreeMap<ProbeKind, usize> = Default::default();
             let probes = f
@@ -311,9 +372,10 @@ fn goal(h: &[Content], is_aider: bool, out: &mut Vec<Candidate>) {
             out.push(Candidate {
                 kind: ProbeKind::Recall,
                 question: "What task did the user ask for at the start of the conversation?".into(),
-                gold: first_words(line, 10),
+                gold: first_words(line, MAX_GOLD_WORDS),
                 accept: Vec::new(),
                 evidence: vec![i],
+                goal: true,
             });
         }
         return;
@@ -337,6 +399,7 @@ fn aider_commits(h: &[Content], out: &mut Vec<Candidate>) {
                         gold: first.clone(),
                         accept: rest.to_vec(),
                         evidence: vec![i],
+                        goal: false,
                     });
                 }
                 out.push(Candidate {
@@ -345,6 +408,7 @@ fn aider_commits(h: &[Content], out: &mut Vec<Candidate>) {
                     gold: hash,
                     accept: Vec::new(),
                     evidence: vec![i],
+                    goal: false,
                 });
             }
         }
@@ -423,6 +487,7 @@ fn artifact(out: &mut Vec<Candidate>, seen: &mut BTreeSet<String>, path: &str, q
         gold: path.to_string(),
         accept: strip_root(path),
         evidence: vec![at],
+        goal: false,
     });
 }
 
@@ -526,6 +591,7 @@ fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>)
                 gold: first_words(line.trim(), MAX_GOLD_WORDS),
                 accept: Vec::new(),
                 evidence: vec![at],
+                goal: false,
             });
         }
     }
@@ -541,6 +607,7 @@ fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>)
             gold: summary,
             accept: Vec::new(),
             evidence: vec![at],
+            goal: false,
         });
     }
 }
@@ -617,6 +684,7 @@ fn structured_call(
             gold: val.to_string(),
             accept: Vec::new(),
             evidence: vec![at],
+            goal: false,
         });
         break;
     }
@@ -687,6 +755,7 @@ fn directives(h: &[Content], is_aider: bool, out: &mut Vec<Candidate>) {
             gold,
             accept: Vec::new(),
             evidence: vec![i],
+            goal: false,
         });
     }
 }
@@ -712,6 +781,7 @@ fn reasons_and_plans(h: &[Content], split: usize, out: &mut Vec<Candidate>) {
                         gold: first_words(why, MAX_GOLD_WORDS),
                         accept: Vec::new(),
                         evidence: vec![i],
+                        goal: false,
                     });
                 }
             }
@@ -726,6 +796,7 @@ fn reasons_and_plans(h: &[Content], split: usize, out: &mut Vec<Candidate>) {
                         gold: step.to_string(),
                         accept: Vec::new(),
                         evidence: vec![i],
+                        goal: false,
                     });
                 }
             }
@@ -771,6 +842,21 @@ mod tests {
         assert_eq!(golds, ["test_x.py", "./src/a.py", "out.txt", "rep.py"]);
         assert!(out[0].question.contains("import os"), "{}", out[0].question);
         assert!(out[1].question.contains("s/a/b/g"));
+    }
+
+    /// Regression: macOS `sed -i '' 's/x/y/' file` was read as the expression `''` and the path `s/x/y/`.
+    #[test]
+    fn bsd_sed_with_an_empty_backup_suffix_names_the_file() {
+        for cmd in [
+            "sed -i '' 's/if err/if err2/' cmd/entire/cli/reset.go",
+            "sed -i \"\" -e 's/private/public/g' cmd/entire/cli/reset.go",
+            "sed -i.bak 's/a/b/' cmd/entire/cli/reset.go",
+        ] {
+            let (mut out, mut seen, mut open) = (Vec::new(), BTreeSet::new(), None);
+            shell_artifacts(cmd, 1, &mut open, &mut out, &mut seen);
+            let golds: Vec<&str> = out.iter().map(|c| c.gold.as_str()).collect();
+            assert_eq!(golds, ["cmd/entire/cli/reset.go"], "{cmd}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //!   summary minus retained with the first-pass one (0 where verification left the summary unchanged).
 
 use super::grade::{self, Haystack};
+use super::grader::{Grader, Matcher};
 use super::{Probe, ProbeResults};
 use crate::data::CellResult;
 use crate::history::{self, Content};
@@ -62,19 +63,33 @@ pub fn final_stretch_start(recorded: &[Content]) -> usize {
     0
 }
 
-/// Which probes of a conversation are early-only (definition in the module docs).
-pub fn early_only(recorded: &[Content], probes: &[Probe]) -> Vec<bool> {
+/// Per probe, whether the grader finds its fact in each recorded Content alone (`kept[probe][content]`).
+fn kept_per_content(recorded: &[Content], grader: &Grader, matchers: &[Matcher]) -> Vec<Vec<bool>> {
+    let mut kept = vec![vec![false; recorded.len()]; matchers.len()];
+    for (c, content) in recorded.iter().enumerate() {
+        let hay = Haystack::of_lines([grade::content_text(content)]);
+        let index = grader.index(&hay, matchers);
+        for (m, matcher) in matchers.iter().enumerate() {
+            kept[m][c] = grader.kept(matcher, &hay, &index).is_some();
+        }
+    }
+    kept
+}
+
+/// Which probes of a conversation are early-only (definition in the module docs), given where the
+/// grader finds each probe's fact in the recording ([`kept_per_content`]).
+fn early_only(recorded: &[Content], probes: &[Probe], kept: &[Vec<bool>]) -> Vec<bool> {
     let stretch = final_stretch_start(recorded);
-    let hays: Vec<Haystack> = recorded.iter().map(|c| Haystack::of_lines([grade::content_text(c)])).collect();
     probes
         .iter()
-        .map(|p| {
+        .zip(kept)
+        .map(|(p, kept)| {
             let Some(&last) = p.evidence.iter().max() else { return false };
-            if last >= stretch || last >= hays.len() {
+            if last >= stretch || last >= kept.len() {
                 return false;
             }
-            let stated = hays[..=last].iter().any(|h| p.answers().any(|a| h.contains(a)));
-            let restated = hays[last + 1..].iter().any(|h| p.answers().any(|a| h.contains(a)));
+            let stated = kept[..=last].iter().any(|k| *k);
+            let restated = kept[last + 1..].iter().any(|k| *k);
             stated && !restated
         })
         .collect()
@@ -88,34 +103,50 @@ pub struct RecordingIndex {
     /// Per probe, the hashes of its evidence Contents' parts.
     evidence_parts: Vec<Vec<u64>>,
     early_only: Vec<bool>,
+    /// Early-only probes whose fact the session's first user message holds.
+    in_first_prompt: Vec<bool>,
 }
 
 /// The history at one moment, split by what is verbatim from the recording.
 pub struct StoredView {
     parts: HashSet<u64>,
-    verbatim: Haystack,
+    /// Per probe: the grader keeps it in the parts that are verbatim from the recording.
+    kept_verbatim: Vec<bool>,
 }
 
 impl RecordingIndex {
-    pub fn new(recorded: &[Content], probes: &[Probe]) -> Self {
+    pub fn new(recorded: &[Content], probes: &[Probe], grader: &Grader, matchers: &[Matcher]) -> Self {
         let per_content: Vec<Vec<u64>> =
             recorded.iter().map(|c| part_texts(c).map(|t| text_hash(&t)).collect()).collect();
         let evidence_parts = probes
             .iter()
             .map(|p| p.evidence.iter().filter_map(|&e| per_content.get(e)).flatten().copied().collect())
             .collect();
+        let kept = kept_per_content(recorded, grader, matchers);
+        let early_only = early_only(recorded, probes, &kept);
+        let first_prompt = recorded.iter().position(history::is_user);
+        let in_first_prompt = kept
+            .iter()
+            .zip(&early_only)
+            .map(|(k, early)| *early && first_prompt.is_some_and(|f| k[f]))
+            .collect();
         RecordingIndex {
             recorded_parts: per_content.into_iter().flatten().collect(),
             evidence_parts,
-            early_only: early_only(recorded, probes),
+            early_only,
+            in_first_prompt,
         }
+    }
+
+    pub fn in_first_prompt(&self, probe: usize) -> bool {
+        self.in_first_prompt.get(probe).copied().unwrap_or(false)
     }
 
     pub fn early_only(&self, probe: usize) -> bool {
         self.early_only.get(probe).copied().unwrap_or(false)
     }
 
-    pub fn view(&self, stored: &[Content]) -> StoredView {
+    pub fn view(&self, stored: &[Content], grader: &Grader, matchers: &[Matcher]) -> StoredView {
         let mut parts = HashSet::new();
         let mut verbatim = Vec::new();
         for c in stored {
@@ -127,14 +158,17 @@ impl RecordingIndex {
                 parts.insert(h);
             }
         }
-        StoredView { parts, verbatim: Haystack::of_lines(verbatim) }
+        let verbatim = Haystack::of_lines(verbatim);
+        let index = grader.index(&verbatim, matchers);
+        let kept = matchers.iter().map(|m| grader.kept(m, &verbatim, &index).is_some()).collect();
+        StoredView { parts, kept_verbatim: kept }
     }
 
     /// The probe's evidence is no longer all there verbatim and no accepted answer survives verbatim.
-    pub fn at_risk(&self, probe: usize, p: &Probe, view: &StoredView) -> bool {
+    pub fn at_risk(&self, probe: usize, view: &StoredView) -> bool {
         let evidence = self.evidence_parts.get(probe).map(Vec::as_slice).unwrap_or(&[]);
         let intact = evidence.iter().all(|h| view.parts.contains(h));
-        !intact && !p.answers().any(|a| view.verbatim.contains(a))
+        !intact && !view.kept_verbatim.get(probe).copied().unwrap_or(false)
     }
 }
 
@@ -211,6 +245,10 @@ pub struct ProbeRow {
     pub answer_score: Option<f64>,
     /// The judge's 0–5 score.
     pub judge_score: Option<u8>,
+    /// Which rule of the grader found the fact (`exact`, `path`, `bare-name`, `terms`), overflow or not.
+    pub kept_by: Option<crate::data::KeptBy>,
+    /// An early-only probe whose fact is in the session's first user message.
+    pub in_first_prompt: bool,
 }
 
 /// Whether a checkpoint lies at or after the cell's first request over the window: the end always does
@@ -269,6 +307,8 @@ fn rows_of(c: &CellResult, strategy: &str, names: Names, kind: Option<&str>) -> 
                 retrieval_correct: answer.filter(|_| retrieval).map(|a| a.grade.contains && !lost),
                 answer_score: answer.filter(|_| !retrieval).map(|a| (a.grade.contains && !lost) as u8 as f64),
                 judge_score: answer.and_then(|a| a.judge).map(|j| if lost { 0 } else { j }),
+                kept_by: s.kept_by,
+                in_first_prompt: s.in_first_prompt,
             });
         }
     }
@@ -594,6 +634,8 @@ mod tests {
             kind: ProbeKind::Recall,
             source: ProbeOrigin::Manual,
             retained,
+            kept_by: None,
+            in_first_prompt: false,
             early_only: Some(true),
             at_risk: Some(true),
             answer: None,

@@ -96,6 +96,7 @@ pub fn parse_drafts(answer: &str, conv: &Conversation) -> Drafts {
                 question,
                 gold,
                 accept,
+                terms: Vec::new(),
                 evidence,
                 source: ProbeOrigin::Llm,
                 note: None,

@@ -1,4 +1,5 @@
-//! Grading: answer normalisation, exact match, token F1, containment, and retention of an answer in a history.
+//! Grading's text primitives: answer normalisation, exact match, token F1, containment of an answer in a
+//! history. When a history keeps a probe (exact, path and key-term rules) is decided in [`super::grader`].
 //!
 //! Normalisation makes surface differences that do not change an answer compare equal: case, punctuation
 //! around words, `./` path prefixes, thousands separators (`1,000` = `1000`), whitespace. Characters that
@@ -163,6 +164,18 @@ impl Haystack {
             }
         }
         Haystack { text, dotless }
+    }
+
+    /// The normalised text: tokens separated by single spaces, with a space at each end.
+    pub fn normalized(&self) -> &str {
+        &self.text
+    }
+
+    /// The whole normalised `needle` occurs at token boundaries, dots not counting as boundaries (a path
+    /// is not found inside `path.orig`).
+    pub fn contains_whole(&self, needle: &str) -> bool {
+        let n = normalize(needle);
+        !n.is_empty() && self.text.contains(&format!(" {n} "))
     }
 
     /// The whole normalised `needle` occurs at token boundaries (dots count as boundaries too).

@@ -1,14 +1,63 @@
 //! Probe hygiene: probes that cannot measure what compression lost, whatever their origin. `probes check`
 //! reports them; scoring excludes them ([`super::load_scored_probes`]); the extractor never writes them.
 
-use super::{grade, Probe, ProbeKind};
+use super::grade::{self, Haystack};
+use super::grader::Grader;
+use super::{Probe, ProbeKind};
 pub use crate::data::{Lint, LintKind};
-use crate::history::Content;
+use crate::datasets::Conversation;
+use crate::history::{self, Content};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Golds longer than this many (normalised) tokens that occur verbatim in the conversation are spans
-/// copied from it, not answers: any summary that quotes the passage passes, one that states the fact fails.
-pub const LONG_GOLD_TOKENS: usize = 12;
+/// A gold is the fact asked (an identifier, a number, a path, a name, a short directive): more than this
+/// many normalised words is a passage, which a summary that states the fact in its own words fails.
+pub const MAX_GOLD_WORDS: usize = 8;
+
+/// Files an agent reads into every request (Claude Code's `CLAUDE.md`, Codex's `AGENTS.md`, Gemini CLI's
+/// `GEMINI.md`): what they say is not the history's to lose.
+const INSTRUCTION_FILES: [&str; 3] = ["claude.md", "agents.md", "gemini.md"];
+
+/// What the agent is given at the start of every request, as far as the recording shows it: the system
+/// instruction, tool outputs of reads of an instruction file, `CLAUDE.md:12:…` lines of searches in one,
+/// and the instruction blocks agents inject into the first messages (`Contents of …/CLAUDE.md`,
+/// `<user_instructions>`).
+pub fn start_context(conv: &Conversation) -> Haystack {
+    let mut pieces: Vec<String> = conv.system_instruction.iter().cloned().collect();
+    let names_instruction_file = |s: &str| {
+        let lower = s.to_lowercase();
+        INSTRUCTION_FILES.iter().any(|f| lower.ends_with(&format!("/{f}")) || lower == *f)
+    };
+    let mut reads_instructions = false;
+    for c in &conv.history {
+        let mut next_reads = false;
+        for p in history::parts(c) {
+            if let Some(args) = history::function_call(p).and_then(|fc| fc.get("args")) {
+                let text = grade::part_text(args);
+                next_reads |= text.lines().any(|l| names_instruction_file(l.trim()));
+            }
+            let text = grade::part_text(p);
+            if history::function_response(p).is_some() && reads_instructions {
+                pieces.push(text.clone());
+            }
+            let lower = text.to_lowercase();
+            if lower.contains("<user_instructions>")
+                || (lower.contains("contents of ") && INSTRUCTION_FILES.iter().any(|f| lower.contains(f)))
+            {
+                pieces.push(text.clone());
+            }
+            for line in text.lines() {
+                let l = line.trim_start().to_lowercase();
+                if INSTRUCTION_FILES.iter().any(|f| l.starts_with(&format!("{f}:")) || l.contains(&format!("/{f}:"))) {
+                    pieces.push(line.to_string());
+                }
+            }
+        }
+        if history::is_model(c) {
+            reads_instructions = next_reads;
+        }
+    }
+    Haystack::of_lines(pieces)
+}
 
 /// Normalised golds of a source's probes, by gold, with the conversations they occur in.
 pub type GoldIndex = BTreeMap<String, BTreeSet<String>>;
@@ -42,14 +91,18 @@ fn exited_zero(c: &Content) -> bool {
 }
 
 /// Lints of one conversation's probes (all origins), given the source's gold index (`None`: skip the
-/// shared-gold check) and the conversation's history (`None`: skip the checks that read it).
-pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, history: Option<&[Content]>) -> Vec<Lint> {
+/// shared-gold check) and the conversation (`None`: skip the checks that read it).
+pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Option<&Conversation>) -> Vec<Lint> {
     let mut out = Vec::new();
     let mut questions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for p in probes {
         questions.entry(grade::normalize(&p.question)).or_default().push(&p.id);
     }
-    let hay = history.map(grade::history_haystack);
+    let grader = match conv {
+        Some(c) => Grader::of_conversation(c, probes),
+        None => Grader::new(&[], None, probes),
+    };
+    let at_start = conv.map(start_context);
     for p in probes {
         let lint =
             |kind, message: String| Lint { conversation: p.conversation.clone(), probe: p.id.clone(), kind, message };
@@ -68,9 +121,26 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, history: O
                 ));
             }
         }
-        let tokens = gold.split(' ').count();
-        if tokens > LONG_GOLD_TOKENS && hay.as_ref().is_some_and(|h| h.contains(&p.gold)) {
-            out.push(lint(LintKind::LongGold, format!("gold is a verbatim span of {tokens} tokens")));
+        let words = gold.split(' ').count();
+        if words > MAX_GOLD_WORDS {
+            out.push(lint(LintKind::LongGold, format!("gold has {words} words (at most {MAX_GOLD_WORDS}): ask for the fact")));
+        }
+        let matcher = grader.matcher(p);
+        let keeps = |hay: &Haystack| grader.kept(&matcher, hay, &grader.index(hay, std::slice::from_ref(&matcher)));
+        if keeps(&Haystack::new(&p.question)).is_some() {
+            out.push(lint(LintKind::GoldInQuestion, "the question alone holds the answer".into()));
+        }
+        if let Some(c) = conv {
+            let evidence = Haystack::of_lines(p.evidence.iter().filter_map(|&e| c.history.get(e)).map(grade::content_text));
+            if keeps(&evidence).is_none() {
+                out.push(lint(LintKind::DeadGold, format!("`{}` is not found in its evidence {:?}", p.gold, p.evidence)));
+            }
+            if at_start.as_ref().is_some_and(|h| keeps(h).is_some()) {
+                out.push(lint(
+                    LintKind::KnownAtStart,
+                    "the agent is given this at the start (system prompt or instruction file)".into(),
+                ));
+            }
         }
         let same = &questions[&grade::normalize(&p.question)];
         if same.len() > 1 {
@@ -79,8 +149,8 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, history: O
         }
         let asks_error = p.kind == ProbeKind::Recall && p.question.to_lowercase().contains("error");
         if asks_error {
-            if let Some(h) = history {
-                if p.evidence.iter().filter_map(|&e| h.get(e)).any(exited_zero) {
+            if let Some(c) = conv {
+                if p.evidence.iter().filter_map(|&e| c.history.get(e)).any(exited_zero) {
                     out.push(lint(LintKind::SucceededError, "the evidence command exited with code 0".into()));
                 }
             }
@@ -106,6 +176,7 @@ mod tests {
             question: q.into(),
             gold: gold.into(),
             accept: vec![],
+            terms: Vec::new(),
             evidence: vec![evidence],
             source: ProbeOrigin::Auto,
             note: None,
@@ -137,7 +208,8 @@ mod tests {
         ];
         let b = vec![probe("b", "p1", "What rule did the task state about tests?", "DO NOT MODIFY: Tests", 0)];
         let index = gold_index(a.iter().chain(&b));
-        let lints = lint_conversation(&a, Some(&index), Some(&history));
+        let conv = Conversation { history, ..Default::default() };
+        let lints = lint_conversation(&a, Some(&index), Some(&conv));
         let of = |id: &str| lints.iter().filter(|l| l.probe == id).map(|l| l.kind).collect::<Vec<_>>();
         assert_eq!(of("p1"), [LintKind::SharedGold]);
         assert_eq!(of("p2"), [LintKind::LongGold]);

@@ -10,9 +10,11 @@ pub mod extract;
 pub mod figures;
 pub mod generate;
 pub mod grade;
+pub mod grader;
 pub mod inject;
 pub mod lint;
 pub mod observer;
+pub mod snapshots;
 
 pub use crate::data::{Checkpoint, InjectionResult, ProbeKind, ProbeOrigin, ProbeResults, ProbeScore};
 pub use observer::{ProbeObserver, ProbeOptions};
@@ -38,6 +40,11 @@ pub struct Probe {
     /// Other answers graded as correct (spellings, shorter forms).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accept: Vec<String>,
+    /// Key terms of a free-text fact (constraint, decision, continuation): kept when every term occurs
+    /// within one span of the history, in any order, inflections folded ([`grade`] has the rule). A term
+    /// may list alternatives separated by `|` (`remove|delete`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<String>,
     /// Indices of the Contents (in the recorded history) that hold the answer.
     pub evidence: Vec<usize>,
     pub source: ProbeOrigin,
@@ -275,12 +282,12 @@ pub fn load_scored_probes(
     dataset: &str,
     conversation: &str,
     origins: &[ProbeOrigin],
-    history: &[crate::history::Content],
+    conv: &crate::datasets::Conversation,
 ) -> Result<(Vec<Probe>, Vec<lint::Lint>), ProbeError> {
-    let probes = load_probes(dir, dataset, conversation, origins, history.len())?;
+    let probes = load_probes(dir, dataset, conversation, origins, conv.history.len())?;
     let source = source_probes(dir, dataset, origins);
     let index = lint::gold_index(probes.iter().chain(source.iter().filter(|p| p.conversation != conversation)));
-    let lints = lint::lint_conversation(&probes, Some(&index), Some(history));
+    let lints = lint::lint_conversation(&probes, Some(&index), Some(conv));
     Ok((without_linted(probes, &lints), lints))
 }
 
@@ -311,7 +318,7 @@ pub fn derived_auto_probes(
     }
     let derived: Vec<Probe> =
         extract::extract(conversation).into_iter().filter(|p| !stored.iter().any(|q| q.id == p.id)).collect();
-    let lints = lint::lint_conversation(&derived, None, Some(&conversation.history));
+    let lints = lint::lint_conversation(&derived, None, Some(conversation));
     let out = (without_linted(derived, &lints), lints);
     DERIVED_CACHE.lock().expect("derived cache").insert(key, std::sync::Arc::new(out.clone()));
     out
@@ -358,6 +365,7 @@ mod tests {
                 question: "Which file?".into(),
                 gold: "src/a.py".into(),
                 accept: vec![],
+                terms: Vec::new(),
                 evidence: vec![3],
                 source: ProbeOrigin::Manual,
                 note: None,

@@ -3,6 +3,7 @@
 
 use super::figures;
 use super::grade;
+use super::grader::{Grader, Matcher};
 use super::{inject, Probe};
 use crate::compress::prompts::PromptFile;
 use crate::data::{
@@ -86,6 +87,11 @@ fn parse_action(text: &str) -> Option<(String, String)> {
 pub struct ProbeObserver {
     conversation: String,
     probes: Vec<Probe>,
+    /// The grading rule for this session, and each probe compiled against it (same order as `probes`).
+    grader: Arc<Grader>,
+    matchers: Vec<Matcher>,
+    /// The grader came from the caller (the session's working directory and files), not from the recording.
+    grader_given: bool,
     answerer: Option<Arc<dyn LanguageModel>>,
     judge: Option<Arc<dyn LanguageModel>>,
     options: ProbeOptions,
@@ -111,9 +117,14 @@ impl ProbeObserver {
             answerer: answerer.as_ref().map(|m| m.spec().to_string()),
             ..Default::default()
         };
+        let grader = Arc::new(Grader::new(&[], None, &probes));
+        let matchers = probes.iter().map(|p| grader.matcher(p)).collect();
         ProbeObserver {
             conversation: conversation.into(),
             probes,
+            grader,
+            matchers,
+            grader_given: false,
             answerer,
             judge,
             options,
@@ -125,9 +136,23 @@ impl ProbeObserver {
         }
     }
 
+    /// Grades with the session's grader ([`Grader::of_conversation`]: its working directory and files);
+    /// call before [`Self::with_recording`]. Without it the grader knows the files of the recording only.
+    pub fn with_grader(mut self, grader: Grader) -> Self {
+        self.matchers = self.probes.iter().map(|p| grader.matcher(p)).collect();
+        self.grader = Arc::new(grader);
+        self.grader_given = true;
+        self
+    }
+
     /// Scores early-only and at-risk against the recorded history the replay is fed.
     pub fn with_recording(mut self, recorded: &[Content]) -> Self {
-        self.recording = Some(figures::RecordingIndex::new(recorded, &self.probes));
+        if !self.grader_given {
+            let grader = Grader::new(recorded, None, &self.probes);
+            self.matchers = self.probes.iter().map(|p| grader.matcher(p)).collect();
+            self.grader = Arc::new(grader);
+        }
+        self.recording = Some(figures::RecordingIndex::new(recorded, &self.probes, &self.grader, &self.matchers));
         if self.options.next_action {
             self.recorded = Some(recorded.to_vec());
         }
@@ -244,15 +269,26 @@ impl ProbeObserver {
         upto: usize,
         ask: bool,
     ) -> Vec<ProbeScore> {
+        let askable: Vec<usize> = (0..self.probes.len()).filter(|&i| self.probes[i].available_before() <= upto).collect();
+        if askable.is_empty() {
+            return Vec::new();
+        }
+        let g = &self.grader;
         let hay = grade::history_haystack(stored);
-        let first_hay = first_pass.map(grade::history_haystack);
-        let view = self.recording.as_ref().map(|r| r.view(stored));
+        let index = g.index(&hay, &self.matchers);
+        let first = first_pass.map(|fp| {
+            let h = grade::history_haystack(fp);
+            let i = g.index(&h, &self.matchers);
+            (h, i)
+        });
+        let view = self.recording.as_ref().map(|r| r.view(stored, g, &self.matchers));
         let mut scores = Vec::new();
-        for (i, p) in self.probes.iter().enumerate().filter(|(_, p)| p.available_before() <= upto) {
-            let retained = p.answers().any(|a| hay.contains(a));
+        for i in askable {
+            let p = &self.probes[i];
+            let kept_by = g.kept(&self.matchers[i], &hay, &index);
             let early_only = self.recording.as_ref().map(|r| r.early_only(i));
             let at_risk = match (&self.recording, &view) {
-                (Some(r), Some(v)) => Some(r.at_risk(i, p, v)),
+                (Some(r), Some(v)) => Some(r.at_risk(i, v)),
                 _ => None,
             };
             let answer = if ask { self.answer(p, stored).await } else { None };
@@ -264,11 +300,13 @@ impl ProbeObserver {
                 probe: p.id.clone(),
                 kind: p.kind,
                 source: p.source,
-                retained,
+                retained: kept_by.is_some(),
+                kept_by,
+                in_first_prompt: self.recording.as_ref().is_some_and(|r| r.in_first_prompt(i)),
                 early_only,
                 at_risk,
                 answer,
-                first_pass_retained: first_hay.as_ref().map(|h| p.answers().any(|a| h.contains(a))),
+                first_pass_retained: first.as_ref().map(|(h, x)| g.kept(&self.matchers[i], h, x).is_some()),
                 first_pass_answer,
             });
         }

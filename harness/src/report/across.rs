@@ -1,34 +1,63 @@
 //! `compactbench compare`: one table across runs of the same strategies on different corpora (one run per
 //! agent, each in its own window and with its own prices), and the paired differences against the reference
 //! pooled over every run's conversations, judged as a report's claims are ([`super::supports::judge`], with
-//! each run left out in turn in place of each source).
+//! each run left out in turn in place of each source). Only like is pooled with like: a strategy is pooled
+//! when it is the same algorithm in every run; the agent's own compaction (the strategy of role
+//! [`Role::Recorded`]) is a different algorithm per agent, so it keeps one row per run, over that run's
+//! conversations only. Where a run's grader is checked against human labels ([`super::grader_check`]), its
+//! `kept_at_compressions` counts the probe kinds the grader is trusted on only.
 
 use super::aggregate::reference_point;
+use super::grader_check::{self, Gradability};
 use super::{default_points, supports, Table};
 use crate::data::{CellResult, Plan};
-use crate::metrics::{self, Figure, Parts};
+use crate::metrics::{self, Figure, Level, Parts};
 use crate::replay::registry;
 use crate::replay::strategy::Role;
 use crate::sweep;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The figures compared across runs.
-pub const COMPARED: [&str; 3] = ["tokens_vs_none", "early_only_retention", "kept_at_compressions"];
+pub const COMPARED: [&str; 3] = ["tokens_vs_none", "early_only_retention", KEPT];
 
-/// One run: its name, plan and cells.
+/// The figure a run's labels restrict to the gradable kinds.
+const KEPT: &str = super::kinds::FIGURE;
+
+/// One run: its name, the agent whose sessions it replays, plan and cells, and the probe kinds its grader is
+/// trusted on (`None`: no labels to check it against, every kind counts).
 pub struct Run {
     pub name: String,
+    pub agent: String,
     pub plan: Plan,
     pub cells: Vec<CellResult>,
+    pub gradable: Option<Gradability>,
+}
+
+/// The agent a run replays: the one import format of its datasets (`claude-code`, `codex`) as its
+/// `config.toml` names it, else the run's name.
+fn agent_of(dir: &Path, plan: &Plan) -> String {
+    let config = std::fs::read_to_string(dir.join("config.toml")).ok().and_then(|t| t.parse::<toml::Table>().ok());
+    let formats: BTreeSet<String> = config
+        .as_ref()
+        .and_then(|c| c.get("datasets")?.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|d| Some(d.as_table()?.get("format")?.as_str()?.to_string()))
+        .collect();
+    match formats.len() {
+        1 => formats.into_iter().next().unwrap_or_default(),
+        _ => plan.name.clone(),
+    }
 }
 
 impl Run {
     pub fn load(dir: &Path) -> Result<Run, sweep::runner::RunError> {
         let plan = sweep::runner::load_plan(dir)?;
         let cells = sweep::collect(dir, &plan);
-        Ok(Run { name: plan.name.clone(), plan, cells })
+        let gradable = grader_check::gradable_kinds(&plan, &cells);
+        Ok(Run { name: plan.name.clone(), agent: agent_of(dir, &plan), plan, cells, gradable })
     }
 
     /// Each metric's parts of the run's default point of `strategy`, named `run/conversation`.
@@ -43,7 +72,15 @@ impl Run {
             return BTreeMap::new();
         };
         let pricing = metrics::point_pricing(&self.plan, point);
-        let mut parts = metrics::point_parts(self.cells.iter().filter(|c| c.cell.point == point.id), pricing.as_ref());
+        let mine = || self.cells.iter().filter(|c| c.cell.point == point.id);
+        let mut parts = metrics::point_parts(mine(), pricing.as_ref());
+        if let Some(g) = &self.gradable {
+            let kinds = g.gradable();
+            let kept: Vec<(String, Parts)> = mine()
+                .filter_map(|c| Some((c.cell.conversation.clone(), grader_check::kept_parts(c, &kinds)?)))
+                .collect();
+            parts.insert(KEPT, kept);
+        }
         for list in parts.values_mut() {
             for (conv, _) in list.iter_mut() {
                 *conv = format!("{}/{conv}", self.name);
@@ -67,10 +104,14 @@ impl Run {
     }
 }
 
-fn pct(f: Option<Figure>) -> String {
+/// A figure with its interval, and its n where that counts probes (each row its own).
+fn pct(m: &metrics::Metric, f: Option<Figure>) -> String {
+    let n = |f: &Figure| if m.level == Level::Probe { format!(" (n={})", f.n) } else { String::new() };
     match f {
-        Some(f) if f.low < f.high => format!("{:.1}% [{:.1}, {:.1}]", f.value * 100.0, f.low * 100.0, f.high * 100.0),
-        Some(f) => format!("{:.1}%", f.value * 100.0),
+        Some(f) if f.low < f.high => {
+            format!("{:.1}% [{:.1}, {:.1}]{}", f.value * 100.0, f.low * 100.0, f.high * 100.0, n(&f))
+        }
+        Some(f) => format!("{:.1}%{}", f.value * 100.0, n(&f)),
         None => "–".into(),
     }
 }
@@ -87,6 +128,11 @@ fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> 
 /// Whether `strategy` is the registry's reference.
 fn is_reference(strategy: &str) -> bool {
     registry::entry(strategy).is_some_and(|s| s.role() == Role::Reference)
+}
+
+/// Whether `strategy` replays each agent's own compaction: a different algorithm per agent, never pooled.
+fn is_recorded(strategy: &str) -> bool {
+    registry::entry(strategy).is_some_and(|s| s.role() == Role::Recorded)
 }
 
 /// The registry name of the reference.
@@ -118,10 +164,9 @@ pub fn per_run_table(runs: &[Run]) -> Table {
             let convs = parts.get("tokens_vs_none").map_or(0, Vec::len);
             let mut row =
                 vec![run.name.clone(), strategy.clone(), convs.to_string(), run.compressions(&strategy).to_string()];
-            for name in COMPARED {
-                let f = metrics::metric(name)
-                    .and_then(|m| metrics::figure(m, &parts.get(name)?.iter().map(|x| x.1).collect::<Vec<_>>()));
-                row.push(pct(f));
+            for m in COMPARED.iter().filter_map(|n| metrics::metric(n)) {
+                let f = parts.get(m.name).and_then(|p| metrics::figure(m, &p.iter().map(|x| x.1).collect::<Vec<_>>()));
+                row.push(pct(m, f));
             }
             for name in ["early_only_retention", "kept_at_compressions"] {
                 let d = match (metrics::metric(name), parts.get(name), reference.get(name)) {
@@ -136,23 +181,34 @@ pub fn per_run_table(runs: &[Run]) -> Table {
     Table { header, rows }
 }
 
-/// Per strategy: Δ − reference pooled over every run's conversations (cluster bootstrap over them).
+/// Per strategy: Δ − reference pooled over every run's conversations (cluster bootstrap over them), for the
+/// strategies that are the same algorithm in every run; the agent's own compaction gets one row per run
+/// (named by its agent), over that run's conversations only.
 pub fn pooled_table(runs: &[Run]) -> Table {
     let header: Vec<String> =
         ["strategy", "Δ tokens vs none − ref. (pp)", "Δ early-only − ref. (pp)", "Δ kept − ref. (pp)"]
             .map(String::from)
             .to_vec();
-    let mut rows = Vec::new();
-    for strategy in shared_strategies(runs).into_iter().filter(|s| !is_reference(s)) {
-        let mut row = vec![strategy.clone()];
+    let row = |label: String, over: &[&Run], strategy: &str| {
+        let mut row = vec![label];
         for name in COMPARED {
             let Some(m) = metrics::metric(name) else { continue };
             let gather = |s: &str| -> Vec<(String, Parts)> {
-                runs.iter().flat_map(|r| r.parts(s).remove(name).unwrap_or_default()).collect()
+                over.iter().flat_map(|r| r.parts(s).remove(name).unwrap_or_default()).collect()
             };
-            row.push(judged(m, &gather(&strategy), &gather(reference_name())));
+            row.push(judged(m, &gather(strategy), &gather(reference_name())));
         }
-        rows.push(row);
+        row
+    };
+    let mut rows = Vec::new();
+    for strategy in shared_strategies(runs).into_iter().filter(|s| !is_reference(s)) {
+        if is_recorded(&strategy) {
+            for run in runs {
+                rows.push(row(format!("{strategy} ({}, `{}` only)", run.agent, run.name), &[run], &strategy));
+            }
+        } else {
+            rows.push(row(strategy.clone(), &runs.iter().collect::<Vec<_>>(), &strategy));
+        }
     }
     Table { header, rows }
 }
@@ -170,15 +226,42 @@ pub fn write(dirs: &[PathBuf], out: &Path) -> Result<String, super::ReportError>
             runs[i].name = format!("{}#{}", runs[i].name, taken + 1);
         }
     }
+    let recorded = registry::role_name(Role::Recorded).unwrap_or("the agent's own compaction");
+    let has_recorded = shared_strategies(&runs).iter().any(|s| is_recorded(s));
+    let like_with_like = if has_recorded {
+        format!(" Only like is pooled with like: `{recorded}` replays each agent's own compaction, a different algorithm per agent (Claude Code writes a summary; Codex keeps the user messages plus an encrypted summary), so it is never pooled across runs.")
+    } else {
+        String::new()
+    };
     let mut md = String::from("# compactbench: across runs\n\n");
     let _ = writeln!(
         md,
-        "Runs: {}. Each run keeps its own window, overhead and prices; figures of each run's default point of every strategy they share (`harness/docs/metrics.md`), 95 % cluster-bootstrap intervals over conversations. Δ: paired by conversation against the reference (`gemini`); ✓ marks an established difference (interval excludes 0, and no single conversation or run, left out, turns its sign).\n",
-        runs.iter().map(|r| format!("`{}` ({} conversations)", r.name, r.plan.conversations.len())).collect::<Vec<_>>().join(", ")
+        "Runs: {}. Each run keeps its own window, overhead and prices; figures of each run's default point of every strategy they share (`harness/docs/metrics.md`), 95 % cluster-bootstrap intervals over conversations; n of a probe figure: that row's own probes (or probe × compression pairs). Δ: paired by conversation against the reference (`{}`); ✓ marks an established difference (interval excludes 0, and no single conversation or run, left out, turns its sign).{like_with_like}\n",
+        runs.iter()
+            .map(|r| format!("`{}` ({}, {} conversations)", r.name, r.agent, r.plan.conversations.len()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        reference_name()
     );
+    let gated: Vec<String> =
+        runs.iter().filter_map(|r| Some(format!("`{}`: {}", r.name, r.gradable.as_ref()?.gradable_list()))).collect();
+    if !gated.is_empty() {
+        let _ = writeln!(
+            md,
+            "Kept at compressions counts, in a run whose grader is checked against human labels, only the probe kinds gradable offline there ({}); in the other runs, every kind.\n",
+            gated.join("; ")
+        );
+    }
     md.push_str("## Per run\n\n");
     md.push_str(&per_run_table(&runs).markdown());
-    md.push_str("\n\n## Pooled over the runs\n\nEach run's conversations paired with the same run's reference, pooled; n = conversations.\n\n");
+    md.push_str("\n\n## Pooled over the runs\n\nEach run's conversations paired with the same run's reference, pooled over the runs for every strategy that is the same algorithm in every run");
+    if has_recorded {
+        let _ = write!(
+            md,
+            "; `{recorded}` has one row per run instead, named by the run's agent, each over that run's conversations only"
+        );
+    }
+    md.push_str(". n = conversations.\n\n");
     md.push_str(&pooled_table(&runs).markdown());
     md.push('\n');
     crate::fsutil::write_atomic(out, md.as_bytes())?;

@@ -53,9 +53,68 @@ fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeF
     out
 }
 
+/// The replay against the agent's recorded usage, and the windows it ran in: one sentence for runs whose
+/// conversations record usage that measures the replayed context (none otherwise). Read from the point that
+/// replays the agent's own compactions (`Role::Recorded`), else `none`'s.
+fn recorded_usage_finding(plan: &Plan, cells: &[CellResult]) -> Option<String> {
+    use std::fmt::Write;
+    let main = |role: Role| plan.points.iter().find(|p| p.slice.is_none() && p.strategy.role() == Some(role));
+    let point = main(Role::Recorded).or_else(|| main(Role::NoCompression))?;
+    let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == point.id).collect();
+    let (before, after) = metrics::recorded_request_quantiles(mine.iter().copied());
+    let (n, p10, median, p90) = before?;
+    let spread = |x: f64, lo: f64, hi: f64| format!("median {x:.3} (p10 {lo:.3}, p90 {hi:.3})");
+    let with_counts = mine.iter().filter(|c| !c.result.recorded_request_pairs().0.is_empty()).count();
+    let mut line = format!(
+        "Replay against the agent's recorded usage (`{}`, {with_counts} of {} conversations), replayed / recorded tokens of the same request: before the agent's first compaction {} over {n} requests",
+        point.short_label(),
+        mine.len(),
+        spread(median, p10, p90)
+    );
+    if let (Some((n, p10, median, p90)), Some(Role::Recorded)) = (after, point.strategy.role()) {
+        let _ = write!(line, "; after its compactions {} over {n} requests", spread(median, p10, p90));
+    }
+    let range = |values: Vec<f64>, digits: usize| {
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (!values.is_empty()).then(|| format!("{lo:.digits$}–{hi:.digits$}"))
+    };
+    let first: Vec<f64> = mine
+        .iter()
+        .filter_map(|c| c.result.recorded_request_pairs().0.first().map(|&(x, y)| x as f64 / y as f64))
+        .collect();
+    if let Some(r) = range(first, 3) {
+        let _ = write!(line, "; each conversation's first request {r} of its recorded size");
+    }
+    let fixed: Vec<f64> = mine.iter().filter_map(|c| c.result.recorded_overhead_tokens.map(|t| t as f64)).collect();
+    if let Some(r) = range(fixed, 0) {
+        let _ = write!(line, "; fixed part from the recorded usage {r} tokens");
+    }
+    let scales: Vec<f64> = mine.iter().filter_map(|c| c.result.token_scale).collect();
+    if let Some(r) = range(scales, 2) {
+        let setting = serde_json::to_string(&plan.replay.token_scale).unwrap_or_default();
+        let _ = write!(line, "; token scale {r} (`[replay] token_scale = {setting}`)");
+    }
+    let mut windows: BTreeMap<u64, usize> = BTreeMap::new();
+    for c in &mine {
+        *windows.entry(c.result.token_limit).or_default() += 1;
+    }
+    let windows: Vec<String> = windows.iter().map(|(w, n)| format!("{w} for {n}")).collect();
+    let overflowed = mine.iter().filter(|c| c.result.overflowed()).count();
+    let _ = write!(
+        line,
+        "; windows (`{}`): {}; {overflowed} of {} overflow it.",
+        point.token_limit,
+        windows.join(", "),
+        mine.len()
+    );
+    Some(line)
+}
+
 /// Findings worth a sentence, computed from the data.
 pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
     let mut out = scope_findings(plan, cells, scopes);
+    out.extend(recorded_usage_finding(plan, cells));
     if let Some(p) = aggregate::reference_point(plan) {
         let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
         let unsplittable: Vec<&&CellResult> = mine.iter().filter(|c| c.result.unsplittable).collect();

@@ -1,10 +1,16 @@
 //! What each strategy keeps at the compression points, per probe kind (artifact, constraint, continuation,
-//! decision, recall): `kept_at_compressions` restricted to one kind, with paired differences against the
-//! agent's own compaction (`recorded`) and against the reference, judged as the report's claims are
-//! ([`super::supports::judge`]). With `replay.compress_at = "recorded"` every strategy compresses at the
-//! agent's own points, so these pairs are the same compactions on both sides.
+//! decision, recall): `kept_at_compressions` restricted to one kind, each strategy's figure with its own
+//! number of (probe, compression) pairs (a strategy that did not act at a compaction has fewer), with paired
+//! differences against the agent's own compaction (`recorded`) and against the reference, judged as the
+//! report's claims are ([`super::supports::judge`]). With `replay.compress_at = "recorded"` every strategy
+//! compresses at the agent's own points, so these pairs are the same compactions on both sides.
+//!
+//! Where the run's grader is checked against human labels ([`super::grader_check`]), a kind it is not
+//! trusted on is marked *not gradable offline* and no difference is drawn from it, and the `all` rows pool
+//! the gradable kinds only (named in the row).
 
 use super::aggregate::reference_point;
+use super::grader_check::{self, Gradability, NOT_GRADABLE};
 use super::{default_points, supports, Table};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, Parts};
@@ -17,15 +23,20 @@ pub const FIGURE: &str = "kept_at_compressions";
 /// The probe kinds in table order; `all` is every kind.
 const KINDS: [&str; 6] = ["artifact", "constraint", "continuation", "decision", "recall", "all"];
 
-/// One point's (conversation, parts) for one kind.
-fn parts(cells: &[CellResult], p: &ConfigPoint, kind: &str) -> Vec<(String, Parts)> {
-    let kind = (kind != "all").then_some(kind);
+/// One point's (conversation, parts) over the probes of `kinds` (`None`: every kind).
+fn parts(cells: &[CellResult], p: &ConfigPoint, kinds: Option<&[&str]>) -> Vec<(String, Parts)> {
     cells
         .iter()
         .filter(|c| c.cell.point == p.id)
         .filter_map(|c| {
-            let (hits, n) = conversation_tally_of_kind(c, FIGURE, kind)?;
-            Some((c.cell.conversation.clone(), Parts { num: hits, den: n }))
+            let parts = match kinds {
+                None => {
+                    let (hits, n) = conversation_tally_of_kind(c, FIGURE, None)?;
+                    Parts { num: hits, den: n }
+                }
+                Some(k) => grader_check::kept_parts(c, k)?,
+            };
+            Some((c.cell.conversation.clone(), parts))
         })
         .collect()
 }
@@ -41,8 +52,44 @@ fn difference(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)])
     }
 }
 
-/// The table, or `None` when no point scored probes at a compression.
-pub fn table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
+/// One row's kind: its name and the probe kinds it counts (`None`: every kind), and whether a difference
+/// may be drawn from it.
+struct RowKind {
+    label: String,
+    kinds: Option<Vec<&'static str>>,
+    gradable: bool,
+}
+
+/// The rows' kinds: each probe kind, then all of them; with `gradable`, the kinds the grader is not trusted
+/// on are marked and the `all` row counts the gradable ones.
+fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
+    let mut out: Vec<RowKind> = KINDS
+        .iter()
+        .filter(|k| **k != "all")
+        .map(|&k| match gradable {
+            Some(g) if !g.is_gradable(k) => {
+                RowKind { label: format!("{k} ({NOT_GRADABLE})"), kinds: Some(vec![k]), gradable: false }
+            }
+            _ => RowKind { label: k.to_string(), kinds: Some(vec![k]), gradable: true },
+        })
+        .collect();
+    out.push(match gradable {
+        None => RowKind { label: "all".into(), kinds: None, gradable: true },
+        Some(g) => {
+            let kinds: Vec<&'static str> = KINDS.iter().copied().filter(|k| *k != "all" && g.is_gradable(k)).collect();
+            if kinds.is_empty() {
+                RowKind { label: format!("all ({NOT_GRADABLE}: no kind is)"), kinds: None, gradable: false }
+            } else {
+                RowKind { label: format!("all gradable ({})", kinds.join(", ")), kinds: Some(kinds), gradable: true }
+            }
+        }
+    });
+    out
+}
+
+/// The table, or `None` when no point scored probes at a compression. With `gradable` (the run's grader
+/// checked against human labels), kinds it is not trusted on draw no difference and `all` pools the others.
+pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) -> Option<Table> {
     let m = metrics::metric(FIGURE)?;
     let points: Vec<&ConfigPoint> = default_points(plan)
         .into_iter()
@@ -52,17 +99,25 @@ pub fn table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
     let recorded = points.iter().copied().find(|p| p.strategy.role() == Some(Role::Recorded));
     let reference = reference_point(plan);
     let mut header: Vec<String> =
-        ["#", "strategy", "kind", "pairs", "compressions", "kept at compressions ↑"].map(String::from).to_vec();
+        ["#", "strategy", "kind", "compressions", "kept at compressions ↑"].map(String::from).to_vec();
     if recorded.is_some() {
         header.push("Δ − recorded (pp)".into());
     }
     header.push("Δ − reference (pp)".into());
     let mut rows = Vec::new();
-    for kind in KINDS {
-        let base_recorded = recorded.map(|r| parts(cells, r, kind));
-        let base_reference = reference.map(|r| parts(cells, r, kind));
+    for kind in row_kinds(gradable) {
+        let of = kind.kinds.as_deref();
+        let base_recorded = recorded.map(|r| parts(cells, r, of));
+        let base_reference = reference.map(|r| parts(cells, r, of));
+        let judged = |mine: &[(String, Parts)], base: &[(String, Parts)]| {
+            if kind.gradable {
+                difference(m, mine, base)
+            } else {
+                NOT_GRADABLE.to_string()
+            }
+        };
         for p in &points {
-            let mine = parts(cells, p, kind);
+            let mine = parts(cells, p, of);
             let Some(f) = metrics::figure(m, &mine.iter().map(|x| x.1).collect::<Vec<_>>()) else { continue };
             let compressions: usize = cells
                 .iter()
@@ -72,16 +127,15 @@ pub fn table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
             let mut row = vec![
                 plan.point_number(&p.id).map(|n| n.to_string()).unwrap_or_default(),
                 p.strategy.kind().to_string(),
-                kind.to_string(),
-                f.n.to_string(),
+                kind.label.clone(),
                 compressions.to_string(),
-                format!("{:.1}% [{:.1}, {:.1}]", f.value * 100.0, f.low * 100.0, f.high * 100.0),
+                format!("{:.1}% [{:.1}, {:.1}] (n={})", f.value * 100.0, f.low * 100.0, f.high * 100.0, f.n),
             ];
             if let Some(b) = &base_recorded {
-                row.push(if Some(*p) == recorded { "–".into() } else { difference(m, &mine, b) });
+                row.push(if Some(*p) == recorded { "–".into() } else { judged(&mine, b) });
             }
             row.push(match &base_reference {
-                Some(b) if reference.is_some_and(|r| r.id != p.id) => difference(m, &mine, b),
+                Some(b) if reference.is_some_and(|r| r.id != p.id) => judged(&mine, b),
                 _ => "–".into(),
             });
             rows.push(row);

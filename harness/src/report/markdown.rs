@@ -6,8 +6,8 @@
 use super::findings::probe_comparisons;
 use super::tables::{configuration_slices, configuration_table, pareto_key_table};
 use super::{
-    aggregate, cell_count, comparisons, corpus, findings, kinds, scopes_tables, sources_table, split_variants_table,
-    supports, systems, triggers_table, varying_axes, Against, PlotList,
+    aggregate, cell_count, comparisons, corpus, findings, grader_check, kinds, scopes_tables, sources_table,
+    split_variants_table, supports, systems, triggers_table, varying_axes, Against, PlotList,
 };
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::report::summary::{notable_points, short_table, summarize, table_at, Notable, PointSummary, TableOptions};
@@ -44,9 +44,14 @@ pub(super) fn pages(
     wide: bool,
 ) -> Pages {
     let summaries = summarize(plan, cells);
-    let mut main = main_page(plan, cells, &summaries, scopes, claims, wide);
+    let labels = grader_check::check(plan, cells);
+    let mut main = main_page(plan, cells, &summaries, scopes, claims, &labels, wide);
     plots_section(&mut main, run_dir, plots);
-    Pages { main, details: details_page(plan, cells, &summaries, scopes, wide), probes: probes_page(plan, cells) }
+    Pages {
+        main,
+        details: details_page(plan, cells, &summaries, scopes, wide),
+        probes: probes_page(plan, cells, &labels),
+    }
 }
 
 /// `report.md` up to its plots: one page of what matters, with a line per page next to it saying what that
@@ -57,6 +62,7 @@ fn main_page(
     summaries: &[PointSummary],
     scopes: &[aggregate::ScopeFigures],
     claims: &[supports::Claim],
+    labels: &grader_check::Labels,
     wide: bool,
 ) -> String {
     let mut md = String::new();
@@ -72,12 +78,16 @@ fn main_page(
         md,
         "- [{DETAILS}]({DETAILS}): every configuration point (slices and the probe figures per kind included), the headline per source, the paired comparisons per source, the sources under the reference point, the findings, the corpus and the configuration."
     );
+    let grader = if matches!(labels, grader_check::Labels::Unset) { "" } else { ", the grader against human labels" };
     let _ = writeln!(
         md,
-        "- [{PROBES}]({PROBES}): the probe figures of every point, the paired probe comparisons, what each strategy keeps at the compression points by probe kind, and the breakdowns by source, kind, origin and compression ordinal."
+        "- [{PROBES}]({PROBES}): the probe figures of every point, the paired probe comparisons{grader}, what each strategy keeps at the compression points by probe kind, and the breakdowns by source, kind, origin and compression ordinal."
     );
     md.push_str("- `results/`: every figure with its n and interval, `{events,conversations,points,scopes}.{parquet,csv,json}`, `claims.{csv,json}`, `probes.{csv,parquet}`; raw cells: `cells/`.\n\n");
     md.push_str(&supports::markdown(plan, cells, claims));
+    if let Some(line) = grader_check::main_line(labels, PROBES) {
+        let _ = writeln!(md, "{line}\n");
+    }
     headline_section(&mut md, plan, summaries, wide);
     scopes_section(&mut md, plan, scopes);
     systems_section(&mut md, plan, cells);
@@ -120,7 +130,7 @@ fn details_page(
 
 /// `probes.md`: the probe figures of every point, what each strategy keeps at the compression points by
 /// kind, then the breakdowns.
-fn probes_page(plan: &Plan, cells: &[CellResult]) -> String {
+fn probes_page(plan: &Plan, cells: &[CellResult], labels: &grader_check::Labels) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# compactbench report: {}, probes\n", plan.name);
     let _ = writeln!(
@@ -134,7 +144,8 @@ fn probes_page(plan: &Plan, cells: &[CellResult]) -> String {
         return md;
     };
     md.push_str(&figures);
-    kinds_section(&mut md, plan, cells);
+    md.push_str(&grader_check::markdown(labels));
+    kinds_section(&mut md, plan, cells, labels.gradability().as_ref());
     md.push_str(&breakdowns);
     md
 }
@@ -283,11 +294,25 @@ fn findings_section(md: &mut String, plan: &Plan, cells: &[CellResult], scopes: 
     }
 }
 
-/// Retention at the compression points by probe kind (when the run has probes).
-fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult]) {
-    if let Some(t) = kinds::table(plan, cells) {
+/// Retention at the compression points by probe kind (when the run has probes); with `gradable`, the kinds
+/// the grader is not trusted on are marked and draw no difference.
+fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: Option<&grader_check::Gradability>) {
+    if let Some(t) = kinds::table(plan, cells, gradable) {
         md.push_str("## At the compression points, by probe kind\n\n");
-        md.push_str("*Kept at compressions* (`kept_at_compressions`): over (probe, compression) pairs, probes whose evidence lies before the compression, the share whose gold the history holds right after it (0 from the conversation's first request over the window on); per kind, for each strategy's default point that compressed. *Pairs*: probe × compression scorings; *compressions*: that point's compressions in the conversations scored. Δ: paired by conversation against the agent's own compaction (`recorded`, where the plan has it) and against the reference, 95 % cluster-bootstrap intervals; ✓ marks an established difference (interval excludes 0 and no one conversation, left out, turns its sign). With `compress_at = \"recorded\"` every strategy compresses at the agent's own points, so both sides are the same compactions.\n\n");
+        md.push_str("*Kept at compressions* (`kept_at_compressions`): over (probe, compression) pairs, probes whose evidence lies before the compression, the share whose gold the history holds right after it (0 from the conversation's first request over the window on); per kind, for each strategy's default point that compressed. n: that strategy's own probe × compression pairs (a strategy that did not act at a compaction has fewer); *compressions*: that point's compressions in the conversations scored. Δ: paired by conversation against the agent's own compaction (`recorded`, where the plan has it) and against the reference, 95 % cluster-bootstrap intervals; ✓ marks an established difference (interval excludes 0 and no one conversation, left out, turns its sign). With `compress_at = \"recorded\"` every strategy compresses at the agent's own points, so both sides are the same compactions.");
+        if let Some(g) = gradable {
+            let all = if g.gradable().is_empty() {
+                "no kind is gradable, so the `all` rows draw no difference either".to_string()
+            } else {
+                format!("the `all` rows pool the gradable kinds only ({})", g.gradable_list())
+            };
+            let _ = write!(
+                md,
+                " Kinds on which the grader disagrees with the human labels (*Grader against human labels* above) are marked *{}* and no difference is drawn from them; {all}.",
+                grader_check::NOT_GRADABLE,
+            );
+        }
+        md.push_str("\n\n");
         md.push_str(&t.markdown());
         md.push_str("\n\n");
     }

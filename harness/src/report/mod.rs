@@ -11,6 +11,7 @@ pub mod across;
 pub mod aggregate;
 mod findings;
 pub mod gate;
+pub mod grader_check;
 pub mod kinds;
 mod markdown;
 mod plot_list;

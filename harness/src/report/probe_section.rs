@@ -36,6 +36,8 @@ pub fn write_probe_rows(
             Column::new("retrieval_correct".into(), rows.iter().map(|r| r.retrieval_correct).collect::<Vec<_>>()),
             Column::new("answer_score".into(), rows.iter().map(|r| r.answer_score).collect::<Vec<_>>()),
             Column::new("judge_score".into(), rows.iter().map(|r| r.judge_score.map(u32::from)).collect::<Vec<_>>()),
+            Column::new("kept_by".into(), rows.iter().map(|r| r.kept_by.map(|k| k.name())).collect::<Vec<_>>()),
+            Column::new("in_first_prompt".into(), rows.iter().map(|r| r.in_first_prompt).collect::<Vec<_>>()),
         ],
     )?;
     std::fs::create_dir_all(dir)?;

@@ -88,6 +88,9 @@ pub struct ProbeMeans {
     pub retention_end: Option<f64>,
     /// The same over every (probe, compression event) pair.
     pub retention_events: Option<f64>,
+    /// (Probe, compression event) pairs scored: the n of `retention_events`.
+    #[serde(default)]
+    pub events: usize,
     /// Share of end-of-replay answers containing a gold answer; mean token F1; share of exact matches.
     pub accuracy_end: Option<f64>,
     pub f1_end: Option<f64>,
@@ -137,6 +140,7 @@ impl FigureAcc {
             probes: self.end.len(),
             retention_end: mean(&self.end),
             retention_events: mean(&self.events),
+            events: self.events.len(),
             accuracy_end: mean(&self.contains),
             f1_end: mean(&self.f1),
             exact_end: mean(&self.exact),
@@ -593,7 +597,7 @@ fn kind_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String 
                 kind.clone(),
                 f.probes.to_string(),
                 pct(f.retention_end),
-                pct(f.retention_events),
+                f.retention_events.map_or_else(|| "-".into(), |v| format!("{:.1}% (n={})", v * 100.0, f.events)),
                 pct(f.accuracy_end),
                 f.f1_end.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into()),
                 f.judge_end.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into()),

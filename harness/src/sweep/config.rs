@@ -571,6 +571,28 @@ mod tests {
         assert_eq!(format!("{doubled:?}"), format!("{single:?}"));
     }
 
+    /// The long-session configs replay each session with the sizes and the window it ran in, taken from its
+    /// recorded usage; the policy configs compare strategies under their own triggers in one fixed window.
+    #[test]
+    fn long_session_configs_take_sizes_and_windows_from_the_recording() {
+        use crate::replay::{OverheadSource, TokenScale};
+        for (name, scale) in [
+            ("long-sessions.toml", TokenScale::Recorded),
+            ("agent-sessions-claude-code.toml", TokenScale::Recorded),
+            ("agent-sessions-codex.toml", TokenScale::default()),
+        ] {
+            let c = shipped_config(name);
+            assert_eq!(c.replay.token_limit, TokenLimit::Recorded, "{name}");
+            assert_eq!((c.replay.overhead, c.replay.token_scale), (OverheadSource::Recorded, scale), "{name}");
+            assert!(c.points().unwrap().iter().all(|p| p.token_limit == TokenLimit::Recorded), "{name}");
+        }
+        for name in ["long-sessions-policy.toml", "agent-sessions-claude-code-policy.toml", "agent-sessions-codex-policy.toml"] {
+            let c = shipped_config(name);
+            assert!(c.replay.token_limit.tokens().is_some(), "{name}: one fixed window");
+            assert_eq!(c.replay.overhead, OverheadSource::Measured, "{name}");
+        }
+    }
+
     #[test]
     fn unknown_keys_and_bad_values_name_the_key_and_file() {
         let e = SweepConfig::parse(

@@ -296,7 +296,7 @@ async fn run_cell(
         &conversation.meta.source,
         &conversation.meta.id,
         &pc.sources,
-        &conversation.history,
+        &conversation,
     );
     let (mut probe_set, mut excluded) = loaded.unwrap_or_else(|e| {
         errors.push(e.to_string());
@@ -313,6 +313,7 @@ async fn run_cell(
     };
     let answerer = model_for("answerer", point.probe_answerer.as_ref().or(pc.answerer.as_ref()));
     let judge = model_for("judge", pc.judge.as_ref());
+    let grader = crate::probes::grader::Grader::of_conversation(&conversation, &probe_set);
     let mut observer = ProbeObserver::new(
         &conversation.meta.id,
         probe_set,
@@ -320,6 +321,7 @@ async fn run_cell(
         judge,
         ProbeOptions::of(pc, point.probe_answers_at_end_only),
     )
+    .with_grader(grader)
     .with_recording(&conversation.history);
     let result = replay::replay_spec(input, &point.strategy, settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();

@@ -3,7 +3,11 @@
 mod architecture;
 mod cli;
 mod count_tokens;
+mod edit_recall;
 mod golden;
+mod hand_written_probes;
+mod grader_labels;
+mod probe_snapshots;
 mod probes;
 mod properties;
 mod raw_sessions;

@@ -172,7 +172,7 @@ fn shipped_probe_files_match_the_extractor_and_load() {
         assert!(all.is_ok(), "{rel}: {:?}", all.err());
         // Scoring leaves out exactly the probes a lint marks.
         let (kept, lints) =
-            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::ALL, &conv.history)
+            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::ALL, &conv)
                 .unwrap();
         let all = all.unwrap();
         assert_eq!(
@@ -201,7 +201,7 @@ fn shipped_auto_probes_pass_every_lint() {
         let mut auto = 0;
         for f in &files {
             let conv = conversation(&format!("datasets/{source}/{}.json", f.conversation));
-            let lints = lint::lint_conversation(&f.probes, Some(&index), Some(&conv.history));
+            let lints = lint::lint_conversation(&f.probes, Some(&index), Some(&conv));
             assert!(lints.is_empty(), "{source}: {:?}", lints.iter().map(ToString::to_string).collect::<Vec<_>>());
             auto += f.probes.len();
         }
@@ -384,6 +384,7 @@ async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
         question: format!("Question {id}?"),
         gold: gold.into(),
         accept: vec![],
+        terms: Vec::new(),
         evidence: vec![0],
         source: ProbeOrigin::Manual,
         note: None,

@@ -113,3 +113,54 @@ fn a_raw_log_that_cannot_be_read_fails_its_cells_and_the_others_run() {
     assert!(e.contains("broken.jsonl") && e.contains("line 1"), "{e}");
     assert!(plan.conversations.iter().any(|c| c.error.is_none() && c.source == "mine"));
 }
+
+/// `recorded` replays what the agent sent, which never overflowed the window the agent ran in: on both
+/// Claude Code corpora (read in place from ../shared, as their configs name them) no session overflows under
+/// it, with each window, fixed part and token scale taken from the session's recorded usage
+/// (`token_limit`, `overhead`, `token_scale = "recorded"`); every window holds the largest request the agent
+/// counted, and before the agent's first compaction the replayed requests match its recorded sizes (median
+/// within 5 %, each session's first recorded request within 10 %).
+#[test]
+fn no_claude_code_session_overflows_under_the_agents_own_compactions() {
+    use compactbench::replay::strategy::Role;
+    let recorded = compactbench::replay::registry::role_name(Role::Recorded).expect("a strategy replays the agent's");
+    let llm = compactbench::llm::ScriptedModel::new(["unused"]);
+    for (config, sessions) in [("configs/long-sessions.toml", 24), ("configs/agent-sessions-claude-code.toml", 24)] {
+        let cfg = SweepConfig::load(&repo().join(config)).unwrap();
+        assert_eq!(cfg.replay.token_limit, compactbench::replay::TokenLimit::Recorded, "{config}");
+        let point = cfg.points().unwrap().into_iter().find(|p| p.strategy.kind() == recorded).expect("recorded point");
+        let plan = compactbench::sweep::runner::make_plan(&cfg, &repo())
+            .unwrap_or_else(|e| panic!("{config}: {e} (the real-session tests need ../shared beside the checkout)"));
+        assert_eq!(plan.conversations.len(), sessions, "{config}");
+        let (mut ratios, mut overflowed) = (Vec::new(), Vec::new());
+        for planned in &plan.conversations {
+            assert!(planned.error.is_none(), "{config}: {}: {:?}", planned.id, planned.error);
+            let conv = compactbench::datasets::load_conversation(&repo().join(&planned.path)).unwrap();
+            let input = conv.replay_input(&planned.id);
+            let r = futures::executor::block_on(compactbench::replay::replay_spec(
+                input,
+                &point.strategy,
+                &cfg.replay,
+                &llm,
+                &mut compactbench::replay::NoObserver,
+            ));
+            assert!(r.error.is_none(), "{config}: {}: {:?}", planned.id, r.error);
+            let agent_peak = conv.recorded_prompt_tokens.iter().flatten().copied().max().unwrap_or(0);
+            assert!(r.token_limit >= agent_peak, "{}: window {} < {agent_peak}", planned.id, r.token_limit);
+            assert!([200_000, 1_000_000].contains(&r.token_limit), "{}: window {}", planned.id, r.token_limit);
+            if r.overflowed() {
+                overflowed.push((planned.id.clone(), r.peak_request_tokens, r.token_limit));
+            }
+            let (before, _) = r.recorded_request_pairs();
+            if let Some(&(replayed, agent)) = before.first() {
+                let first = replayed as f64 / agent as f64;
+                assert!((0.9..=1.1).contains(&first), "{}: first request {replayed} vs recorded {agent}", planned.id);
+            }
+            ratios.extend(before.iter().map(|&(x, y)| x as f64 / y as f64));
+        }
+        assert!(overflowed.is_empty(), "{config}: sessions overflowing under `{recorded}`: {overflowed:?}");
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        assert!((0.95..=1.05).contains(&median), "{config}: median replayed/recorded before compaction {median}");
+    }
+}

@@ -60,6 +60,9 @@ pub(super) fn opening_result(
         none_peak_request_tokens: uncompressed.peak(),
         none_trigger_seen_peak_tokens: uncompressed.trigger_seen_peak(),
         first_request_tokens: uncompressed.first_request(),
+        token_scale: (uncompressed.scale != 1.0 || settings.token_scale != super::TokenScale::default())
+            .then_some(uncompressed.scale),
+        recorded_overhead_tokens: uncompressed.overhead_recorded.then_some(uncompressed.overhead),
         prompt_count_source,
         unsplittable,
         split_points,
@@ -88,6 +91,20 @@ pub(super) fn record_request(
     result.none_request_tokens_total += none_request;
     result.none_cached_request_tokens_total += uncompressed.cached.get(k).copied().unwrap_or(0);
     result.none_overflow_requests += (none_request > token_limit) as u64;
+}
+
+/// Adds the agent's recorded count of the request just recorded (model turn `turn`), for conversations
+/// whose recorded usage measures the replayed context; `as_recorded`: the replay sent the agent's own
+/// history (before the agent's first compaction and any change of the strategy's), which extends
+/// `recorded_before_requests`.
+pub(super) fn record_recorded_count(result: &mut ConversationResult, input: &ReplayInput<'_>, turn: usize, as_recorded: bool) {
+    if !input.prompt_count_origin.counts_replayed_context() || input.recorded_prompt_tokens.is_empty() {
+        return;
+    }
+    result.recorded_request_tokens.push(super::counting::recorded_count(input, turn));
+    if as_recorded && result.recorded_before_requests + 1 == result.recorded_request_tokens.len() {
+        result.recorded_before_requests += 1;
+    }
 }
 
 /// The totals over the events, and the history the replay ends with (`final_history_tokens`: as a request).

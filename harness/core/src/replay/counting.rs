@@ -7,9 +7,16 @@ use super::{ReplayInput, ReplaySettings};
 use crate::history::Content;
 use crate::tokens::{self, Estimator};
 
-/// How a replay counts: the tokenizer, with the counter a model tokenizer needs.
+/// How a replay counts: the tokenizer, with the counter a model tokenizer needs, and the factor on its
+/// counts ([`TokenScale`](super::TokenScale), 1 unless set).
 #[derive(Clone, Copy)]
-pub(super) enum Counting<'c> {
+pub(super) struct Counting<'c> {
+    by: By<'c>,
+    scale: f64,
+}
+
+#[derive(Clone, Copy)]
+enum By<'c> {
     O200k,
     Heuristic,
     Model(&'c dyn TokenCounter),
@@ -17,30 +24,92 @@ pub(super) enum Counting<'c> {
 
 impl<'c> Counting<'c> {
     pub(super) fn of(settings: &'c ReplaySettings) -> Result<Self, CountError> {
-        Ok(match &settings.tokenizer {
-            Tokenizer::O200k => Counting::O200k,
-            Tokenizer::Heuristic => Counting::Heuristic,
-            Tokenizer::Model(spec) => Counting::Model(settings.counter.get(spec)?),
-        })
+        let by = match &settings.tokenizer {
+            Tokenizer::O200k => By::O200k,
+            Tokenizer::Heuristic => By::Heuristic,
+            Tokenizer::Model(spec) => By::Model(settings.counter.get(spec)?),
+        };
+        Ok(Counting { by, scale: 1.0 })
+    }
+
+    /// o200k, unscaled.
+    #[cfg(test)]
+    pub(super) fn o200k() -> Self {
+        Counting { by: By::O200k, scale: 1.0 }
+    }
+
+    /// The same tokenizer with every count multiplied by `scale` (each count rounded).
+    pub(super) fn scaled(self, scale: f64) -> Self {
+        Counting { scale, ..self }
+    }
+
+    /// The reference's heuristic, whose figures are estimates, not counts (never scaled).
+    pub(super) fn is_heuristic(self) -> bool {
+        matches!(self.by, By::Heuristic)
+    }
+
+    fn scale(self, n: u64) -> u64 {
+        if self.scale == 1.0 {
+            n
+        } else {
+            (n as f64 * self.scale).round() as u64
+        }
     }
 
     /// Tokens of a text (a model counts it as one user Content).
     pub(super) async fn text(self, text: &str) -> Result<u64, CountError> {
-        match self {
-            Counting::O200k => Ok(tokens::o200k_count_text(text)),
-            Counting::Heuristic => Ok(Estimator::Current.text(&crate::json::JsStr::new(text))),
-            Counting::Model(m) => m.count(&counter::text_as_content(text)).await,
+        match self.by {
+            By::O200k => Ok(self.scale(tokens::o200k_count_text(text))),
+            By::Heuristic => Ok(Estimator::Current.text(&crate::json::JsStr::new(text))),
+            By::Model(m) => Ok(self.scale(m.count(&counter::text_as_content(text)).await?)),
         }
     }
 
     /// Tokens of one Content (0 with the heuristic, which [`Measure::est`](super::stored::Measure::est)
     /// holds).
     pub(super) async fn content(self, c: &Content) -> Result<u64, CountError> {
-        match self {
-            Counting::O200k => Ok(tokens::o200k_count_history(std::slice::from_ref(c))),
-            Counting::Heuristic => Ok(0),
-            Counting::Model(m) => m.count(c).await,
+        match self.by {
+            By::O200k => Ok(self.scale(tokens::o200k_count_history(std::slice::from_ref(c)))),
+            By::Heuristic => Ok(0),
+            By::Model(m) => Ok(self.scale(m.count(c).await?)),
         }
+    }
+}
+
+/// The agent's recorded usage where it measures the context the replay holds
+/// ([`PromptCountOrigin::counts_replayed_context`](super::PromptCountOrigin::counts_replayed_context)):
+/// each request's recorded prompt tokens (a count of 0, a message the agent wrote itself, is none).
+pub(super) fn recorded_count(input: &ReplayInput<'_>, turn: usize) -> Option<u64> {
+    if !input.prompt_count_origin.counts_replayed_context() {
+        return None;
+    }
+    input.recorded_prompt_tokens.get(turn).copied().flatten().filter(|&n| n > 0)
+}
+
+/// The index in the recorded history of the first Content after the agent's first compaction: requests
+/// for model turns before it sent the uncompressed history.
+pub(super) fn first_compaction_at(input: &ReplayInput<'_>) -> usize {
+    input.recorded_compactions.iter().map(|c| c.at).min().unwrap_or(usize::MAX)
+}
+
+/// The factor that brings the replay's measured history onto the agent's recorded requests
+/// ([`TokenScale::Recorded`](super::TokenScale::Recorded)): over the requests before the agent's first
+/// compaction that have a recorded count, `(history_k, recorded_k)`, the least-squares slope through the
+/// first of them of the recorded growth over the measured growth, Σ Δm·Δr / Σ Δm². 1 where there are fewer
+/// than two such requests, the history does not grow, or the slope is not positive.
+pub fn calibrated_scale(pairs: &[(u64, u64)]) -> f64 {
+    let Some(&(m0, r0)) = pairs.first() else { return 1.0 };
+    let (mut num, mut den) = (0.0, 0.0);
+    for &(m, r) in &pairs[1..] {
+        let (dm, dr) = (m as f64 - m0 as f64, r as f64 - r0 as f64);
+        num += dm * dr;
+        den += dm * dm;
+    }
+    let s = num / den;
+    if den > 0.0 && s.is_finite() && s > 0.0 {
+        s
+    } else {
+        1.0
     }
 }
 

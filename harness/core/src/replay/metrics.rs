@@ -283,6 +283,24 @@ pub struct ConversationResult {
     /// The first request (system prompt + tool declarations + first turn): the fixed part of every request.
     #[serde(default)]
     pub first_request_tokens: u64,
+    /// The agent's recorded prompt tokens for each request (aligned with `request_tokens`; `None` where it
+    /// recorded none), for conversations whose recorded usage measures the context the replay holds (Claude
+    /// Code, Codex, Gemini CLI); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded_request_tokens: Vec<Option<u64>>,
+    /// How many requests, from the first, sent the agent's own history: before the agent's first compaction
+    /// and before the strategy changed the history. The rest compare with what the agent sent after its
+    /// compactions (the same history only for the strategy that replays them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub recorded_before_requests: usize,
+    /// The factor on every token count (`[replay] token_scale`: set, or calibrated from the recorded usage);
+    /// absent when the counts are unscaled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_scale: Option<f64>,
+    /// The fixed part of every request, where it came from the recorded usage (`[replay] overhead =
+    /// "recorded"`): the first recorded request minus the history it carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_overhead_tokens: Option<u64>,
     /// The smallest last prompt count at which the strategy compresses, as it declares it
     /// (`Strategy::trigger_tokens`: ⌈threshold × window⌉ for the reference); `None` where its trigger is not a
     /// token count, or for replays not started from a spec (`replay_spec` sets it).
@@ -317,7 +335,25 @@ pub struct ConversationResult {
     pub error: Option<ReplayError>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 impl ConversationResult {
+    /// `(replayed, recorded)` tokens of each request that has a recorded count: those that sent the agent's
+    /// own history (before its first compaction and any change of the strategy's), and the others.
+    pub fn recorded_request_pairs(&self) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+        let pairs = self.request_tokens.iter().zip(&self.recorded_request_tokens).enumerate();
+        let (mut before, mut after) = (Vec::new(), Vec::new());
+        for (k, (&replayed, recorded)) in pairs {
+            if let Some(recorded) = recorded.filter(|&r| r > 0) {
+                let side = if k < self.recorded_before_requests { &mut before } else { &mut after };
+                side.push((replayed, recorded));
+            }
+        }
+        (before, after)
+    }
+
     /// Summarizer input + output tokens, every pass.
     pub fn summarizer_tokens_total(&self) -> u64 {
         self.summarizer_input_tokens_total + self.summarizer_output_tokens_total

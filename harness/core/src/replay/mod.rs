@@ -39,7 +39,7 @@ mod uncompressed;
 
 pub use accounting::is_unsplittable;
 pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
-pub use counting::request_overhead;
+pub use counting::{calibrated_scale, request_overhead};
 pub use metrics::{
     CompressionEvent, ConversationResult, ReplayError, ReplayErrorKind, StatusCounts, VerificationDelta,
 };
@@ -52,7 +52,9 @@ pub use strategy::{
 };
 pub use turns::replay_prepared;
 pub use uncompressed::Uncompressed;
-pub use window::{PromptCountOrigin, TokenLimit, Tokenizer, WindowBasis, MAX_FIXED_SHARE};
+pub use window::{
+    recorded_window, PromptCountOrigin, TokenLimit, Tokenizer, WindowBasis, CLAUDE_WINDOWS, MAX_FIXED_SHARE,
+};
 
 use crate::compress::callers::OverflowGuard;
 use crate::history::Content;
@@ -108,6 +110,87 @@ impl CompressAt {
     }
 }
 
+/// The value a setting takes where it comes from the conversation's recording (`token_limit`, `overhead`,
+/// `token_scale`).
+pub const FROM_RECORDING: &str = "recorded";
+
+/// Where the fixed part of every request (system prompt, tool declarations, instruction files: what the
+/// agent sends besides the history) comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OverheadSource {
+    /// The conversation's recorded system instruction and tool declarations, measured with the tokenizer;
+    /// `system_prompt_tokens` / `tool_declaration_tokens` for what it does not record.
+    #[default]
+    Measured,
+    /// The recorded usage: the first recorded request's prompt tokens minus the replay's size of the history
+    /// that request carried, never below 0 (the provider's count of everything the agent sent besides the
+    /// history: system prompt, tools, instruction files, environment). Conversations without usage that
+    /// measures the replayed context ([`PromptCountOrigin::counts_replayed_context`]) are measured instead.
+    Recorded,
+}
+
+impl OverheadSource {
+    pub fn is_measured(&self) -> bool {
+        *self == OverheadSource::Measured
+    }
+}
+
+/// A factor on every count of the tokenizer (each Content, a measured system prompt or tool list, a
+/// summary): written as a positive number, or `"recorded"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TokenScale {
+    /// A fixed factor; 1 (the default) leaves the counts as they are.
+    Factor(f64),
+    /// Calibrated per conversation from its recorded usage ([`counting::calibrated_scale`]): the
+    /// least-squares slope of the agent's recorded request sizes over the replay's measured history, over
+    /// the requests before the agent's first compaction, counted from the first recorded request. A fit to
+    /// the recording, not a measurement: it stands for the provider's tokenizer against the replay's and for
+    /// what the recording does not hold. 1 where the conversation has fewer than two comparable counts.
+    Recorded,
+}
+
+impl Default for TokenScale {
+    fn default() -> Self {
+        TokenScale::Factor(1.0)
+    }
+}
+
+impl TokenScale {
+    pub fn is_one(&self) -> bool {
+        *self == TokenScale::Factor(1.0)
+    }
+}
+
+impl Serialize for TokenScale {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TokenScale::Factor(f) => s.serialize_f64(*f),
+            TokenScale::Recorded => s.serialize_str(FROM_RECORDING),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TokenScale {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        let bad = |shown: String| {
+            serde::de::Error::custom(format!("token_scale `{shown}`: expected a positive number or `{FROM_RECORDING}`"))
+        };
+        match Raw::deserialize(d)? {
+            Raw::Number(f) if f.is_finite() && f > 0.0 => Ok(TokenScale::Factor(f)),
+            Raw::Number(f) => Err(bad(f.to_string())),
+            Raw::Text(t) if t.trim() == FROM_RECORDING => Ok(TokenScale::Recorded),
+            Raw::Text(t) => Err(bad(t)),
+        }
+    }
+}
+
 /// Replay settings that do not depend on the strategy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -121,6 +204,13 @@ pub struct ReplaySettings {
     /// recorded system instruction or tool list is measured with the tokenizer instead).
     pub system_prompt_tokens: u64,
     pub tool_declaration_tokens: u64,
+    /// Where the fixed part of every request comes from: measured and configured as above, or from the
+    /// recorded usage.
+    #[serde(skip_serializing_if = "OverheadSource::is_measured")]
+    pub overhead: OverheadSource,
+    /// A factor on every count of the tokenizer, or calibrated per conversation from its recorded usage.
+    #[serde(skip_serializing_if = "TokenScale::is_one")]
+    pub token_scale: TokenScale,
     /// Recorded model-turn indices before which the user types `/compress`.
     pub manual_compress_turns: Vec<usize>,
     /// Where strategies may compress: by their own trigger, or only at the agent's recorded compactions.
@@ -145,6 +235,8 @@ impl Default for ReplaySettings {
             tokenizer: Tokenizer::O200k,
             system_prompt_tokens: 0,
             tool_declaration_tokens: 0,
+            overhead: OverheadSource::Measured,
+            token_scale: TokenScale::default(),
             manual_compress_turns: Vec::new(),
             compress_at: CompressAt::Own,
             overflow_guard: OverflowGuard::After,
@@ -169,6 +261,8 @@ pub struct ReplayInput<'a> {
     pub tools: Option<&'a Value>,
     /// The agent's own compactions, sorted by `at` (handed to the session, see [`SessionContext`]).
     pub recorded_compactions: &'a [RecordedCompaction],
+    /// The model's context window as the recording states it (Codex: `model_context_window`), if it does.
+    pub context_window: Option<u64>,
 }
 
 impl<'a> ReplayInput<'a> {
@@ -182,6 +276,7 @@ impl<'a> ReplayInput<'a> {
             system_instruction: None,
             tools: None,
             recorded_compactions: &[],
+            context_window: None,
         }
     }
 }
@@ -301,6 +396,77 @@ mod tests {
         assert_eq!(r.split_points["current"], 0, "{:?}", r.split_points);
         // The 2025-07-07 variant still split at function-response turns.
         assert_ne!(r.split_points["2025-07-07"], 0, "{:?}", r.split_points);
+    }
+
+    /// With usage that measures the replayed context, the fixed part is the first recorded request minus the
+    /// history it carried, `token_scale = "recorded"` fits the history's growth onto the recorded one, and a
+    /// `recorded` window comes from the usage; without such usage every one falls back.
+    #[test]
+    fn sizes_and_windows_come_from_the_recorded_usage() {
+        let h = tool_history();
+        let plain = futures::executor::block_on(Uncompressed::new(&ReplayInput::history("t", &h), &Default::default()));
+        let history = plain.unwrap().requests;
+        // The agent's counts: 20,000 tokens besides the history, and its tokenizer counts twice o200k.
+        let mut recorded = vec![None; h.len()];
+        let models = (0..h.len()).filter(|&i| history::is_model(&h[i]));
+        for (k, i) in models.enumerate() {
+            recorded[i] = Some(20_000 + 2 * history[k]);
+        }
+        let input = ReplayInput {
+            recorded_prompt_tokens: &recorded,
+            prompt_count_origin: PromptCountOrigin::ClaudeCodeApi,
+            ..ReplayInput::history("t", &h)
+        };
+        let settings = ReplaySettings {
+            token_limit: TokenLimit::Recorded,
+            overhead: OverheadSource::Recorded,
+            token_scale: TokenScale::Recorded,
+            system_prompt_tokens: 999,
+            ..Default::default()
+        };
+        let r = run(&strategies::none::spec(), input, &settings);
+        assert_eq!((r.token_scale, r.recorded_overhead_tokens), (Some(2.0), Some(20_000)));
+        let expected: Vec<Option<u64>> = recorded.iter().copied().filter(Option::is_some).collect();
+        assert_eq!(r.request_tokens.iter().map(|&t| Some(t)).collect::<Vec<_>>(), expected);
+        assert_eq!(r.recorded_request_tokens, expected);
+        assert_eq!(r.recorded_before_requests, r.requests, "no compaction: every request sent the agent's history");
+        assert_eq!(r.token_limit, 200_000, "Claude's window holds the largest recorded request");
+        assert!(r.recorded_request_pairs().0.iter().all(|(x, y)| x == y));
+        // The overhead alone: the fixed part from the usage, the history unscaled.
+        let alone = ReplaySettings { token_scale: TokenScale::default(), ..settings.clone() };
+        let r = run(&strategies::none::spec(), input, &alone);
+        assert_eq!((r.token_scale, r.recorded_overhead_tokens), (None, Some(20_000 + history[0])));
+        assert_eq!(r.request_tokens[0], recorded[1].unwrap());
+        // Usage that does not measure the replayed context (aider's): configured sizes, scale 1, the window
+        // the replay's own peak.
+        let aider = ReplayInput { prompt_count_origin: PromptCountOrigin::AiderSent, ..input };
+        let r = run(&strategies::none::spec(), aider, &settings);
+        assert_eq!((r.token_scale, r.recorded_overhead_tokens), (Some(1.0), None));
+        assert!(r.recorded_request_tokens.is_empty() && r.recorded_before_requests == 0);
+        assert_eq!(r.request_tokens[0], 999 + history[0]);
+        assert_eq!(r.token_limit, r.none_peak_request_tokens);
+    }
+
+    #[test]
+    fn token_scales_are_numbers_or_taken_from_the_recording() {
+        #[derive(Deserialize)]
+        struct T {
+            s: TokenScale,
+        }
+        let parse = |t: &str| toml::from_str::<T>(&format!("s = {t}")).map(|t| t.s);
+        assert_eq!(parse("\"recorded\"").unwrap(), TokenScale::Recorded);
+        assert_eq!(parse("1.25").unwrap(), TokenScale::Factor(1.25));
+        for bad in ["0", "-1.0", "\"twice\""] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("token_scale") && e.contains("positive number"), "{bad}: {e}");
+        }
+        assert_eq!(serde_json::to_string(&TokenScale::Recorded).unwrap(), "\"recorded\"");
+        // Unset, neither setting is written into plans: their point ids and bytes stay as they were.
+        let plain = serde_json::to_string(&ReplaySettings::default()).unwrap();
+        assert!(!plain.contains("overhead") && !plain.contains("token_scale"), "{plain}");
+        assert_eq!(calibrated_scale(&[(10, 100), (20, 130), (40, 190)]), 3.0);
+        assert_eq!(calibrated_scale(&[(10, 100)]), 1.0, "one request: nothing to fit");
+        assert_eq!(calibrated_scale(&[(10, 100), (20, 90)]), 1.0, "a shrinking count is not a scale");
     }
 
     #[test]

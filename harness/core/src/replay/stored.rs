@@ -150,9 +150,10 @@ impl<'c> Stored<'c> {
 
     /// Tokens of one Content's measure, by the tokenizer (unfloored for the heuristic).
     fn tokens_of(&self, m: &Measure) -> f64 {
-        match self.counting {
-            Counting::Heuristic => m.est,
-            Counting::O200k | Counting::Model(_) => m.tokens as f64,
+        if self.counting.is_heuristic() {
+            m.est
+        } else {
+            m.tokens as f64
         }
     }
 
@@ -177,9 +178,10 @@ impl<'c> Stored<'c> {
 
     /// The history's tokens by the tokenizer.
     pub(super) fn measured(&self) -> u64 {
-        match self.counting {
-            Counting::Heuristic => self.heuristic(),
-            Counting::O200k | Counting::Model(_) => self.tokens.total(),
+        if self.counting.is_heuristic() {
+            self.heuristic()
+        } else {
+            self.tokens.total()
         }
     }
 
@@ -266,7 +268,7 @@ mod tests {
     #[test]
     fn replace_reuses_figures_of_unchanged_contents_and_totals_match() {
         futures::executor::block_on(async {
-            let mut stored = Stored::new(Counting::O200k);
+            let mut stored = Stored::new(Counting::o200k());
             for (i, t) in ["read src/a.rs", "ok: 12 lines", "now fix the test", "done, 3 passed"].iter().enumerate() {
                 stored.push(&text(if i % 2 == 0 { "user" } else { "model" }, t), None).await.unwrap();
             }
@@ -275,7 +277,7 @@ mod tests {
             new[1] = text("model", "[masked]");
             new.push(text("user", "next"));
             stored.replace(new.clone()).await.unwrap();
-            let mut fresh = Stored::new(Counting::O200k);
+            let mut fresh = Stored::new(Counting::o200k());
             for c in &new {
                 fresh.push(c, None).await.unwrap();
             }

@@ -4,7 +4,7 @@
 
 use super::accounting::{self, uses_recorded_counts};
 use super::counter::CountError;
-use super::counting::Counting;
+use super::counting::{first_compaction_at, Counting};
 use super::event::build_event;
 use super::metrics::{CompressionEvent, ConversationResult, ReplayError};
 use super::observer::{first_pass_history, ReplayObserver};
@@ -29,7 +29,7 @@ pub async fn replay_prepared(
 ) -> ConversationResult {
     let token_limit = settings.token_limit.resolve(uncompressed.window_basis());
     let result = accounting::opening_result(&input, uncompressed, settings, token_limit);
-    let counting = match Counting::of(settings) {
+    let counting = match Counting::of(settings).map(|c| c.scaled(uncompressed.scale)) {
         Ok(c) => c,
         Err(e) => {
             return ConversationResult {
@@ -270,7 +270,7 @@ impl TurnLoop<'_> {
             let known = self.uncompressed.measures.get(self.pending_start + j).copied().flatten();
             self.stored.push(c, known).await.map_err(count_failed(req.turn))?;
         }
-        let request = self.record_request();
+        let request = self.record_request(req.turn);
         self.last_prompt = self.prompt_count_after(req.turn, request);
         let known = self.uncompressed.measures.get(req.turn).copied().flatten();
         self.stored.push(model_turn, known).await.map_err(count_failed(req.turn))?;
@@ -278,13 +278,17 @@ impl TurnLoop<'_> {
         Ok(())
     }
 
-    /// Records the request the stored history now sends; returns its size.
-    fn record_request(&mut self) -> u64 {
+    /// Records the request the stored history now sends for model turn `turn`, next to the agent's recorded
+    /// count of the same request; returns its size.
+    fn record_request(&mut self, turn: usize) -> u64 {
         let overhead = self.uncompressed.overhead;
         let request = self.stored.measured() + overhead;
         let cached = self.previous_serials.as_ref().map_or(0, |p| overhead + self.stored.shared_prefix_tokens(p));
         self.previous_serials = Some(self.stored.serials());
         accounting::record_request(&mut self.result, self.uncompressed, self.token_limit, request, cached);
+        // The replay sends the agent's own history until the agent compacts or the strategy changes it.
+        let as_recorded = !self.compressed_any && turn < first_compaction_at(&self.input);
+        accounting::record_recorded_count(&mut self.result, &self.input, turn, as_recorded);
         request
     }
 

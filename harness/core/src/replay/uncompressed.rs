@@ -1,12 +1,14 @@
 //! The first pass: the conversation replayed without compression. It measures every Content once (the
-//! replay proper reuses the figures), gives the `none` figures of every request, and the peak a relative
-//! window is resolved against.
+//! replay proper reuses the figures), gives the `none` figures of every request, the peak a relative
+//! window is resolved against, and what the recorded usage says: the fixed part of every request
+//! ([`OverheadSource::Recorded`]), the factor on the tokenizer's counts ([`TokenScale::Recorded`]) and the
+//! window the agent ran in ([`TokenLimit::Recorded`](super::TokenLimit::Recorded)).
 
 use super::counter::CountError;
-use super::counting::{overhead, Counting};
+use super::counting::{calibrated_scale, first_compaction_at, overhead, recorded_count, Counting};
 use super::stored::{Measure, Stored};
-use super::window::WindowBasis;
-use super::{ReplayInput, ReplaySettings};
+use super::window::{recorded_window, WindowBasis};
+use super::{OverheadSource, ReplayInput, ReplaySettings, TokenScale};
 use crate::history;
 
 /// The conversation replayed without compression: every Content measured once (the replay reuses the
@@ -20,44 +22,138 @@ pub struct Uncompressed {
     pub requests: Vec<u64>,
     pub(super) pending: Vec<u64>,
     pub cached: Vec<u64>,
-    /// System prompt and tool declarations.
+    /// System prompt and tool declarations (or, from the recorded usage, everything the agent sent besides
+    /// the history).
     pub overhead: u64,
+    /// The overhead came from the recorded usage.
+    pub overhead_recorded: bool,
+    /// The factor on every count of the tokenizer (1 unless `[replay] token_scale` sets or calibrates one).
+    pub scale: f64,
+    /// The window the recording implies (see [`recorded_window`]), where it says anything of it.
+    pub recorded_window: Option<u64>,
 }
 
-impl Uncompressed {
-    /// Fails only when the tokenizer is a model's and a count fails.
-    pub async fn new(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Result<Self, CountError> {
-        let counting = Counting::of(settings)?;
-        let overhead = overhead(input, settings, counting).await?;
+/// One measuring pass over the uncompressed history.
+struct Pass {
+    measures: Vec<Option<Measure>>,
+    env: Option<Measure>,
+    /// Per request: the index of its model turn, the history it sends, its pending turn, and the history
+    /// prefix it shares with the previous request (`None` for the first).
+    turns: Vec<usize>,
+    history: Vec<u64>,
+    pending: Vec<u64>,
+    shared: Vec<Option<u64>>,
+}
+
+impl Pass {
+    async fn run(input: &ReplayInput<'_>, settings: &ReplaySettings, counting: Counting<'_>) -> Result<Pass, CountError> {
         let mut stored = Stored::new(counting);
         let env = match &settings.env_text {
             Some(e) => stored.push(&history::user_text(e), None).await?,
             None => None,
         };
-        let mut out = Uncompressed {
+        let mut pass = Pass {
             measures: Vec::with_capacity(input.history.len()),
             env,
-            requests: Vec::new(),
+            turns: Vec::new(),
+            history: Vec::new(),
             pending: Vec::new(),
-            cached: Vec::new(),
-            overhead,
+            shared: Vec::new(),
         };
         let mut previous: Option<Vec<u64>> = None;
         let mut before_pending = stored.measured();
-        for turn in input.history {
+        for (i, turn) in input.history.iter().enumerate() {
             if history::is_model(turn) {
-                let request = stored.measured() + overhead;
-                out.pending.push(stored.measured() - before_pending.min(stored.measured()));
-                out.cached.push(previous.as_ref().map_or(0, |p| overhead + stored.shared_prefix_tokens(p)));
-                out.requests.push(request);
+                pass.turns.push(i);
+                pass.history.push(stored.measured());
+                pass.pending.push(stored.measured() - before_pending.min(stored.measured()));
+                pass.shared.push(previous.as_ref().map(|p| stored.shared_prefix_tokens(p)));
                 previous = Some(stored.serials());
             }
-            out.measures.push(stored.push(turn, None).await?);
+            pass.measures.push(stored.push(turn, None).await?);
             if history::is_model(turn) {
                 before_pending = stored.measured();
             }
         }
-        Ok(out)
+        Ok(pass)
+    }
+
+    /// `(history, recorded)` of the requests before the agent's first compaction that have a recorded count.
+    fn recorded_pairs(&self, input: &ReplayInput<'_>) -> Vec<(u64, u64)> {
+        let before = first_compaction_at(input);
+        self.turns
+            .iter()
+            .zip(&self.history)
+            .filter(|(&turn, _)| turn < before)
+            .filter_map(|(&turn, &h)| Some((h, recorded_count(input, turn)?)))
+            .collect()
+    }
+
+    /// `(history the request carried, recorded)` of the requests of the first stretch of the recording whose
+    /// history the replay knows and that has recorded counts: before the agent's first compaction; else, for
+    /// a session that opens with a compaction (continued from an earlier one), from that compaction (the
+    /// history the agent continued from, then what followed) to the next.
+    async fn recorded_stretch(&self, input: &ReplayInput<'_>, counting: Counting<'_>) -> Result<Vec<(u64, u64)>, CountError> {
+        let before = self.recorded_pairs(input);
+        let mut compactions: Vec<_> = input.recorded_compactions.iter().collect();
+        compactions.sort_by_key(|c| c.at);
+        let (Some(first), true) = (compactions.first(), before.is_empty()) else { return Ok(before) };
+        let end = compactions.get(1).map_or(input.history.len(), |c| c.at.min(input.history.len()));
+        let mut stored = Stored::new(counting);
+        for c in first.history() {
+            stored.push(&c, None).await?;
+        }
+        // As `recorded` replays it: the history is replaced before the first request at or after the
+        // compaction, and that request's pending user turns follow the summary.
+        let start = input.history[..first.at.min(input.history.len())].iter().rposition(history::is_model).map_or(0, |i| i + 1);
+        let mut pairs = Vec::new();
+        for (turn, content) in input.history.iter().enumerate().take(end).skip(start) {
+            if history::is_model(content) {
+                pairs.extend(recorded_count(input, turn).map(|r| (stored.measured(), r)));
+            }
+            stored.push(content, None).await?;
+        }
+        Ok(pairs)
+    }
+}
+
+impl Uncompressed {
+    /// Fails only when the tokenizer is a model's and a count fails.
+    pub async fn new(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Result<Self, CountError> {
+        let unscaled = Counting::of(settings)?;
+        let mut pass = Pass::run(input, settings, unscaled).await?;
+        let scale = match settings.token_scale {
+            TokenScale::Factor(f) => f,
+            TokenScale::Recorded => calibrated_scale(&pass.recorded_stretch(input, unscaled).await?),
+        };
+        let counting = unscaled.scaled(scale);
+        if scale != 1.0 {
+            pass = Pass::run(input, settings, counting).await?;
+        }
+        let first_recorded = match settings.overhead {
+            OverheadSource::Recorded => pass.recorded_stretch(input, counting).await?.first().copied(),
+            OverheadSource::Measured => None,
+        };
+        let overhead = match first_recorded {
+            Some((history, recorded)) => recorded.saturating_sub(history),
+            None => overhead(input, settings, counting).await?,
+        };
+        let recorded_peak = (0..input.history.len())
+            .filter_map(|turn| recorded_count(input, turn))
+            .chain(input.recorded_compactions.iter().filter_map(|c| compaction_pre_tokens(c.extra.as_ref())))
+            .max()
+            .unwrap_or(0);
+        Ok(Uncompressed {
+            requests: pass.history.iter().map(|h| h + overhead).collect(),
+            cached: pass.shared.iter().map(|s| s.map_or(0, |s| overhead + s)).collect(),
+            measures: pass.measures,
+            env: pass.env,
+            pending: pass.pending,
+            overhead,
+            overhead_recorded: first_recorded.is_some(),
+            scale,
+            recorded_window: recorded_window(input.prompt_count_origin, input.context_window, recorded_peak),
+        })
     }
 
     /// The largest request without compression.
@@ -77,6 +173,13 @@ impl Uncompressed {
 
     /// What a relative window is resolved against.
     pub fn window_basis(&self) -> WindowBasis {
-        WindowBasis { first_request: self.first_request(), peak: self.peak() }
+        WindowBasis { first_request: self.first_request(), peak: self.peak(), recorded: self.recorded_window }
     }
+}
+
+/// The context size the agent counted when it compacted, where the compaction records it (Claude Code's
+/// `compactMetadata.preTokens`).
+fn compaction_pre_tokens(extra: Option<&crate::json::Value>) -> Option<u64> {
+    let n = extra?.get("preTokens")?.as_f64()?;
+    (n.is_finite() && n > 0.0).then_some(n as u64)
 }

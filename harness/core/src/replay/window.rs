@@ -83,30 +83,61 @@ pub enum TokenLimit {
     /// conversation whose growth is small next to its fixed part never reaches the trigger, as it would not
     /// in a deployment.
     FixedPlusGrowth(f64),
+    /// `recorded`: the window the agent ran in, from its recording ([`recorded_window`]): the model's context
+    /// window where the recording states it (Codex: `model_context_window`) or its model family's windows
+    /// imply it (Claude: 200,000, or 1,000,000 where the agent counted a larger request), and never less than
+    /// the largest request the agent itself counted. A conversation without recorded usage gets the largest
+    /// request of its replay without compression (all a recording without usage says is that the agent's
+    /// requests fit).
+    Recorded,
 }
 
 /// The largest share of an `overhead+peak:F` window the fixed part of the request may take.
 pub const MAX_FIXED_SHARE: f64 = 0.25;
 
-/// What a relative window is resolved against: the conversation replayed without compression.
+/// What a relative window is resolved against: the conversation replayed without compression, and its
+/// recording.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WindowBasis {
     /// The first request (system prompt + tool declarations + first turn).
     pub first_request: u64,
     /// The largest request.
     pub peak: u64,
+    /// The window the recording implies ([`recorded_window`]), where it records usage.
+    pub recorded: Option<u64>,
+}
+
+/// Claude's context windows: 200,000 tokens, and 1,000,000 for the models and plans that offer it. Claude
+/// Code records `message.model` without the `[1m]` marker of a 1M-context session, so which one a session
+/// ran in is told by its usage: a request above 200,000 tokens ran in the 1M window.
+pub const CLAUDE_WINDOWS: [u64; 2] = [200_000, 1_000_000];
+
+/// The window a recording implies: `stated` (the context window the recording states, e.g. Codex's
+/// `model_context_window`), else the smallest of the model family's windows (by the origin of its counts)
+/// that holds the largest recorded request, and never less than that request (`recorded_peak`, the largest
+/// prompt the agent itself counted). `None` where the recording says nothing of its window (no stated window
+/// and no comparable usage).
+pub fn recorded_window(origin: PromptCountOrigin, stated: Option<u64>, recorded_peak: u64) -> Option<u64> {
+    let peak = if origin.counts_replayed_context() { recorded_peak } else { 0 };
+    let model = stated.or_else(|| {
+        let windows = origin.model_windows();
+        (peak > 0).then(|| windows.iter().copied().find(|&w| w >= peak).or(windows.last().copied())).flatten()
+    });
+    let window = model.unwrap_or(0).max(peak);
+    (window > 0).then_some(window)
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("token limit `{0}`: expected a positive number of tokens, `peak:F` or `overhead+peak:F` with 0 < F <= 10")]
+#[error("token limit `{0}`: expected a positive number of tokens, `peak:F`, `overhead+peak:F` with 0 < F <= 10, or `recorded`")]
 pub struct TokenLimitError(pub String);
 
 impl TokenLimit {
     /// The window in tokens for a conversation whose uncompressed replay is summarised by `basis`.
     pub fn resolve(self, basis: WindowBasis) -> u64 {
-        let WindowBasis { first_request: fixed, peak } = basis;
+        let WindowBasis { first_request: fixed, peak, recorded } = basis;
         let window = match self {
             TokenLimit::Tokens(n) => return n,
+            TokenLimit::Recorded => recorded.unwrap_or(peak) as f64,
             TokenLimit::PeakFraction(f) => f * peak as f64,
             TokenLimit::FixedPlusGrowth(f) => {
                 let growth = peak.saturating_sub(fixed) as f64;
@@ -141,6 +172,7 @@ impl std::fmt::Display for TokenLimit {
             TokenLimit::Tokens(n) => write!(f, "{n}"),
             TokenLimit::PeakFraction(x) => write!(f, "peak:{}", crate::json::js_format(*x)),
             TokenLimit::FixedPlusGrowth(x) => write!(f, "overhead+peak:{}", crate::json::js_format(*x)),
+            TokenLimit::Recorded => f.write_str(super::FROM_RECORDING),
         }
     }
 }
@@ -153,6 +185,9 @@ impl std::str::FromStr for TokenLimit {
             Ok(f) if f > 0.0 && f <= 10.0 => Ok(f),
             _ => Err(bad()),
         };
+        if s.trim() == super::FROM_RECORDING {
+            return Ok(TokenLimit::Recorded);
+        }
         if let Some(f) = s.trim().strip_prefix("overhead+peak:") {
             return fraction(f).map(TokenLimit::FixedPlusGrowth);
         }
@@ -204,7 +239,7 @@ mod tests {
         }
         let t: T = toml::from_str("l = [16384, \"peak:0.6\", \"4096\"]").unwrap();
         assert_eq!(t.l, [TokenLimit::Tokens(16384), TokenLimit::PeakFraction(0.6), TokenLimit::Tokens(4096)]);
-        let peak = |peak| WindowBasis { first_request: 0, peak };
+        let peak = |peak| WindowBasis { first_request: 0, peak, recorded: None };
         assert_eq!(t.l[0].resolve(peak(1_000_000)), 16384);
         // 0.6 × 10,001 = 6,000.6 → 6,001 (rounded up: a window never below the fraction).
         assert_eq!(t.l[1].resolve(peak(10_001)), 6001);
@@ -227,9 +262,9 @@ mod tests {
         assert_eq!(serde_json::to_string(&l).unwrap(), "\"overhead+peak:0.6\"");
         assert!(l.is_relative() && l.tokens().is_none());
         // Growth large next to the fixed part: 1,000 + 0.6 × 99,000.
-        assert_eq!(l.resolve(WindowBasis { first_request: 1_000, peak: 100_000 }), 60_400);
+        assert_eq!(l.resolve(WindowBasis { first_request: 1_000, peak: 100_000, recorded: None }), 60_400);
         // tau-bench-like: the fixed part is half the peak; 5,000 + 0.6 × 5,000 = 8,000 < 4 × 5,000.
-        let w = l.resolve(WindowBasis { first_request: 5_000, peak: 10_000 });
+        let w = l.resolve(WindowBasis { first_request: 5_000, peak: 10_000, recorded: None });
         assert_eq!(w, 20_000);
         // Threshold 0.5 triggers at twice the fixed part: here the peak itself.
         assert_eq!(0.5 * w as f64, 10_000.0);
@@ -238,12 +273,38 @@ mod tests {
         }
     }
 
+    /// `recorded` resolves to the window the recording implies: the stated one, else the smallest Claude
+    /// window that holds the largest recorded request; never below that request; without recorded usage, the
+    /// replay's own peak.
+    #[test]
+    fn recorded_windows_come_from_the_recording() {
+        let l: TokenLimit = "recorded".parse().unwrap();
+        assert_eq!(l, TokenLimit::Recorded);
+        assert_eq!((l.to_string(), serde_json::to_string(&l).unwrap()), ("recorded".into(), "\"recorded\"".into()));
+        assert!(l.is_relative() && l.tokens().is_none());
+        let claude = |peak| recorded_window(PromptCountOrigin::ClaudeCodeApi, None, peak);
+        assert_eq!(claude(167_512), Some(200_000));
+        assert_eq!(claude(200_000), Some(200_000));
+        assert_eq!(claude(267_451), Some(1_000_000), "a request above 200k ran in the 1M window");
+        assert_eq!(claude(1_200_000), Some(1_200_000), "never below what the agent counted");
+        assert_eq!(claude(0), None);
+        let codex = |stated, peak| recorded_window(PromptCountOrigin::CodexApi, stated, peak);
+        assert_eq!(codex(Some(258_400), 238_000), Some(258_400));
+        assert_eq!(codex(Some(121_600), 130_000), Some(130_000));
+        assert_eq!(codex(None, 238_000), Some(238_000), "no stated window: the largest recorded request");
+        // aider's counts include what the replay does not hold: not a window.
+        assert_eq!(recorded_window(PromptCountOrigin::AiderSent, None, 50_000), None);
+        let basis = |recorded| WindowBasis { first_request: 10, peak: 5_000, recorded };
+        assert_eq!(l.resolve(basis(Some(200_000))), 200_000);
+        assert_eq!(l.resolve(basis(None)), 5_000);
+    }
+
     proptest::proptest! {
         /// Whatever the conversation, a threshold above the maximum fixed share triggers above the first
         /// request.
         #[test]
         fn trigger_is_above_the_first_request(fixed in 1u64..2_000_000, growth in 0u64..5_000_000, f in 0.01f64..10.0, t in 0.2501f64..1.0) {
-            let w = TokenLimit::FixedPlusGrowth(f).resolve(WindowBasis { first_request: fixed, peak: fixed + growth });
+            let w = TokenLimit::FixedPlusGrowth(f).resolve(WindowBasis { first_request: fixed, peak: fixed + growth, recorded: None });
             proptest::prop_assert!(t * w as f64 > fixed as f64);
         }
     }
@@ -309,5 +370,15 @@ impl PromptCountOrigin {
     /// it for the trigger while the history is as recorded).
     pub fn counts_replayed_context(self) -> bool {
         matches!(self, PromptCountOrigin::GeminiApi | PromptCountOrigin::ClaudeCodeApi | PromptCountOrigin::CodexApi)
+    }
+
+    /// The context windows of the models whose usage these counts are, smallest first (empty where the
+    /// recording states its window, as Codex's rollouts do, or where the models are unknown).
+    pub fn model_windows(self) -> &'static [u64] {
+        match self {
+            PromptCountOrigin::ClaudeCodeApi => &CLAUDE_WINDOWS,
+            PromptCountOrigin::GeminiApi => &[crate::models::DEFAULT_TOKEN_LIMIT],
+            _ => &[],
+        }
     }
 }

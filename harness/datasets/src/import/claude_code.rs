@@ -53,7 +53,7 @@ pub(crate) const BOOKKEEPING_KINDS: &[&str] = &[
 pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let text = utf8(bytes, file)?;
     let mut imported = Imported::default();
-    let Scan { lines, session_id, unknown_kinds } = scan_lines(text, file)?;
+    let Scan { lines, session_id, cwd, unknown_kinds } = scan_lines(text, file)?;
     if !unknown_kinds.is_empty() {
         let list: Vec<String> = unknown_kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
         imported.warnings.push(format!("{file}: line kinds this importer does not know, skipped: {}", list.join(", ")));
@@ -74,7 +74,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         id: stem_id(file),
         format: Format::ClaudeCode.name().into(),
         path: Some(file.to_string()),
-        extra: session_id.map(|s| Value::object([("sessionId", Value::str(&s))])),
+        extra: session_extra(session_id, cwd),
         ..Default::default()
     };
     imported.conversations.push(Conversation {
@@ -87,19 +87,29 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     Ok(imported)
 }
 
+/// `meta.extra`: the session id and the working directory, where the transcript records them.
+fn session_extra(session_id: Option<String>, cwd: Option<String>) -> Option<Value> {
+    let pairs: Vec<(&str, Value)> =
+        [("sessionId", session_id), ("cwd", cwd)].into_iter().filter_map(|(k, v)| Some((k, Value::str(&v?)))).collect();
+    (!pairs.is_empty()).then(|| Value::object(pairs))
+}
+
 /// What the first pass over the file keeps.
 struct Scan {
     /// The lines that can be on the conversation's chain, in file order.
     lines: Vec<Line>,
     /// The `sessionId` of the first main-conversation message that has one.
     session_id: Option<String>,
+    /// The working directory (`cwd`) of the first main-conversation message that has one: the root that
+    /// the session's relative paths are relative to (graders resolve paths against it).
+    cwd: Option<String>,
     /// Line kinds neither messages nor known bookkeeping, with how many lines have each.
     unknown_kinds: BTreeMap<String, usize>,
 }
 
 /// Parses every line, keeping the nodes of the main conversation's tree.
 fn scan_lines(text: &str, file: &str) -> Result<Scan, DatasetError> {
-    let mut scan = Scan { lines: Vec::new(), session_id: None, unknown_kinds: BTreeMap::new() };
+    let mut scan = Scan { lines: Vec::new(), session_id: None, cwd: None, unknown_kinds: BTreeMap::new() };
     for (n, raw) in text.split('\n').enumerate() {
         let number = n + 1;
         if raw.trim().is_empty() {
@@ -124,6 +134,9 @@ fn scan_lines(text: &str, file: &str) -> Result<Scan, DatasetError> {
         }
         if scan.session_id.is_none() && is_message {
             scan.session_id = opt_str(&record, "sessionId", &root, file).map_err(|e| e.on_line(number))?;
+        }
+        if scan.cwd.is_none() && is_message {
+            scan.cwd = opt_str(&record, "cwd", &root, file).map_err(|e| e.on_line(number))?;
         }
         scan.lines.push(Line { number, record });
     }

@@ -180,12 +180,26 @@ fn convert_line(
                 if let Some(n) = opt_count(usage.and_then(|u| u.get("input_tokens"))) {
                     b.set_last_tokens(n);
                 }
+                note_context_window(payload, extra);
             }
             Ok(())
         }
         "turn_context" => Ok(()),
         // A kind a newer version added: skipped and counted by the caller.
         _ => Ok(()),
+    }
+}
+
+/// Keeps the largest `info.model_context_window` a `token_count` event states, under
+/// `meta.extra.model_context_window` ([`crate::model::CONTEXT_WINDOW_KEY`]): the window the agent ran in,
+/// which a replay's `token_limit = "recorded"` reads.
+fn note_context_window(payload: &Value, extra: &mut Value) {
+    let key = crate::model::CONTEXT_WINDOW_KEY;
+    let stated = payload.get("info").and_then(|i| i.get(key)).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 1.0);
+    if let Some(n) = stated {
+        if extra.get(key).and_then(Value::as_f64).is_none_or(|known| n > known) {
+            extra.insert(key, Value::num(n));
+        }
     }
 }
 

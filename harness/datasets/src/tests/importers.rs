@@ -207,6 +207,9 @@ fn codex_rollout_items_and_token_counts() {
     let bad_args = history::function_call(&history::parts(&c.history[3])[0]).unwrap();
     assert_eq!(to_json(bad_args.get("args").unwrap()), r#"{"raw":"not json"}"#);
     assert_eq!(c.recorded_prompt_tokens, vec![None, Some(6012), None, None, None, Some(6488)]);
+    // The window the rollout states (`info.model_context_window`), which `token_limit = "recorded"` reads.
+    assert_eq!(c.context_window(), Some(272_000));
+    assert_eq!(c.replay_input("c").context_window, Some(272_000));
     assert_valid(&c);
 }
 

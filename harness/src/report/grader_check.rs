@@ -1,0 +1,574 @@
+//! The grader against human labels: where a run's `[probes] labels` names a file of human judgements of
+//! (probe, compression) pairs (`compactbench.labels/1`), each labelled pair is set beside the grader's own
+//! verdict at that compression (the cell's `retained`: an accepted answer, normalised, occurs in the history)
+//! and counted per probe kind and per strategy: agreement, precision and recall (`grader_agreement`,
+//! `grader_precision`, `grader_recall` in `harness/docs/metrics.md`). A label whose probe no longer exists, or
+//! whose question has changed since it was labelled, is *stale*: listed, never used.
+//!
+//! The one rule the report's per-kind figures follow ([`Gradability`]): a kind is *gradable offline* when the
+//! grader agrees with the labels on at least [`AGREEMENT_FLOOR`] of at least [`MIN_PAIRS`] labelled pairs.
+//! Where labels exist, the per-kind table draws no conclusion from the other kinds and pools its `all` row
+//! over the gradable ones ([`kept_parts`]); without a labels file nothing is gated.
+
+use super::{default_points, kinds, Table};
+use crate::data::{CellResult, Plan};
+use crate::metrics::{self, Parts};
+use crate::probes::figures::conversation_tally_of_kind;
+use crate::probes::ProbeKind;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Format tag of a labels file.
+pub const LABELS_FORMAT: &str = "compactbench.labels/1";
+/// The least agreement with the labels at which a kind is gradable offline.
+pub const AGREEMENT_FLOOR: f64 = 0.9;
+/// The fewest labelled pairs on which a kind can be gradable offline.
+pub const MIN_PAIRS: usize = 10;
+/// How tables mark a kind that is not gradable offline.
+pub const NOT_GRADABLE: &str = "not gradable offline";
+/// Hex digits of a question's SHA-256 a label carries.
+const DIGEST_DIGITS: usize = 12;
+
+/// One human judgement: could the history right after compression `ordinal` of `strategy` answer `probe`?
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Label {
+    /// The conversation's source (dataset) as the run names it.
+    pub source: String,
+    pub conversation: String,
+    /// The probe's id.
+    pub probe: String,
+    /// The strategy's name, as in `results/probes.csv`; its default point is the one checked.
+    pub strategy: String,
+    /// The compression's ordinal, as in `results/probes.csv` (rows at a compression).
+    pub ordinal: u32,
+    /// The first 12 hex digits of the SHA-256 of the probe's question when it was labelled.
+    pub question_sha256: String,
+    pub answerable: bool,
+}
+
+impl Label {
+    /// How reports name the label.
+    pub fn id(&self) -> String {
+        format!("{}/{}@{}#{}", self.conversation, self.probe, self.strategy, self.ordinal)
+    }
+}
+
+/// A labels file as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct LabelsFile {
+    pub format: String,
+    /// The config (run) name the labels were made for.
+    pub dataset: String,
+    pub labels: Vec<Label>,
+}
+
+/// The first [`DIGEST_DIGITS`] hex digits of the SHA-256 of a question.
+pub fn question_digest(question: &str) -> String {
+    hex::encode(Sha256::digest(question.as_bytes()))[..DIGEST_DIGITS].to_string()
+}
+
+/// Parses a labels file; errors name the JSON path.
+pub fn parse_labels(bytes: &[u8]) -> Result<LabelsFile, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let file: LabelsFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        format!("at `{path}`: {}", e.into_inner())
+    })?;
+    if file.format != LABELS_FORMAT {
+        return Err(format!("at `format`: `{}` is not `{LABELS_FORMAT}`", file.format));
+    }
+    Ok(file)
+}
+
+/// The grader's verdicts set beside the labels over a set of pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Agreement {
+    /// Labelled pairs.
+    pub pairs: usize,
+    /// Pairs where the grader's verdict equals the label.
+    pub agree: usize,
+    /// Pairs the grader kept (`retained`).
+    pub kept: usize,
+    /// Pairs labelled answerable.
+    pub answerable: usize,
+    /// Pairs the grader kept and labelled answerable.
+    pub kept_answerable: usize,
+}
+
+fn share(num: usize, den: usize) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+impl Agreement {
+    pub fn add(&mut self, retained: bool, answerable: bool) {
+        self.pairs += 1;
+        self.agree += (retained == answerable) as usize;
+        self.kept += retained as usize;
+        self.answerable += answerable as usize;
+        self.kept_answerable += (retained && answerable) as usize;
+    }
+
+    /// `grader_agreement`: share of pairs where the grader's verdict equals the label.
+    pub fn agreement(&self) -> Option<f64> {
+        share(self.agree, self.pairs)
+    }
+
+    /// `grader_precision`: of the pairs the grader kept, the share labelled answerable.
+    pub fn precision(&self) -> Option<f64> {
+        share(self.kept_answerable, self.kept)
+    }
+
+    /// `grader_recall`: of the pairs labelled answerable, the share the grader kept.
+    pub fn recall(&self) -> Option<f64> {
+        share(self.kept_answerable, self.answerable)
+    }
+
+    /// At least [`MIN_PAIRS`] labelled pairs and agreement at least [`AGREEMENT_FLOOR`].
+    pub fn gradable(&self) -> bool {
+        self.pairs >= MIN_PAIRS && self.agreement().is_some_and(|a| a >= AGREEMENT_FLOOR)
+    }
+
+    /// Why a kind is not gradable offline (`None` when it is).
+    pub fn why_not(&self) -> Option<String> {
+        if self.pairs < MIN_PAIRS {
+            Some(format!("{} labelled pairs, fewer than {MIN_PAIRS}", self.pairs))
+        } else if !self.gradable() {
+            Some(format!("agreement below {:.0} %", AGREEMENT_FLOOR * 100.0))
+        } else {
+            None
+        }
+    }
+}
+
+/// A label set aside, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unused {
+    pub id: String,
+    pub reason: String,
+}
+
+/// The labels checked against a run's cells.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GraderCheck {
+    pub path: PathBuf,
+    /// The run the file says it labels.
+    pub dataset: String,
+    /// Labels in the file.
+    pub labels: usize,
+    /// Every probe kind, labelled or not.
+    pub by_kind: BTreeMap<String, Agreement>,
+    pub by_strategy: BTreeMap<String, Agreement>,
+    pub all: Agreement,
+    /// The probe no longer exists or its question changed (or cannot be read): not used.
+    pub stale: Vec<Unused>,
+    /// No compression of the run scored the labelled pair (another run, strategy or ordinal), or the pair
+    /// was labelled twice: not used.
+    pub unmatched: Vec<Unused>,
+}
+
+/// What a run's labels come to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Labels {
+    /// The run names no labels file.
+    Unset,
+    /// It names one that does not exist (yet).
+    Missing(PathBuf),
+    /// The file could not be read or parsed.
+    Invalid {
+        path: PathBuf,
+        error: String,
+    },
+    Checked(GraderCheck),
+}
+
+/// Which probe kinds the grader is trusted on, from the labels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gradability {
+    /// Every probe kind with its agreement over the labels.
+    pub kinds: BTreeMap<String, Agreement>,
+}
+
+impl Gradability {
+    pub fn is_gradable(&self, kind: &str) -> bool {
+        self.kinds.get(kind).is_some_and(Agreement::gradable)
+    }
+
+    /// The gradable kinds, in name order.
+    pub fn gradable(&self) -> Vec<&str> {
+        self.kinds.iter().filter(|(_, a)| a.gradable()).map(|(k, _)| k.as_str()).collect()
+    }
+
+    /// The gradable kinds as a phrase: `artifact, recall`, or `no kind`.
+    pub fn gradable_list(&self) -> String {
+        let g = self.gradable();
+        if g.is_empty() {
+            "no kind".into()
+        } else {
+            g.join(", ")
+        }
+    }
+}
+
+impl Labels {
+    /// The kinds the grader is trusted on; `None` (nothing gated) unless a labels file was read.
+    pub fn gradability(&self) -> Option<Gradability> {
+        match self {
+            Labels::Checked(c) => Some(Gradability { kinds: c.by_kind.clone() }),
+            _ => None,
+        }
+    }
+}
+
+/// A conversation's probe questions by probe id, or why they cannot be read.
+pub type Questions = Result<BTreeMap<String, String>, String>;
+
+/// Reads the run's labels file (its path relative to the working directory, as the run read its probes) and
+/// checks it against the cells.
+pub fn check(plan: &Plan, cells: &[CellResult]) -> Labels {
+    let Some(path) = plan.probes.as_ref().filter(|p| p.enabled).and_then(|p| p.labels.clone()) else {
+        return Labels::Unset;
+    };
+    if !path.exists() {
+        return Labels::Missing(path);
+    }
+    let file = match std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| parse_labels(&b)) {
+        Ok(f) => f,
+        Err(error) => return Labels::Invalid { path, error },
+    };
+    let mut questions: BTreeMap<String, Questions> = BTreeMap::new();
+    for l in &file.labels {
+        if !questions.contains_key(&l.conversation) {
+            questions.insert(l.conversation.clone(), current_questions(plan, &l.conversation));
+        }
+    }
+    let lookup = |conversation: &str| questions.get(conversation).cloned().unwrap_or_else(|| Ok(BTreeMap::new()));
+    Labels::Checked(tally(plan, cells, &path, &file, &lookup))
+}
+
+/// [`check`]'s verdict on the kinds: `None` where the run has no labels file to check the grader against.
+pub fn gradable_kinds(plan: &Plan, cells: &[CellResult]) -> Option<Gradability> {
+    check(plan, cells).gradability()
+}
+
+/// The questions of a conversation's probes as the run scored them (stored, then derived), by probe id.
+fn current_questions(plan: &Plan, conversation: &str) -> Questions {
+    let Some(planned) = plan.conversations.iter().find(|c| c.id == conversation) else {
+        return Err("its conversation is not in this run".into());
+    };
+    let Some(pc) = plan.probes.as_ref() else { return Ok(BTreeMap::new()) };
+    if let Some(e) = &planned.error {
+        return Err(format!("its conversation could not be read: {e}"));
+    }
+    let conv = crate::datasets::load_conversation(&planned.path)
+        .map_err(|e| format!("its conversation could not be read: {e}"))?;
+    let meta = &conv.meta;
+    let mut probes = crate::probes::load_probes(&pc.dir, &meta.source, &meta.id, &pc.sources, conv.history.len())
+        .map_err(|e| format!("its probes could not be read: {e}"))?;
+    if pc.derive_auto {
+        let (derived, _) = crate::probes::derived_auto_probes(&pc.dir, &conv, &pc.sources, &probes);
+        probes.extend(derived);
+    }
+    Ok(probes.into_iter().map(|p| (p.id, p.question)).collect())
+}
+
+/// The labels set beside the cells, the questions of each conversation given by `questions`.
+pub fn tally(
+    plan: &Plan,
+    cells: &[CellResult],
+    path: &Path,
+    file: &LabelsFile,
+    questions: &dyn Fn(&str) -> Questions,
+) -> GraderCheck {
+    let mut out = GraderCheck {
+        path: path.to_path_buf(),
+        dataset: file.dataset.clone(),
+        labels: file.labels.len(),
+        by_kind: ProbeKind::ALL.iter().map(|k| (k.name().to_string(), Agreement::default())).collect(),
+        ..Default::default()
+    };
+    let points: BTreeMap<&str, &str> = default_points(plan)
+        .into_iter()
+        .map(|i| (plan.points[i].strategy.kind(), plan.points[i].id.as_str()))
+        .collect();
+    let mut seen = BTreeSet::new();
+    for l in &file.labels {
+        let unused = |reason: String| Unused { id: l.id(), reason };
+        if !plan.conversations.iter().any(|c| c.id == l.conversation) {
+            out.unmatched.push(unused("its conversation is not in this run".into()));
+            continue;
+        }
+        match questions(&l.conversation) {
+            Err(reason) => {
+                out.stale.push(unused(reason));
+                continue;
+            }
+            Ok(q) => match q.get(&l.probe) {
+                None => {
+                    out.stale.push(unused("the probe no longer exists".into()));
+                    continue;
+                }
+                Some(question) => {
+                    let label = l.question_sha256.trim().to_ascii_lowercase();
+                    if label.get(..DIGEST_DIGITS).is_none_or(|d| d != question_digest(question)) {
+                        out.stale.push(unused("its question changed since it was labelled".into()));
+                        continue;
+                    }
+                }
+            },
+        }
+        let Some(point) = points.get(l.strategy.as_str()) else {
+            out.unmatched.push(unused(format!("this run has no point of `{}`", l.strategy)));
+            continue;
+        };
+        let cell = cells.iter().find(|c| c.cell.point == *point && c.cell.conversation == l.conversation);
+        let Some(cell) = cell.filter(|c| c.source == l.source) else {
+            out.unmatched.push(unused(format!("no cell of `{}` on this conversation of `{}`", l.strategy, l.source)));
+            continue;
+        };
+        let score = cell
+            .probes
+            .iter()
+            .flat_map(|r| &r.checkpoints)
+            .filter(|cp| cp.event.is_some() && cp.replaced && cp.ordinal == Some(l.ordinal))
+            .flat_map(|cp| &cp.scores)
+            .find(|s| s.probe == l.probe);
+        let Some(score) = score else {
+            out.unmatched.push(unused(format!("compression {} scored no such probe", l.ordinal)));
+            continue;
+        };
+        if !seen.insert((l.conversation.as_str(), l.probe.as_str(), l.strategy.as_str(), l.ordinal)) {
+            out.unmatched.push(unused("labelled twice: the first label counts".into()));
+            continue;
+        }
+        for a in [
+            out.by_kind.entry(score.kind.name().to_string()).or_default(),
+            out.by_strategy.entry(l.strategy.clone()).or_default(),
+            &mut out.all,
+        ] {
+            a.add(score.retained, l.answerable);
+        }
+    }
+    out
+}
+
+/// A cell's `kept_at_compressions` over the probes of `kinds` only (each probe has one kind: the sum of the
+/// kinds' tallies).
+pub fn kept_parts(c: &CellResult, kinds: &[&str]) -> Option<Parts> {
+    let (mut num, mut den) = (0.0, 0.0);
+    for k in kinds {
+        if let Some((h, n)) = conversation_tally_of_kind(c, kinds::FIGURE, Some(k)) {
+            num += h;
+            den += n;
+        }
+    }
+    (den > 0.0).then_some(Parts { num, den })
+}
+
+fn rate(v: Option<f64>, num: usize, den: usize) -> String {
+    v.map_or_else(|| "–".into(), |v| format!("{:.1}% ({num}/{den})", v * 100.0))
+}
+
+fn agreement_cells(a: &Agreement) -> [String; 4] {
+    [
+        a.pairs.to_string(),
+        rate(a.agreement(), a.agree, a.pairs),
+        rate(a.precision(), a.kept_answerable, a.kept),
+        rate(a.recall(), a.kept_answerable, a.answerable),
+    ]
+}
+
+fn header(first: &str) -> Vec<String> {
+    let title = |name: &str| metrics::metric(name).map_or(name.to_string(), |m| m.title());
+    vec![
+        first.into(),
+        "labelled pairs".into(),
+        title("grader_agreement"),
+        title("grader_precision"),
+        title("grader_recall"),
+    ]
+}
+
+/// Per kind (every probe kind, then all): the counts and whether the kind is gradable offline.
+pub fn kinds_table(c: &GraderCheck) -> Table {
+    let mut h = header("kind");
+    h.push("gradable offline".into());
+    let mut rows: Vec<Vec<String>> = c
+        .by_kind
+        .iter()
+        .map(|(k, a)| {
+            let mut row = vec![k.clone()];
+            row.extend(agreement_cells(a));
+            row.push(a.why_not().map_or_else(|| "yes".into(), |w| format!("no: {w}")));
+            row
+        })
+        .collect();
+    let mut all = vec!["all".to_string()];
+    all.extend(agreement_cells(&c.all));
+    all.push("–".into());
+    rows.push(all);
+    Table { header: h, rows }
+}
+
+/// Per strategy: the counts.
+pub fn strategies_table(c: &GraderCheck) -> Table {
+    let rows = c
+        .by_strategy
+        .iter()
+        .map(|(s, a)| {
+            let mut row = vec![s.clone()];
+            row.extend(agreement_cells(a));
+            row
+        })
+        .collect();
+    Table { header: header("strategy"), rows }
+}
+
+/// The labels set aside, one entry per probe and reason: `conversation/probe` (reason; n labels).
+fn unused_list(items: &[Unused]) -> String {
+    let mut groups: Vec<(&str, &str, usize)> = Vec::new();
+    for u in items {
+        let probe = u.id.split_once('@').map_or(u.id.as_str(), |(p, _)| p);
+        match groups.iter_mut().find(|(p, r, _)| *p == probe && *r == u.reason) {
+            Some(g) => g.2 += 1,
+            None => groups.push((probe, &u.reason, 1)),
+        }
+    }
+    groups
+        .iter()
+        .map(|(p, r, n)| format!("`{p}` ({r}; {n} label{})", if *n == 1 { "" } else { "s" }))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The probes page's section, or nothing where the run names no labels file.
+pub fn markdown(labels: &Labels) -> String {
+    let mut md = String::new();
+    let rule = format!(
+        "A kind is *gradable offline* when the grader agrees with the labels on at least {:.0} % of at least {MIN_PAIRS} labelled pairs",
+        AGREEMENT_FLOOR * 100.0
+    );
+    match labels {
+        Labels::Unset => return md,
+        Labels::Missing(path) => {
+            let _ = write!(
+                md,
+                "## Grader against human labels\n\nNo labels file at `{}` yet: the grader is not checked against human labels, and every probe kind is taken as gradable. {rule}.\n\n",
+                path.display()
+            );
+        }
+        Labels::Invalid { path, error } => {
+            let _ = write!(
+                md,
+                "## Grader against human labels\n\nThe labels file `{}` could not be read ({error}): the grader is not checked against human labels, and every probe kind is taken as gradable. {rule}.\n\n",
+                path.display()
+            );
+        }
+        Labels::Checked(c) => {
+            let g = Gradability { kinds: c.by_kind.clone() };
+            let _ = write!(
+                md,
+                "## Grader against human labels\n\nThe grader's verdict (`retained` in the cells: the history keeps the probe's fact) at each compression of a strategy's default point, against human labels of whether that history answers the probe (`answerable`): {} labels in `{}` (made for `{}`), {} pairs used. *Agreement*: share of pairs where the grader's verdict equals the label; *precision*: of the pairs the grader kept, the share labelled answerable; *recall*: of the pairs labelled answerable, the share the grader kept (counts in brackets; `harness/docs/metrics.md`). {rule}; the others are marked *{NOT_GRADABLE}* in *At the compression points, by probe kind*, which draws no conclusion from them and pools its `all` row over the gradable kinds only. Gradable offline: {}.\n\n",
+                c.labels,
+                c.path.display(),
+                c.dataset,
+                c.all.pairs,
+                g.gradable_list()
+            );
+            md.push_str(&kinds_table(c).markdown());
+            md.push_str("\n\n");
+            if !c.by_strategy.is_empty() {
+                md.push_str(&strategies_table(c).markdown());
+                md.push_str("\n\n");
+            }
+            let _ = writeln!(
+                md,
+                "Stale labels (the probe no longer exists or its question changed since it was labelled; not used): {}.\n",
+                if c.stale.is_empty() { "0".into() } else { format!("{}: {}", c.stale.len(), unused_list(&c.stale)) }
+            );
+            if !c.unmatched.is_empty() {
+                let _ = writeln!(
+                    md,
+                    "Labels of no pair this run scored (not used): {}: {}.\n",
+                    c.unmatched.len(),
+                    unused_list(&c.unmatched)
+                );
+            }
+        }
+    }
+    md
+}
+
+/// The main page's line, or `None` where the run names no labels file.
+pub fn main_line(labels: &Labels, probes_page: &str) -> Option<String> {
+    let anchor = format!("[{probes_page}]({probes_page}#grader-against-human-labels)");
+    match labels {
+        Labels::Unset => None,
+        Labels::Missing(path) => Some(format!(
+            "Grader against human labels ({anchor}): no labels file at `{}` yet; the grader is unchecked and every probe kind is taken as gradable.",
+            path.display()
+        )),
+        Labels::Invalid { path, .. } => Some(format!(
+            "Grader against human labels ({anchor}): the labels file `{}` could not be read; the grader is unchecked and every probe kind is taken as gradable.",
+            path.display()
+        )),
+        Labels::Checked(c) => {
+            let g = Gradability { kinds: c.by_kind.clone() };
+            Some(format!(
+                "Grader against human labels ({anchor}): agreement {} over {} labelled pairs; gradable offline (agreement ≥ {:.0} % over ≥ {MIN_PAIRS} pairs): {} of {} kinds ({}); kept at compressions per kind and over all kinds counts those only; {} stale labels.",
+                rate(c.all.agreement(), c.all.agree, c.all.pairs),
+                c.all.pairs,
+                AGREEMENT_FLOOR * 100.0,
+                g.gradable().len(),
+                c.by_kind.len(),
+                g.gradable_list(),
+                c.stale.len()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agreement_precision_and_recall_count_as_defined() {
+        let mut a = Agreement::default();
+        // (retained, answerable): 3 true positives, 1 false positive, 2 false negatives, 4 true negatives.
+        for (r, l, n) in [(true, true, 3), (true, false, 1), (false, true, 2), (false, false, 4)] {
+            for _ in 0..n {
+                a.add(r, l);
+            }
+        }
+        assert_eq!(a.pairs, 10);
+        assert_eq!(a.agreement(), Some(0.7));
+        assert_eq!(a.precision(), Some(0.75));
+        assert_eq!(a.recall(), Some(0.6));
+        assert!(!a.gradable());
+        assert_eq!(a.why_not().as_deref(), Some("agreement below 90 %"));
+        let mut b = Agreement::default();
+        for _ in 0..9 {
+            b.add(true, true);
+        }
+        assert_eq!(b.agreement(), Some(1.0));
+        assert!(!b.gradable(), "9 pairs are too few");
+        b.add(false, false);
+        assert!(b.gradable());
+        assert_eq!(Agreement::default().precision(), None);
+    }
+
+    #[test]
+    fn a_label_carries_the_first_twelve_hex_digits_of_its_question() {
+        assert_eq!(question_digest("abc"), "ba7816bf8f01");
+        let ok = br#"{"format": "compactbench.labels/1", "dataset": "d", "labels": []}"#;
+        assert_eq!(parse_labels(ok).unwrap().dataset, "d");
+        let e = parse_labels(br#"{"format": "other", "dataset": "d", "labels": []}"#).unwrap_err();
+        assert!(e.contains("format"), "{e}");
+        let e = parse_labels(br#"{"format": "compactbench.labels/1", "dataset": "d", "labels": [{"probe": 1}]}"#)
+            .unwrap_err();
+        assert!(e.contains("labels[0]"), "{e}");
+    }
+}

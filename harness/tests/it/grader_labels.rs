@@ -1,0 +1,225 @@
+//! The grader against human labels (`report::grader_check`): a small synthetic run (one shipped
+//! conversation, hand-written probes, a compression of each strategy) and a labels file, checked number by
+//! number and through the report's pages.
+
+use super::support::repo;
+use compactbench::data::{Cell, CellResult, Checkpoint, PlannedConversation, ProbeKind};
+use compactbench::probes::ProbeResults;
+use compactbench::replay::{CompressionEvent, ConversationResult};
+use compactbench::report::{self, grader_check};
+use compactbench::sweep::{runner, SweepConfig};
+use std::path::Path;
+
+/// Recall probes `r0`…`r11` and decision probes `d0`…`d11`; the grader keeps the first six of each at the
+/// reference's compression, and `r0` at the baseline's.
+const PER_KIND: usize = 12;
+
+fn question(id: &str) -> String {
+    format!("What did the session settle in {id}?")
+}
+
+fn probe_ids() -> Vec<(String, ProbeKind)> {
+    let mut out = Vec::new();
+    for (prefix, kind) in [("r", ProbeKind::Recall), ("d", ProbeKind::Decision)] {
+        out.extend((0..PER_KIND).map(|i| (format!("{prefix}{i}"), kind)));
+    }
+    out
+}
+
+/// The run's plan (its probes read from `dir`, its labels at `dir/labels.json`) and its cells.
+fn synthetic_run(dir: &Path) -> (compactbench::data::Plan, Vec<CellResult>) {
+    let path = repo().join("datasets/aider/chat-history-2024-08-05-20-40-10.json");
+    let conv = compactbench::datasets::load_conversation(&path).unwrap();
+    let (id, source) = (conv.meta.id.clone(), conv.meta.source.clone());
+    let probes: Vec<serde_json::Value> = probe_ids()
+        .iter()
+        .map(|(p, kind)| {
+            serde_json::json!({"id": p, "conversation": id, "kind": kind.name(), "question": question(p),
+                "gold": format!("answer {p}"), "evidence": [0], "source": "manual"})
+        })
+        .collect();
+    let file =
+        serde_json::json!({"format": "compactbench.probes/1", "conversation": id, "dataset": source, "probes": probes});
+    std::fs::create_dir_all(dir.join("probes").join(&source)).unwrap();
+    std::fs::write(dir.join("probes").join(&source).join(format!("{id}.manual.json")), file.to_string()).unwrap();
+    let text = format!(
+        "name = \"labels-test\"\ndatasets = []\n[grid]\nstrategy = [\"gemini\", \"drop-oldest\", \"none\"]\n\
+         summarizer = [\"extractive\"]\nthreshold = [0.5]\nprompt = [\"v5\"]\nverification = [false]\n\
+         [probes]\ndir = \"{}\"\nsources = [\"manual\"]\nanswerer = \"extractive\"\ninjection = false\n\
+         labels = \"{}\"\n",
+        dir.join("probes").display(),
+        dir.join("labels.json").display()
+    );
+    let config = SweepConfig::parse(&text, "labels.toml").unwrap();
+    let mut plan = config.plan_without_conversations().unwrap();
+    plan.probes = config.probes.clone();
+    plan.conversations.push(PlannedConversation { id: id.clone(), path, source: source.clone(), error: None });
+    let cells = plan
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let kept = |probe: &str| match i {
+                0 => probe[1..].parse::<usize>().unwrap() < PER_KIND / 2,
+                1 => probe == "r0",
+                _ => true,
+            };
+            // Built from JSON: fields the grader adds later take their defaults.
+            let scores = |at_compression: bool| -> Vec<serde_json::Value> {
+                probe_ids()
+                    .into_iter()
+                    .map(|(probe, kind)| {
+                        serde_json::json!({"probe": probe, "kind": kind.name(), "source": "manual",
+                            "retained": !at_compression || kept(&probe), "early_only": true})
+                    })
+                    .collect()
+            };
+            let compresses = p.strategy.role() != Some(compactbench::replay::strategy::Role::NoCompression);
+            let mut checkpoints = Vec::new();
+            if compresses {
+                checkpoints
+                    .push(serde_json::json!({"event": 0, "ordinal": 1, "replaced": true, "scores": scores(true)}));
+            }
+            checkpoints.push(serde_json::json!({"event": null, "ordinal": compresses as u32, "scores": scores(false)}));
+            let checkpoints: Vec<Checkpoint> = serde_json::from_value(serde_json::Value::Array(checkpoints)).unwrap();
+            let event = CompressionEvent {
+                status: compactbench::compress::CompressionStatus::Compressed,
+                request: 1,
+                request_tokens_before: 1000,
+                request_tokens_after: 400,
+                ..Default::default()
+            };
+            CellResult {
+                cell: Cell { point: p.id.clone(), conversation: id.clone(), repeat: 0 },
+                source: source.clone(),
+                transient_failure: false,
+                plan: plan.digest(),
+                digest: String::new(),
+                result: ConversationResult {
+                    conversation: id.clone(),
+                    token_limit: 10_000,
+                    request_tokens: vec![800, 1000, 500],
+                    request_tokens_total: 2300,
+                    none_request_tokens_total: 2800,
+                    requests: 3,
+                    events: if compresses { vec![event] } else { Vec::new() },
+                    ..Default::default()
+                },
+                probes: Some(ProbeResults { probes: 2 * PER_KIND, checkpoints, ..Default::default() }),
+            }
+        })
+        .collect();
+    (plan, cells)
+}
+
+fn label(
+    plan: &compactbench::data::Plan,
+    probe: &str,
+    strategy: &str,
+    ordinal: u32,
+    answerable: bool,
+) -> serde_json::Value {
+    let c = &plan.conversations[0];
+    serde_json::json!({"source": c.source, "conversation": c.id, "probe": probe, "strategy": strategy,
+        "ordinal": ordinal, "question_sha256": grader_check::question_digest(&question(probe)), "answerable": answerable})
+}
+
+/// The labels: every recall probe at the reference's compression as the grader has it (12 of 12); the
+/// decision probes with 2 false positives and 1 false negative (9 of 12: 75 %); `r0` at the baseline's;
+/// then a label whose question changed, one of a probe that is gone and one of a compression that never was.
+fn write_labels(dir: &Path, plan: &compactbench::data::Plan) -> (String, String) {
+    let reference = plan.points[0].strategy.kind().to_string();
+    let baseline = plan.points[1].strategy.kind().to_string();
+    let mut labels = Vec::new();
+    for i in 0..PER_KIND {
+        labels.push(label(plan, &format!("r{i}"), &reference, 1, i < PER_KIND / 2));
+        // Kept d0–d5: d4 and d5 are not answerable; dropped d6–d11: d6 is.
+        labels.push(label(plan, &format!("d{i}"), &reference, 1, i < 4 || i == 6));
+    }
+    labels.push(label(plan, "r0", &baseline, 1, true));
+    let mut changed = label(plan, "r1", &baseline, 1, true);
+    changed["question_sha256"] = serde_json::json!(grader_check::question_digest("an older wording"));
+    labels.push(changed);
+    labels.push(label(plan, "gone", &baseline, 1, true));
+    labels.push(label(plan, "r2", &reference, 2, true));
+    let file = serde_json::json!({"format": grader_check::LABELS_FORMAT, "dataset": plan.name, "labels": labels});
+    std::fs::write(dir.join("labels.json"), file.to_string()).unwrap();
+    (reference, baseline)
+}
+
+#[test]
+fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_gradable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (plan, cells) = synthetic_run(tmp.path());
+    assert_eq!(grader_check::check(&plan, &cells), grader_check::Labels::Missing(tmp.path().join("labels.json")));
+    let (reference, baseline) = write_labels(tmp.path(), &plan);
+    let grader_check::Labels::Checked(c) = grader_check::check(&plan, &cells) else { panic!("labels not read") };
+    assert_eq!(c.labels, 2 * PER_KIND + 4);
+    let recall = c.by_kind["recall"];
+    assert_eq!((recall.pairs, recall.agree, recall.kept, recall.answerable, recall.kept_answerable), (13, 13, 7, 7, 7));
+    assert!(recall.gradable());
+    let decision = c.by_kind["decision"];
+    assert_eq!((decision.pairs, decision.agree), (12, 9));
+    assert_eq!(decision.agreement(), Some(0.75));
+    assert_eq!(decision.precision(), Some(4.0 / 6.0), "kept d0–d5, of them d0–d3 answerable");
+    assert_eq!(decision.recall(), Some(0.8), "answerable d0–d3 and d6, the grader kept d0–d3");
+    assert!(!decision.gradable());
+    assert_eq!(c.by_kind["artifact"].pairs, 0);
+    assert_eq!(c.by_strategy[&reference].pairs, 2 * PER_KIND);
+    assert_eq!(c.by_strategy[&baseline].pairs, 1);
+    assert_eq!((c.all.pairs, c.all.agree, c.all.kept, c.all.answerable, c.all.kept_answerable), (25, 22, 13, 12, 11));
+    let stale: Vec<(&str, &str)> = c.stale.iter().map(|u| (u.id.as_str(), u.reason.as_str())).collect();
+    assert_eq!(stale.len(), 2, "{stale:?}");
+    assert!(stale[0].0.contains("/r1@") && stale[0].1.contains("question changed"), "{stale:?}");
+    assert!(stale[1].0.contains("/gone@") && stale[1].1.contains("no longer exists"), "{stale:?}");
+    assert_eq!(c.unmatched.len(), 1, "{:?}", c.unmatched);
+    assert!(c.unmatched[0].id.ends_with(&format!("/r2@{reference}#2")), "{:?}", c.unmatched);
+    let g = grader_check::gradable_kinds(&plan, &cells).unwrap();
+    assert_eq!(g.gradable(), ["recall"]);
+
+    // The per-kind table draws no difference from the decision probes and pools `all` over recall only.
+    let t = report::kinds::table(&plan, &cells, Some(&g)).unwrap();
+    let decision_rows: Vec<&Vec<String>> = t.rows.iter().filter(|r| r[2].starts_with("decision")).collect();
+    assert_eq!(decision_rows.len(), 2, "{:?}", t.rows);
+    for r in &decision_rows {
+        assert_eq!(r[2], format!("decision ({})", grader_check::NOT_GRADABLE));
+        let difference = if r[1] == reference { "–" } else { grader_check::NOT_GRADABLE };
+        assert_eq!(r.last().unwrap(), difference, "{r:?}");
+    }
+    let all: Vec<&Vec<String>> = t.rows.iter().filter(|r| r[2].starts_with("all")).collect();
+    assert!(all.iter().all(|r| r[2] == "all gradable (recall)"), "{all:?}");
+    // Each row carries its own number of pairs: the reference 12 recall pairs, the baseline as many.
+    assert!(all.iter().all(|r| r[4].ends_with(&format!("(n={PER_KIND})"))), "{all:?}");
+    let recall_reference = t.rows.iter().find(|r| r[1] == reference && r[2] == "recall").unwrap();
+    assert!(recall_reference[4].starts_with("50.0% "), "{recall_reference:?}");
+    // Without labels nothing is gated: `all` counts every kind.
+    let ungated = report::kinds::table(&plan, &cells, None).unwrap();
+    let all = ungated.rows.iter().find(|r| r[1] == reference && r[2] == "all").unwrap();
+    assert!(all[4].ends_with(&format!("(n={})", 2 * PER_KIND)), "{all:?}");
+
+    // The report's pages: the section on the probes page, a line on the main page.
+    let run = tmp.path().join("run");
+    runner::ensure_plan(&run, &plan).unwrap();
+    for c in &cells {
+        runner::write_cell(&run, c).unwrap();
+    }
+    report::build(&run, false).unwrap();
+    let probes = std::fs::read_to_string(run.join(report::PROBES)).unwrap();
+    let section = &probes[probes.find("## Grader against human labels").expect("the section")..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    for row in [
+        "| decision | 12 | 75.0% (9/12) | 66.7% (4/6) | 80.0% (4/5) | no: agreement below 90 % |",
+        "| recall | 13 | 100.0% (13/13) | 100.0% (7/7) | 100.0% (7/7) | yes |",
+        "| artifact | 0 | – | – | – | no: 0 labelled pairs, fewer than 10 |",
+        "| all | 25 | 88.0% (22/25) | 84.6% (11/13) | 91.7% (11/12) | – |",
+    ] {
+        let squeezed: String =
+            section.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n");
+        assert!(squeezed.contains(row), "{row} not in {section}");
+    }
+    assert!(section.contains("Stale labels") && section.contains("2: "), "{section}");
+    assert!(probes.contains(&format!("decision ({})", grader_check::NOT_GRADABLE)), "{probes}");
+    let main = std::fs::read_to_string(run.join(report::MAIN)).unwrap();
+    let line = main.lines().find(|l| l.starts_with("Grader against human labels")).expect("the main page's line");
+    assert!(line.contains("1 of 5 kinds (recall)") && line.contains("2 stale labels"), "{line}");
+}
