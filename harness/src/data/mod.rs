@@ -9,6 +9,6 @@ pub mod probe_results;
 pub use cell::CellResult;
 pub use plan::{Cell, ConfigPoint, Plan, PlannedConversation, ProbesConfig};
 pub use probe_results::{
-    ActionGrade, AnswerGrade, AnswerResult, Checkpoint, InjectionResult, Lint, LintKind, NextAction, ProbeKind,
-    KeptBy, ProbeOrigin, ProbeResults, ProbeScore,
+    ActionGrade, AnswerGrade, AnswerResult, Checkpoint, InjectionResult, KeptBy, Lint, LintKind, NextAction, ProbeKind,
+    ProbeOrigin, ProbeResults, ProbeScore,
 };

@@ -140,7 +140,7 @@ fn sum_ratio(pairs: &[(u64, u64)]) -> Option<Parts> {
 /// `(before, after)` over `cells`, each `(n, p10, median, p90)`; `None` where no request has a recorded count.
 pub fn recorded_request_quantiles<'a>(
     cells: impl Iterator<Item = &'a CellResult>,
-) -> (Option<(usize, f64, f64, f64)>, Option<(usize, f64, f64, f64)>) {
+) -> (Option<Quantiles>, Option<Quantiles>) {
     let (mut before, mut after) = (Vec::new(), Vec::new());
     for c in cells {
         let (b, a) = c.result.recorded_request_pairs();
@@ -150,8 +150,11 @@ pub fn recorded_request_quantiles<'a>(
     (quantiles(before), quantiles(after))
 }
 
+/// `(n, p10, median, p90)` of a sample.
+pub type Quantiles = (usize, f64, f64, f64);
+
 /// `(n, p10, median, p90)` of `xs` (linear interpolation between the nearest ranks).
-fn quantiles(mut xs: Vec<f64>) -> Option<(usize, f64, f64, f64)> {
+fn quantiles(mut xs: Vec<f64>) -> Option<Quantiles> {
     if xs.is_empty() {
         return None;
     }

@@ -95,23 +95,28 @@ struct Candidate {
 }
 
 /// Key terms a free-text gold's fact is graded by ([`super::grader`]): the gold's content words that the
-/// question does not already say, the rarest in the conversation first (the words that tell this fact
-/// from the rest of the session), at most [`MAX_TERMS`]; none when fewer than two remain (the gold is then
-/// graded verbatim only).
+/// question does not already say and that carry its meaning (identifiers first, then the rarest words in
+/// the conversation: what tells this fact from the rest of the session; not adverbs, contraction stubs or
+/// the function words of [`TERM_STOP`]), at most [`MAX_TERMS`], in the gold's order; none when fewer than
+/// two remain (the gold is then graded verbatim only).
 fn key_terms(gold: &str, question: &str, frequency: &BTreeMap<String, usize>) -> Vec<String> {
     let asked: BTreeSet<String> = grade::tokens(question).into_iter().collect();
-    let mut words: Vec<(usize, usize, String)> = content_words(gold)
+    let meaningful = |w: &String| {
+        let identifier = !w.chars().all(char::is_alphabetic);
+        identifier || (w.len() >= 4 && !w.ends_with("ly") && !TERM_STOP.contains(&w.as_str()))
+    };
+    let mut words: Vec<(bool, usize, usize, String)> = content_words(gold)
         .into_iter()
-        .filter(|w| !asked.contains(w) && !TERM_STOP.contains(&w.as_str()))
+        .filter(|w| !asked.contains(w) && meaningful(w))
         .enumerate()
-        .map(|(i, w)| (frequency.get(&w).copied().unwrap_or(0), i, w))
+        .map(|(i, w)| (w.chars().all(char::is_alphabetic), frequency.get(&w).copied().unwrap_or(0), i, w))
         .collect();
     words.sort();
-    words.dedup_by(|a, b| a.2 == b.2);
+    words.dedup_by(|a, b| a.3 == b.3);
     if words.len() < 2 {
         return Vec::new();
     }
-    let mut chosen: Vec<(usize, String)> = words.into_iter().take(MAX_TERMS).map(|(_, i, w)| (i, w)).collect();
+    let mut chosen: Vec<(usize, String)> = words.into_iter().take(MAX_TERMS).map(|(_, _, i, w)| (i, w)).collect();
     chosen.sort();
     chosen.into_iter().map(|(_, w)| w).collect()
 }
@@ -119,14 +124,123 @@ fn key_terms(gold: &str, question: &str, frequency: &BTreeMap<String, usize>) ->
 /// Key terms per free-text probe.
 const MAX_TERMS: usize = 3;
 
-/// Words too common in agent sessions to tell one fact from another.
+/// Words too common in agent sessions, or too loose, to tell one fact from another.
 const TERM_STOP: &[&str] = &[
-    "are", "was", "were", "has", "have", "had", "not", "but", "can", "will", "would", "should", "could", "all",
-    "any", "there", "then", "than", "what", "which", "when", "where", "from", "into", "just", "also", "now",
-    "here", "they", "them", "their", "its", "our", "out", "use", "using", "used", "need", "needs", "make", "sure",
-    "file", "files", "code", "change", "changes", "test", "tests", "run", "first", "want", "like", "get",
+    "are",
+    "was",
+    "were",
+    "has",
+    "have",
+    "had",
+    "not",
+    "but",
+    "can",
+    "will",
+    "would",
+    "should",
+    "could",
+    "all",
+    "any",
+    "there",
+    "then",
+    "than",
+    "what",
+    "which",
+    "when",
+    "where",
+    "from",
+    "into",
+    "just",
+    "also",
+    "now",
+    "here",
+    "they",
+    "them",
+    "their",
+    "its",
+    "our",
+    "out",
+    "use",
+    "using",
+    "used",
+    "need",
+    "needs",
+    "make",
+    "sure",
+    "file",
+    "files",
+    "code",
+    "change",
+    "changes",
+    "test",
+    "tests",
+    "run",
+    "first",
+    "want",
+    "like",
+    "get",
+    "these",
+    "those",
+    "this",
+    "that",
+    "with",
+    "already",
+    "ever",
+    "still",
+    "keep",
+    "does",
+    "doesn",
+    "isn",
+    "aren",
+    "wasn",
+    "won",
+    "don",
+    "didn",
+    "haven",
+    "hasn",
+    "shouldn",
+    "wouldn",
+    "couldn",
+    "can't",
+    "it's",
+    "each",
+    "every",
+    "some",
+    "more",
+    "most",
+    "other",
+    "same",
+    "been",
+    "being",
+    "only",
+    "even",
+    "much",
+    "many",
+    "very",
+    "well",
+    "back",
+    "about",
+    "after",
+    "before",
+    "because",
+    "since",
+    "while",
+    "both",
+    "either",
+    "else",
+    "instead",
+    "thing",
+    "things",
+    "something",
+    "anything",
+    "nothing",
+    "way",
+    "able",
+    "new",
+    "old",
+    "right",
+    "good",
 ];
-
 /// Probes of a conversation, deterministically (same conversation → same probes, same order).
 pub fn extract(conv: &Conversation) -> Vec<Probe> {
     let h = &conv.history;

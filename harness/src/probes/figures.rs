@@ -125,11 +125,8 @@ impl RecordingIndex {
         let kept = kept_per_content(recorded, grader, matchers);
         let early_only = early_only(recorded, probes, &kept);
         let first_prompt = recorded.iter().position(history::is_user);
-        let in_first_prompt = kept
-            .iter()
-            .zip(&early_only)
-            .map(|(k, early)| *early && first_prompt.is_some_and(|f| k[f]))
-            .collect();
+        let in_first_prompt =
+            kept.iter().zip(&early_only).map(|(k, early)| *early && first_prompt.is_some_and(|f| k[f])).collect();
         RecordingIndex {
             recorded_parts: per_content.into_iter().flatten().collect(),
             evidence_parts,

@@ -492,7 +492,10 @@ mod tests {
         assert_eq!(grade(&g, &abs, "changed reset.go"), Some(Via::BareName));
         // A relative gold resolves to the session's file; the absolute form then names it too.
         let rel = probe(ProbeKind::Artifact, "cmd/entire/cli/reset.go", &[]);
-        assert_eq!(grade(&g, &rel, "in /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go"), Some(Via::Path));
+        assert_eq!(
+            grade(&g, &rel, "in /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go"),
+            Some(Via::Path)
+        );
         // The worktree's main checkout is another root.
         assert_eq!(grade(&g, &rel, "/Users/dev/workspace/cli/cmd/entire/cli/reset.go"), Some(Via::Path));
     }
@@ -500,7 +503,8 @@ mod tests {
     #[test]
     fn a_form_two_files_share_does_not_identify_either() {
         let g = session();
-        let p = probe(ProbeKind::Artifact, "/Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/strategy/common.go", &[]);
+        let p =
+            probe(ProbeKind::Artifact, "/Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/strategy/common.go", &[]);
         assert_eq!(grade(&g, &p, "updated common.go"), None);
         assert_eq!(grade(&g, &p, "updated strategy/common.go"), None);
         assert_eq!(grade(&g, &p, "updated cli/strategy/common.go"), Some(Via::Path));
@@ -523,14 +527,22 @@ mod tests {
     #[test]
     fn terms_are_kept_together_in_any_order_with_inflections_folded() {
         let g = Grader::default();
-        let p = probe(ProbeKind::Decision, "drop the round-trip", &["PhaseFromString", "drop|remove|removed", "round-trip"]);
+        let p = probe(
+            ProbeKind::Decision,
+            "drop the round-trip",
+            &["PhaseFromString", "drop|remove|removed", "round-trip"],
+        );
         assert_eq!(grade(&g, &p, "We removed the redundant round-trip through PhaseFromString."), Some(Via::Terms));
         assert_eq!(grade(&g, &p, "Removing round-trip: state.PhaseFromString was redundant"), Some(Via::Terms));
         let far = format!("PhaseFromString is used. {} Then we dropped a round-trip.", "filler ".repeat(60));
         assert_eq!(grade(&g, &p, &far), None);
         assert_eq!(grade(&g, &p, "we removed the round-trip"), None);
         // Stems fold inflections: limiting ~ limit, consumption stays itself.
-        let c = probe(ProbeKind::Constraint, "stdin consumption is limiting", &["stdin", "consum|consumption|read", "limit"]);
+        let c = probe(
+            ProbeKind::Constraint,
+            "stdin consumption is limiting",
+            &["stdin", "consum|consumption|read", "limit"],
+        );
         assert_eq!(grade(&g, &c, "the user finds that consuming stdin limits the handler"), Some(Via::Terms));
         // A phrase alternative needs its words in a row.
         let s = probe(ProbeKind::Continuation, "x", &["session end|session-end", "handler"]);

@@ -123,7 +123,10 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
         }
         let words = gold.split(' ').count();
         if words > MAX_GOLD_WORDS {
-            out.push(lint(LintKind::LongGold, format!("gold has {words} words (at most {MAX_GOLD_WORDS}): ask for the fact")));
+            out.push(lint(
+                LintKind::LongGold,
+                format!("gold has {words} words (at most {MAX_GOLD_WORDS}): ask for the fact"),
+            ));
         }
         let matcher = grader.matcher(p);
         let keeps = |hay: &Haystack| grader.kept(&matcher, hay, &grader.index(hay, std::slice::from_ref(&matcher)));
@@ -131,9 +134,13 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
             out.push(lint(LintKind::GoldInQuestion, "the question alone holds the answer".into()));
         }
         if let Some(c) = conv {
-            let evidence = Haystack::of_lines(p.evidence.iter().filter_map(|&e| c.history.get(e)).map(grade::content_text));
+            let evidence =
+                Haystack::of_lines(p.evidence.iter().filter_map(|&e| c.history.get(e)).map(grade::content_text));
             if keeps(&evidence).is_none() {
-                out.push(lint(LintKind::DeadGold, format!("`{}` is not found in its evidence {:?}", p.gold, p.evidence)));
+                out.push(lint(
+                    LintKind::DeadGold,
+                    format!("`{}` is not found in its evidence {:?}", p.gold, p.evidence),
+                ));
             }
             if at_start.as_ref().is_some_and(|h| keeps(h).is_some()) {
                 out.push(lint(

@@ -269,7 +269,8 @@ impl ProbeObserver {
         upto: usize,
         ask: bool,
     ) -> Vec<ProbeScore> {
-        let askable: Vec<usize> = (0..self.probes.len()).filter(|&i| self.probes[i].available_before() <= upto).collect();
+        let askable: Vec<usize> =
+            (0..self.probes.len()).filter(|&i| self.probes[i].available_before() <= upto).collect();
         if askable.is_empty() {
             return Vec::new();
         }

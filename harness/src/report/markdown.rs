@@ -146,6 +146,7 @@ fn probes_page(plan: &Plan, cells: &[CellResult], labels: &grader_check::Labels)
     md.push_str(&figures);
     md.push_str(&grader_check::markdown(labels));
     kinds_section(&mut md, plan, cells, labels.gradability().as_ref());
+    md.push_str(&super::kept_by::markdown(plan, cells));
     md.push_str(&breakdowns);
     md
 }

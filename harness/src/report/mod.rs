@@ -12,6 +12,7 @@ pub mod aggregate;
 mod findings;
 pub mod gate;
 pub mod grader_check;
+mod kept_by;
 pub mod kinds;
 mod markdown;
 mod plot_list;

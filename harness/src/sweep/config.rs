@@ -586,7 +586,9 @@ mod tests {
             assert_eq!((c.replay.overhead, c.replay.token_scale), (OverheadSource::Recorded, scale), "{name}");
             assert!(c.points().unwrap().iter().all(|p| p.token_limit == TokenLimit::Recorded), "{name}");
         }
-        for name in ["long-sessions-policy.toml", "agent-sessions-claude-code-policy.toml", "agent-sessions-codex-policy.toml"] {
+        for name in
+            ["long-sessions-policy.toml", "agent-sessions-claude-code-policy.toml", "agent-sessions-codex-policy.toml"]
+        {
             let c = shipped_config(name);
             assert!(c.replay.token_limit.tokens().is_some(), "{name}: one fixed window");
             assert_eq!(c.replay.overhead, OverheadSource::Measured, "{name}");

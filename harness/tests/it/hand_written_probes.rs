@@ -13,7 +13,10 @@ fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history()
     let root = repo();
     let raw = root.parent().expect("the checkout has a parent").join("shared/datasets-raw/claude-code-long");
     if !raw.exists() {
-        eprintln!("\n!!!!!!!! SKIPPED hand-written probes: {} is missing (../shared beside the checkout)\n", raw.display());
+        eprintln!(
+            "\n!!!!!!!! SKIPPED hand-written probes: {} is missing (../shared beside the checkout)\n",
+            raw.display()
+        );
         return;
     }
     let config = SweepConfig::load(&root.join("configs/long-sessions.toml")).unwrap();
@@ -36,7 +39,10 @@ fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history()
         }
         probes_seen += manual.len();
         errors.extend(
-            lint::lint_conversation(&manual, None, Some(&conv)).into_iter().filter(|l| l.kind.is_error()).map(|l| l.to_string()),
+            lint::lint_conversation(&manual, None, Some(&conv))
+                .into_iter()
+                .filter(|l| l.kind.is_error())
+                .map(|l| l.to_string()),
         );
         let grader = Grader::of_conversation(&conv, &manual);
         let hay = grade::history_haystack(&conv.history);

@@ -172,8 +172,7 @@ fn shipped_probe_files_match_the_extractor_and_load() {
         assert!(all.is_ok(), "{rel}: {:?}", all.err());
         // Scoring leaves out exactly the probes a lint marks.
         let (kept, lints) =
-            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::ALL, &conv)
-                .unwrap();
+            probes::load_scored_probes(&dir, &conv.meta.source, &conv.meta.id, ProbeOrigin::ALL, &conv).unwrap();
         let all = all.unwrap();
         assert_eq!(
             kept.len() + lints.iter().map(|l| &l.probe).collect::<std::collections::BTreeSet<_>>().len(),

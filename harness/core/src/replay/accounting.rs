@@ -97,7 +97,12 @@ pub(super) fn record_request(
 /// whose recorded usage measures the replayed context; `as_recorded`: the replay sent the agent's own
 /// history (before the agent's first compaction and any change of the strategy's), which extends
 /// `recorded_before_requests`.
-pub(super) fn record_recorded_count(result: &mut ConversationResult, input: &ReplayInput<'_>, turn: usize, as_recorded: bool) {
+pub(super) fn record_recorded_count(
+    result: &mut ConversationResult,
+    input: &ReplayInput<'_>,
+    turn: usize,
+    as_recorded: bool,
+) {
     if !input.prompt_count_origin.counts_replayed_context() || input.recorded_prompt_tokens.is_empty() {
         return;
     }

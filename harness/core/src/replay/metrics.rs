@@ -335,6 +335,9 @@ pub struct ConversationResult {
     pub error: Option<ReplayError>,
 }
 
+/// `(replayed, recorded)` tokens of requests.
+pub type RequestPairs = Vec<(u64, u64)>;
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -342,7 +345,7 @@ fn is_zero(n: &usize) -> bool {
 impl ConversationResult {
     /// `(replayed, recorded)` tokens of each request that has a recorded count: those that sent the agent's
     /// own history (before its first compaction and any change of the strategy's), and the others.
-    pub fn recorded_request_pairs(&self) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    pub fn recorded_request_pairs(&self) -> (RequestPairs, RequestPairs) {
         let pairs = self.request_tokens.iter().zip(&self.recorded_request_tokens).enumerate();
         let (mut before, mut after) = (Vec::new(), Vec::new());
         for (k, (&replayed, recorded)) in pairs {

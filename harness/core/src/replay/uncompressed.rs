@@ -46,7 +46,11 @@ struct Pass {
 }
 
 impl Pass {
-    async fn run(input: &ReplayInput<'_>, settings: &ReplaySettings, counting: Counting<'_>) -> Result<Pass, CountError> {
+    async fn run(
+        input: &ReplayInput<'_>,
+        settings: &ReplaySettings,
+        counting: Counting<'_>,
+    ) -> Result<Pass, CountError> {
         let mut stored = Stored::new(counting);
         let env = match &settings.env_text {
             Some(e) => stored.push(&history::user_text(e), None).await?,
@@ -93,7 +97,11 @@ impl Pass {
     /// history the replay knows and that has recorded counts: before the agent's first compaction; else, for
     /// a session that opens with a compaction (continued from an earlier one), from that compaction (the
     /// history the agent continued from, then what followed) to the next.
-    async fn recorded_stretch(&self, input: &ReplayInput<'_>, counting: Counting<'_>) -> Result<Vec<(u64, u64)>, CountError> {
+    async fn recorded_stretch(
+        &self,
+        input: &ReplayInput<'_>,
+        counting: Counting<'_>,
+    ) -> Result<Vec<(u64, u64)>, CountError> {
         let before = self.recorded_pairs(input);
         let mut compactions: Vec<_> = input.recorded_compactions.iter().collect();
         compactions.sort_by_key(|c| c.at);
@@ -105,7 +113,8 @@ impl Pass {
         }
         // As `recorded` replays it: the history is replaced before the first request at or after the
         // compaction, and that request's pending user turns follow the summary.
-        let start = input.history[..first.at.min(input.history.len())].iter().rposition(history::is_model).map_or(0, |i| i + 1);
+        let start =
+            input.history[..first.at.min(input.history.len())].iter().rposition(history::is_model).map_or(0, |i| i + 1);
         let mut pairs = Vec::new();
         for (turn, content) in input.history.iter().enumerate().take(end).skip(start) {
             if history::is_model(content) {

@@ -61,7 +61,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     if !lines.iter().any(is_message) {
         return Err(DatasetError::whole(file, "no user or assistant lines; not a Claude Code transcript"));
     }
-    let chain = main_chain(&lines);
+    let chain = with_parallel_calls(&lines, main_chain(&lines));
     let (b, recorded_compactions) = convert_chain(&lines, &chain, file, &mut imported)?;
     let (history, recorded_prompt_tokens) = b.finish();
     let mut on_chain = vec![false; lines.len()];
@@ -286,6 +286,66 @@ fn main_chain(lines: &[Line]) -> Vec<usize> {
     }
     chain.reverse();
     chain
+}
+
+/// The chain with the parallel tool calls it passed by. One API response with several `tool_use` blocks is
+/// written as one line per block, all with the response's `message.id`; a line's parent is the block
+/// before it, or (newer versions) each result's parent is its own call's line, so the walk from the last
+/// line back follows one call and its result and leaves the others off the chain. Each such sibling line
+/// (same `message.id` as a chain line) and each tool-result line answering one is put back, in file order,
+/// right after the chain line of its response.
+fn with_parallel_calls(lines: &[Line], chain: Vec<usize>) -> Vec<usize> {
+    let message_id = |i: usize| -> Option<&str> {
+        let l = &lines[i];
+        (l.record.get("type").and_then(Value::as_str) == Some("assistant"))
+            .then(|| l.record.get("message").and_then(|m| m.get("id")).and_then(Value::as_str))
+            .flatten()
+    };
+    let uuid = |i: usize| lines[i].record.get("uuid").and_then(Value::as_str);
+    let parent = |i: usize| lines[i].record.get("parentUuid").and_then(Value::as_str);
+    let mut on_chain = vec![false; lines.len()];
+    chain.iter().for_each(|&i| on_chain[i] = true);
+    let mut by_message: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for i in (0..lines.len()).filter(|&i| !on_chain[i]) {
+        if let Some(id) = message_id(i) {
+            by_message.entry(id).or_default().push(i);
+        }
+    }
+    // Off-chain user lines by the uuid of their parent: the results of the sibling calls.
+    let mut results: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let holds_result = |i: usize| {
+        let content = lines[i].record.get("message").and_then(|m| m.get("content"));
+        content
+            .and_then(Value::as_array)
+            .is_some_and(|parts| parts.iter().any(|p| p.get("type").and_then(Value::as_str) == Some("tool_result")))
+    };
+    for i in (0..lines.len()).filter(|&i| !on_chain[i] && message_id(i).is_none() && holds_result(i)) {
+        if let Some(p) = parent(i) {
+            results.entry(p).or_default().push(i);
+        }
+    }
+    if by_message.is_empty() && results.is_empty() {
+        return chain;
+    }
+    let mut out = Vec::with_capacity(chain.len());
+    for i in chain {
+        out.push(i);
+        if message_id(i).is_none() {
+            continue;
+        }
+        let siblings = message_id(i).and_then(|id| by_message.remove(id)).unwrap_or_default();
+        // Results left off the chain whose call is this line or one of its siblings.
+        let mut extra: Vec<usize> = uuid(i).and_then(|u| results.remove(u)).unwrap_or_default();
+        for s in siblings {
+            extra.push(s);
+            if let Some(rs) = uuid(s).and_then(|u| results.remove(u)) {
+                extra.extend(rs);
+            }
+        }
+        extra.sort_unstable();
+        out.extend(extra);
+    }
+    out
 }
 
 /// Converts one message line; returns how many of its tool results answer no call seen so far (kept as

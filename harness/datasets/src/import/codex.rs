@@ -195,7 +195,8 @@ fn convert_line(
 /// which a replay's `token_limit = "recorded"` reads.
 fn note_context_window(payload: &Value, extra: &mut Value) {
     let key = crate::model::CONTEXT_WINDOW_KEY;
-    let stated = payload.get("info").and_then(|i| i.get(key)).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 1.0);
+    let stated =
+        payload.get("info").and_then(|i| i.get(key)).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 1.0);
     if let Some(n) = stated {
         if extra.get(key).and_then(Value::as_f64).is_none_or(|known| n > known) {
             extra.insert(key, Value::num(n));

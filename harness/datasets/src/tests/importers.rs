@@ -266,3 +266,50 @@ fn format_names_are_stable_and_round_trip() {
     let e = "gemini".parse::<Format>().unwrap_err().to_string();
     assert!(e.contains("unknown format `gemini`") && e.contains("gemini-session, gemini-jsonl"), "{e}");
 }
+
+/// Regression: one response with two parallel tool calls is written as a line per `tool_use` block (same
+/// `message.id`), and each result's parent is its own call's line. Walking back from the last line followed
+/// the second call and its result only, so the first call and its result were dropped as an "abandoned
+/// branch" (tens of lines per long session).
+#[test]
+fn claude_code_keeps_every_parallel_tool_call_and_its_result() {
+    let line = |uuid: &str, parent: &str, kind: &str, message: &str| {
+        format!(
+            r#"{{"parentUuid":{parent},"isSidechain":false,"type":"{kind}","message":{message},"uuid":"{uuid}","sessionId":"s","cwd":"/w"}}"#,
+            parent = if parent.is_empty() { "null".to_string() } else { format!("\"{parent}\"") }
+        )
+    };
+    let call = |id: &str, path: &str| {
+        format!(
+            r#"{{"id":"msg_1","role":"assistant","content":[{{"type":"tool_use","id":"{id}","name":"Read","input":{{"file_path":"{path}"}}}}]}}"#
+        )
+    };
+    let result = |id: &str, text: &str| {
+        format!(r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"{text}"}}]}}"#)
+    };
+    let jsonl = [
+        line("u1", "", "user", r#"{"role":"user","content":"read both files"}"#),
+        line("a1", "u1", "assistant", &call("t1", "/w/a.go")),
+        line("a2", "a1", "assistant", &call("t2", "/w/b.go")),
+        line("r1", "a1", "user", &result("t1", "package a")),
+        line("r2", "a2", "user", &result("t2", "package b")),
+        line(
+            "a3",
+            "r2",
+            "assistant",
+            r#"{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"Both read."}]}"#,
+        ),
+    ]
+    .join("\n");
+    let imported = crate::import::Format::ClaudeCode.parse(jsonl.as_bytes(), "parallel.jsonl").unwrap();
+    assert!(imported.warnings.iter().all(|w| !w.contains("abandoned")), "{:?}", imported.warnings);
+    let c = only(imported);
+    assert_eq!(
+        outline(&c),
+        "user:text model:call:Read user:response:Read model:call:Read user:response:Read model:text"
+    );
+    let text: String = c.history.iter().map(history::visible_text).collect();
+    assert_eq!(c.meta.extra.as_ref().and_then(|e| e.get("cwd")).and_then(|v| v.as_str()), Some("/w"));
+    assert_valid(&c);
+    let _ = text;
+}

@@ -22,10 +22,17 @@ pub(super) fn shared_dir() -> PathBuf {
 
 /// What an independent reader says of each session: (content characters, compactions), by file stem.
 fn reading(tool: &str, files: &[PathBuf]) -> BTreeMap<String, (u64, u64)> {
-    let script = shared_dir().join("tools").join(tool);
+    // `claude_chain.py` walks one parent per line and so leaves parallel tool calls off its chain; our
+    // supplement (`harness/tests/data/claude_chain_parallel.py`) adds them back with the reader's own counting.
+    let script = if tool == "claude_chain.py" {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/claude_chain_parallel.py")
+    } else {
+        shared_dir().join("tools").join(tool)
+    };
     let out = std::process::Command::new("python3")
         .arg(&script)
         .args(files)
+        .env("COMPACTBENCH_SHARED", shared_dir())
         .output()
         .unwrap_or_else(|e| panic!("python3 {}: {e}", script.display()));
     assert!(out.status.success(), "{}: {}", script.display(), String::from_utf8_lossy(&out.stderr));
