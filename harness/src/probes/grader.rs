@@ -57,6 +57,9 @@ pub struct Grader {
 #[derive(Debug, Clone, Default)]
 pub struct Matcher {
     answers: Vec<String>,
+    /// An artifact probe asks which file was *changed*: the file must be named within [`CHANGE_SPAN`] tokens
+    /// of a word of change (edited, added, `Write`, …), not only listed as read.
+    changed: bool,
     /// Forms of at least two components (or absolute) that name the file.
     path_forms: Vec<String>,
     /// The bare file name, when it identifies the file.
@@ -200,7 +203,7 @@ impl Grader {
     /// The probe compiled against this session.
     pub fn matcher(&self, probe: &Probe) -> Matcher {
         let answers: Vec<String> = probe.answers().map(str::to_string).collect();
-        let mut m = Matcher { answers, ..Default::default() };
+        let mut m = Matcher { answers, changed: probe.kind == super::ProbeKind::Artifact, ..Default::default() };
         for answer in probe.answers() {
             let Some(gold) = normal_path(answer).filter(|_| path_like(answer)) else { continue };
             let named_file = gold.contains('/') || self.owners(&gold) > 0;
@@ -271,14 +274,23 @@ impl Grader {
     /// Which rule keeps the probe in the history, if any.
     pub fn kept(&self, m: &Matcher, hay: &Haystack, index: &HistoryIndex) -> Option<Via> {
         let path_gold = !m.path_forms.is_empty() || m.bare_name.is_some();
-        if m.answers.iter().any(|a| if path_gold { hay.contains_whole(a) } else { hay.contains(a) }) {
+        if !path_gold && m.answers.iter().any(|a| hay.contains(a)) {
             return Some(Via::Exact);
         }
-        if m.path_forms.iter().any(|f| index.paths.names(f)) {
-            return Some(Via::Path);
-        }
-        if m.bare_name.as_ref().is_some_and(|n| index.paths.whole.contains(n)) {
-            return Some(Via::BareName);
+        if path_gold {
+            let named = |positions: Option<&Vec<u32>>| {
+                positions.is_some_and(|ps| !m.changed || ps.iter().any(|&p| index.paths.near_change(p)))
+            };
+            let exact = m.answers.iter().filter_map(|a| normal_path(a)).any(|a| named(index.paths.whole.get(&a)));
+            if exact {
+                return Some(Via::Exact);
+            }
+            if m.path_forms.iter().any(|f| named(index.paths.whole.get(f)) || named(index.paths.tails.get(f.trim_start_matches('/')))) {
+                return Some(Via::Path);
+            }
+            if m.bare_name.as_ref().is_some_and(|n| named(index.paths.whole.get(n))) {
+                return Some(Via::BareName);
+            }
         }
         if !m.terms.is_empty() && index.terms.within_span(&m.terms) {
             return Some(Via::Terms);
@@ -289,10 +301,34 @@ impl Grader {
     /// What the path and term rules need of one history, for the given matchers, in one pass each.
     pub fn index(&self, hay: &Haystack, matchers: &[Matcher]) -> HistoryIndex {
         let wants_paths = matchers.iter().any(|m| !m.path_forms.is_empty() || m.bare_name.is_some());
+        let wants_change = matchers.iter().any(|m| m.changed);
         HistoryIndex {
-            paths: if wants_paths { PathIndex::of(hay.normalized()) } else { PathIndex::default() },
+            paths: if wants_paths { self.path_index(hay.normalized(), wants_change) } else { PathIndex::default() },
             terms: self.term_index(hay, matchers),
         }
+    }
+
+    /// Path-shaped tokens with their positions, and where words of change occur.
+    fn path_index(&self, normalized: &str, wants_change: bool) -> PathIndex {
+        let mut index = PathIndex::default();
+        for (pos, token) in normalized.split(' ').filter(|t| !t.is_empty()).enumerate() {
+            let pos = pos as u32;
+            if wants_change && token.chars().all(char::is_alphabetic) && CHANGE_STEMS.contains(&self.key(token).as_str()) {
+                index.change.push(pos);
+            }
+            if !(token.contains('/') || token.contains('.')) {
+                continue;
+            }
+            let token = strip_line_suffix(token);
+            index.whole.entry(token.to_string()).or_default().push(pos);
+            for (i, _) in token.match_indices('/') {
+                let tail = &token[i + 1..];
+                if !tail.is_empty() {
+                    index.tails.entry(tail.to_string()).or_default().push(pos);
+                }
+            }
+        }
+        index
     }
 
     fn term_index(&self, hay: &Haystack, matchers: &[Matcher]) -> TermIndex {
@@ -401,32 +437,36 @@ impl TermIndex {
     }
 }
 
-/// Path-shaped tokens of a haystack: the whole tokens, and every `/`-suffix of them.
+/// Tokens between a changed file's name and the word that says it changed: a summary's bullet says it
+/// next to the path (`` `a.go`: added X ``, `Edited a.go`, a tool call's name and its `file_path`); a list of
+/// files read with one edited file among them must not lend that word to its neighbours.
+pub const CHANGE_SPAN: usize = 12;
+
+/// Stems of the words that say a file was changed, and of the tools that change files (Claude Code's
+/// `Edit`/`Write`/`MultiEdit`, Gemini CLI's `replace`/`write_file`, Codex's `apply_patch` patches).
+const CHANGE_STEMS: &[&str] = &[
+    "edit", "modifi", "modif", "chang", "updat", "creat", "write", "wrote", "written", "add", "ad", "fix", "remov",
+    "delet", "renam", "refactor", "implement", "rewrit", "rewrot", "replac", "patch", "move", "insert", "extract",
+    "multiedit", "new", "touch", "migrat", "introduc", "drop", "revert", "restor", "split", "merg",
+    // A shell here-document (`cat > f.py << 'EOF'`) writes the file it names.
+    "eof",
+];
+
+/// Path-shaped tokens of a haystack (whole, and every `/`-suffix) with their token positions, and the
+/// positions of words of change.
 #[derive(Debug, Default)]
 struct PathIndex {
-    whole: std::collections::HashSet<String>,
-    tails: std::collections::HashSet<String>,
+    whole: HashMap<String, Vec<u32>>,
+    tails: HashMap<String, Vec<u32>>,
+    change: Vec<u32>,
 }
 
 impl PathIndex {
-    fn of(normalized: &str) -> PathIndex {
-        let mut index = PathIndex::default();
-        for token in normalized.split(' ').filter(|t| t.contains('/') || t.contains('.')) {
-            let token = strip_line_suffix(token);
-            index.whole.insert(token.to_string());
-            for (i, _) in token.match_indices('/') {
-                let tail = &token[i + 1..];
-                if !tail.is_empty() {
-                    index.tails.insert(tail.to_string());
-                }
-            }
-        }
-        index
-    }
-
-    /// The form occurs as a whole token or as the tail of one after a `/` (the same path under another root).
-    fn names(&self, form: &str) -> bool {
-        self.whole.contains(form) || self.tails.contains(form.trim_start_matches('/'))
+    /// A word of change lies within [`CHANGE_SPAN`] tokens of this position.
+    fn near_change(&self, pos: u32) -> bool {
+        let from = pos.saturating_sub(CHANGE_SPAN as u32);
+        let i = self.change.partition_point(|&c| c < from);
+        self.change.get(i).is_some_and(|&c| c <= pos + CHANGE_SPAN as u32)
     }
 }
 
@@ -483,9 +523,9 @@ mod tests {
         for (text, via) in [
             ("Edited /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go today", Via::Exact),
             ("- `cmd/entire/cli/reset.go`: dropped the round-trip", Via::Path),
-            ("see cli/reset.go:42: unused variable", Via::Path),
-            ("copied to /tmp/other/cmd/entire/cli/reset.go.", Via::Path),
-            ("entire/cli/reset.go", Via::Path),
+            ("fixed cli/reset.go:42: unused variable", Via::Path),
+            ("wrote a copy to /tmp/other/cmd/entire/cli/reset.go.", Via::Path),
+            ("modified entire/cli/reset.go", Via::Path),
         ] {
             assert_eq!(grade(&g, &abs, text), Some(via), "{text}");
         }
@@ -493,11 +533,26 @@ mod tests {
         // A relative gold resolves to the session's file; the absolute form then names it too.
         let rel = probe(ProbeKind::Artifact, "cmd/entire/cli/reset.go", &[]);
         assert_eq!(
-            grade(&g, &rel, "in /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go"),
+            grade(&g, &rel, "edited /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go"),
             Some(Via::Path)
         );
         // The worktree's main checkout is another root.
-        assert_eq!(grade(&g, &rel, "/Users/dev/workspace/cli/cmd/entire/cli/reset.go"), Some(Via::Path));
+        assert_eq!(grade(&g, &rel, "created /Users/dev/workspace/cli/cmd/entire/cli/reset.go"), Some(Via::Path));
+    }
+
+    /// An artifact probe asks which file was changed: a file only listed (read, searched) does not answer it.
+    #[test]
+    fn a_changed_file_must_be_named_as_changed() {
+        let g = session();
+        let p = probe(ProbeKind::Artifact, "cmd/entire/cli/reset.go", &[]);
+        assert_eq!(grade(&g, &p, "Files read: cmd/entire/cli/reset.go, go.mod"), None);
+        assert_eq!(grade(&g, &p, "Read(cmd/entire/cli/reset.go)"), None);
+        assert_eq!(grade(&g, &p, "- `cmd/entire/cli/reset.go`: removed the round-trip"), Some(Via::Exact));
+        let far = format!("Updated the docs. {} Looked at cmd/entire/cli/reset.go", "filler ".repeat(15));
+        assert_eq!(grade(&g, &p, &far), None);
+        // The same file as the answer to a recall question needs no word of change.
+        let r = probe(ProbeKind::Recall, "cmd/entire/cli/reset.go", &[]);
+        assert_eq!(grade(&g, &r, "Files read: cmd/entire/cli/reset.go"), Some(Via::Exact));
     }
 
     #[test]
