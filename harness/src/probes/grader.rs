@@ -285,7 +285,10 @@ impl Grader {
             if exact {
                 return Some(Via::Exact);
             }
-            if m.path_forms.iter().any(|f| named(index.paths.whole.get(f)) || named(index.paths.tails.get(f.trim_start_matches('/')))) {
+            if m.path_forms
+                .iter()
+                .any(|f| named(index.paths.whole.get(f)) || named(index.paths.tails.get(f.trim_start_matches('/'))))
+            {
                 return Some(Via::Path);
             }
             if m.bare_name.as_ref().is_some_and(|n| named(index.paths.whole.get(n))) {
@@ -313,7 +316,10 @@ impl Grader {
         let mut index = PathIndex::default();
         for (pos, token) in normalized.split(' ').filter(|t| !t.is_empty()).enumerate() {
             let pos = pos as u32;
-            if wants_change && token.chars().all(char::is_alphabetic) && CHANGE_STEMS.contains(&self.key(token).as_str()) {
+            if wants_change
+                && token.chars().all(char::is_alphabetic)
+                && CHANGE_STEMS.contains(&self.key(token).as_str())
+            {
                 index.change.push(pos);
             }
             if !(token.contains('/') || token.contains('.')) {
@@ -445,9 +451,40 @@ pub const CHANGE_SPAN: usize = 12;
 /// Stems of the words that say a file was changed, and of the tools that change files (Claude Code's
 /// `Edit`/`Write`/`MultiEdit`, Gemini CLI's `replace`/`write_file`, Codex's `apply_patch` patches).
 const CHANGE_STEMS: &[&str] = &[
-    "edit", "modifi", "modif", "chang", "updat", "creat", "write", "wrote", "written", "add", "ad", "fix", "remov",
-    "delet", "renam", "refactor", "implement", "rewrit", "rewrot", "replac", "patch", "move", "insert", "extract",
-    "multiedit", "new", "touch", "migrat", "introduc", "drop", "revert", "restor", "split", "merg",
+    "edit",
+    "modifi",
+    "modif",
+    "chang",
+    "updat",
+    "creat",
+    "write",
+    "wrote",
+    "written",
+    "add",
+    "ad",
+    "fix",
+    "remov",
+    "delet",
+    "renam",
+    "refactor",
+    "implement",
+    "rewrit",
+    "rewrot",
+    "replac",
+    "patch",
+    "move",
+    "insert",
+    "extract",
+    "multiedit",
+    "new",
+    "touch",
+    "migrat",
+    "introduc",
+    "drop",
+    "revert",
+    "restor",
+    "split",
+    "merg",
     // A shell here-document (`cat > f.py << 'EOF'`) writes the file it names.
     "eof",
 ];
