@@ -304,40 +304,7 @@ impl Grader {
     /// What the path and term rules need of one history, for the given matchers, in one pass each.
     pub fn index(&self, hay: &Haystack, matchers: &[Matcher]) -> HistoryIndex {
         let wants_paths = matchers.iter().any(|m| !m.path_forms.is_empty() || m.bare_name.is_some());
-        let wants_change = matchers.iter().any(|m| m.changed);
-        HistoryIndex {
-            paths: if wants_paths { self.path_index(hay.normalized(), wants_change) } else { PathIndex::default() },
-            terms: self.term_index(hay, matchers),
-        }
-    }
-
-    /// Path-shaped tokens with their positions, and where words of change occur.
-    fn path_index(&self, normalized: &str, wants_change: bool) -> PathIndex {
-        let mut index = PathIndex::default();
-        for (pos, token) in normalized.split(' ').filter(|t| !t.is_empty()).enumerate() {
-            let pos = pos as u32;
-            if wants_change
-                && token.chars().all(char::is_alphabetic)
-                && CHANGE_STEMS.contains(&self.key(token).as_str())
-            {
-                index.change.push(pos);
-            }
-            if !(token.contains('/') || token.contains('.')) {
-                continue;
-            }
-            let token = strip_line_suffix(token);
-            index.whole.entry(token.to_string()).or_default().push(pos);
-            for (i, _) in token.match_indices('/') {
-                let tail = &token[i + 1..];
-                if !tail.is_empty() {
-                    index.tails.entry(tail.to_string()).or_default().push(pos);
-                }
-            }
-        }
-        index
-    }
-
-    fn term_index(&self, hay: &Haystack, matchers: &[Matcher]) -> TermIndex {
+        let wants_change = wants_paths && matchers.iter().any(|m| m.changed);
         let names: Vec<String> = matchers
             .iter()
             .flat_map(|m| m.terms.iter().flatten().flatten())
@@ -345,14 +312,30 @@ impl Grader {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
+        let tokens: Vec<&str> = hay.normalized().split(' ').filter(|t| !t.is_empty()).collect();
+        // Each token's key, computed once for both rules that read it (words of change, key terms).
+        let keys: Vec<String> =
+            if wants_change || !names.is_empty() { tokens.iter().map(|t| self.key(t)).collect() } else { Vec::new() };
+        HistoryIndex {
+            paths: if wants_paths {
+                path_index(&tokens, wants_change.then_some(keys.as_slice()))
+            } else {
+                PathIndex::default()
+            },
+            terms: self.term_index(&tokens, &keys, names),
+        }
+    }
+
+    /// Where each key a term needs occurs, given the haystack's tokens and their keys.
+    fn term_index(&self, tokens: &[&str], token_keys: &[String], names: Vec<String>) -> TermIndex {
         if names.is_empty() {
             return TermIndex::default();
         }
         let ids: HashMap<&str, u32> = names.iter().enumerate().map(|(i, k)| (k.as_str(), i as u32)).collect();
         let mut positions: Vec<Vec<u32>> = vec![Vec::new(); names.len()];
         let mut keys: Vec<Vec<u32>> = Vec::new();
-        for (pos, token) in hay.normalized().split(' ').filter(|t| !t.is_empty()).enumerate() {
-            let mut here: Vec<u32> = ids.get(self.key(token).as_str()).copied().into_iter().collect();
+        for (pos, (token, key)) in tokens.iter().zip(token_keys).enumerate() {
+            let mut here: Vec<u32> = ids.get(key.as_str()).copied().into_iter().collect();
             if token.contains('.') {
                 // `obj.attr` names `obj` and `attr`, as the exact rule's dot-split haystack does.
                 here.extend(token.split('.').filter_map(|part| ids.get(self.key(part).as_str()).copied()));
@@ -367,6 +350,30 @@ impl Grader {
         let ids = names.iter().enumerate().map(|(i, k)| (k.clone(), i as u32)).collect();
         TermIndex { ids, positions, keys }
     }
+}
+
+/// Path-shaped tokens with their positions, and (given the tokens' keys) where words of change occur.
+fn path_index(tokens: &[&str], keys: Option<&[String]>) -> PathIndex {
+    let mut index = PathIndex::default();
+    for (pos, token) in tokens.iter().enumerate() {
+        let is_change =
+            |keys: &[String]| token.chars().all(char::is_alphabetic) && CHANGE_STEMS.contains(&keys[pos].as_str());
+        if keys.is_some_and(is_change) {
+            index.change.push(pos as u32);
+        }
+        if !(token.contains('/') || token.contains('.')) {
+            continue;
+        }
+        let token = strip_line_suffix(token);
+        index.whole.entry(token.to_string()).or_default().push(pos as u32);
+        for (i, _) in token.match_indices('/') {
+            let tail = &token[i + 1..];
+            if !tail.is_empty() {
+                index.tails.entry(tail.to_string()).or_default().push(pos as u32);
+            }
+        }
+    }
+    index
 }
 
 /// What the path and term rules read of one history ([`Grader::index`]).

@@ -6,21 +6,13 @@
 //! share over artifact probes at its compressions (`results/probes.csv`) must agree with it within 5
 //! percentage points: both measure whether the agent's summary names the files it changed.
 
-use super::support::repo;
+use super::support::{repo, shared_dir};
 use compactbench::sweep::config::DatasetEntry;
 use compactbench::sweep::SweepConfig;
 use std::path::PathBuf;
 
 /// The largest allowed gap between the grader's share and the independent one, in percentage points.
 const TOLERANCE_PP: f64 = 5.0;
-
-/// `../shared` beside the checkout (CI and every session), or `$COMPACTBENCH_SHARED`.
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("COMPACTBENCH_SHARED") {
-        Some(dir) => PathBuf::from(dir),
-        None => repo().parent().expect("the checkout has a parent").join("shared"),
-    }
-}
 
 /// The independent pooled shares of one corpus: (since the session's start, since the previous compaction),
 /// each as (named, edited).

@@ -3,7 +3,7 @@
 //! makes it unmeasurable (dead gold, gold in its question, gold over 8 words, known at start), and the
 //! uncompressed history (what `none` sends) keeps every one of them.
 
-use super::support::repo;
+use super::support::{repo, shared_dir};
 use compactbench::datasets;
 use compactbench::probes::{grade, grader::Grader, lint, load_probes};
 use compactbench::sweep::SweepConfig;
@@ -11,7 +11,7 @@ use compactbench::sweep::SweepConfig;
 #[test]
 fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history() {
     let root = repo();
-    let raw = root.parent().expect("the checkout has a parent").join("shared/datasets-raw/claude-code-long");
+    let raw = shared_dir().join("datasets-raw/claude-code-long");
     if !raw.exists() {
         eprintln!(
             "\n!!!!!!!! SKIPPED hand-written probes: {} is missing (../shared beside the checkout)\n",

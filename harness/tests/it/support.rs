@@ -8,6 +8,14 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("harness is inside the workspace").to_path_buf()
 }
 
+/// `../shared` beside the checkout (CI and every session), or `$COMPACTBENCH_SHARED`.
+pub fn shared_dir() -> PathBuf {
+    match std::env::var_os("COMPACTBENCH_SHARED") {
+        Some(dir) => PathBuf::from(dir),
+        None => repo().parent().expect("the checkout has a parent").join("shared"),
+    }
+}
+
 pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
