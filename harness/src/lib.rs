@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod pricing;
 pub mod probes;
 pub mod report;
+pub mod rework;
 pub mod stats;
 pub mod sweep;
 pub mod view;

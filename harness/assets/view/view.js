@@ -602,6 +602,7 @@
         (cell.first_overflow !== undefined ? ' · first request over the window: ' + cell.first_overflow : '') + ' · token counts ' + runOf(p).tokenizer),
       el('h3', null, cell.events.length ? 'Compressions (click one)' : 'No compression in this conversation'),
       cell.events.length ? eventsTable : null,
+      reworkTable(chunk),
       end);
     if (opts.event !== undefined && cell.events[opts.event]) {
       const section = renderEvent(cell, detail, chunk, opts.event);
@@ -609,6 +610,27 @@
       requestAnimationFrame(() => section.scrollIntoView({ block: 'start' }));
     }
     return out;
+  }
+
+  // What the agent did after each of its own compactions, read from the recording (harness/docs/rework.md).
+  function reworkTable(chunk) {
+    if (!chunk.rework || !chunk.rework.length) return null;
+    const opt = (v) => (v === null || v === undefined ? '–' : String(v));
+    const columns = [
+      { name: '#', numeric: true, value: (r) => r.ordinal, cell: (r) => el('td', { class: 'num' }, r.ordinal) },
+      { name: 'tokens before → after', numeric: true, value: (r) => r.tokens_before || 0, cell: (r) => el('td', { class: 'num' }, opt(r.tokens_before) + ' → ' + opt(r.tokens_after)) },
+      { name: 'summary tokens', numeric: true, value: (r) => r.summary_tokens, cell: (r) => el('td', { class: 'num' }, r.summary_readable ? tokens(r.summary_tokens) : 'unreadable') },
+      { name: 'turns after', numeric: true, value: (r) => r.turns_after, cell: (r) => el('td', { class: 'num' }, r.turns_after) },
+      { name: 're-reads (named / not)', numeric: true, value: (r) => r.rereads, cell: (r) => el('td', { class: 'num' }, r.rereads + (r.rereads_named === null ? '' : ' (' + r.rereads_named + ' / ' + r.rereads_not_named + ')')) },
+      { name: 'control re-reads', numeric: true, value: (r) => r.control_rereads, cell: (r) => el('td', { class: 'num' }, r.control_rereads + ' in ' + r.control_turns + ' turns') },
+      { name: 'repeated commands', numeric: true, value: (r) => r.repeated_commands, cell: (r) => el('td', { class: 'num' }, r.repeated_commands + ' of ' + r.commands_after) },
+      { name: 'restated prompts', numeric: true, value: (r) => r.restated_prompts, cell: (r) => el('td', { class: 'num' }, r.restated_prompts + ' of ' + r.prompts_after) },
+      { name: 'turns to first edit', numeric: true, value: (r) => (r.turns_to_first_edit === null ? 1e9 : r.turns_to_first_edit), cell: (r) => el('td', { class: 'num' }, opt(r.turns_to_first_edit)) },
+      { name: 'files changed named', numeric: true, value: (r) => r.files_edited_named || 0, cell: (r) => el('td', { class: 'num' }, opt(r.files_edited_named) + ' of ' + r.files_edited_before) },
+    ];
+    return el('details', { id: 'rework', open: '' },
+      el('summary', null, 'After each of the agent\'s own compactions (from the recording): ' + chunk.rework.length),
+      sortableTable(columns, chunk.rework, {}, null, () => ''));
   }
 
   // ---------------------------------------------------------------------------------------------------

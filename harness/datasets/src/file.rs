@@ -1,7 +1,7 @@
 //! The canonical conversation file: reading, writing and finding them.
 
 use super::layout::Layout;
-use super::{error::utf8, Conversation, ConversationMeta, DatasetError, RecordedCompaction};
+use super::{error::utf8, CacheUsage, Conversation, ConversationMeta, DatasetError, RecordedCompaction};
 use crate::history;
 use crate::json::{self, JsonPath, Value};
 use std::path::{Path, PathBuf};
@@ -57,6 +57,12 @@ pub fn conversation_to_value(c: &Conversation) -> Value {
     if !c.recorded_prompt_tokens.is_empty() {
         let counts = c.recorded_prompt_tokens.iter().map(|n| n.map_or(Value::Null, |n| Value::num(n as f64))).collect();
         v.insert("recordedPromptTokens", Value::Array(counts));
+    }
+    // `[read, written]` per Content; absent when empty, so files of other sources stay as they were.
+    if !c.recorded_cache.is_empty() {
+        let pair = |u: &CacheUsage| Value::Array(vec![Value::num(u.read as f64), Value::num(u.written as f64)]);
+        let usage = c.recorded_cache.iter().map(|u| u.as_ref().map_or(Value::Null, pair)).collect();
+        v.insert("recordedCache", Value::Array(usage));
     }
     // Absent when empty, so files of sources without compactions stay as they were.
     if !c.recorded_compactions.is_empty() {
@@ -229,6 +235,7 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
     })?;
     let history_len = history_value.as_array().map_or(0, <[Value]>::len);
     let recorded_prompt_tokens = prompt_tokens_from_value(v.get("recordedPromptTokens"), history_len, file)?;
+    let recorded_cache = cache_from_value(v.get("recordedCache"), history_len, file)?;
     let recorded_compactions = compactions_from_value(v.get("recordedCompactions"), history_len, file)?;
     // Moved out, not copied: a conversation is never held twice while it loads.
     let mut v = v;
@@ -236,7 +243,15 @@ pub fn conversation_from_value(v: Value, file: &str) -> Result<Conversation, Dat
         Some(Value::Array(items)) => items,
         _ => Vec::new(),
     };
-    Ok(Conversation { meta, system_instruction, tools, history, recorded_prompt_tokens, recorded_compactions })
+    Ok(Conversation {
+        meta,
+        system_instruction,
+        tools,
+        history,
+        recorded_prompt_tokens,
+        recorded_cache,
+        recorded_compactions,
+    })
 }
 
 /// The `format` member must name this conversation format.
@@ -257,6 +272,28 @@ fn check_conversation_format(v: &Value, file: &str) -> Result<(), DatasetError> 
     }
 }
 
+/// A member holding one entry per Content of the history (at `at`): `None` when absent or null.
+fn aligned_items<'v>(
+    v: Option<&'v Value>,
+    history_len: usize,
+    at: &JsonPath,
+    file: &str,
+) -> Result<Option<&'v [Value]>, DatasetError> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
+        Some(t) => return Err(DatasetError::field(file, at, format!("expected an array, found {}", t.kind()))),
+    };
+    if items.len() != history_len {
+        return Err(DatasetError::field(
+            file,
+            at,
+            format!("has {} entries but history has {history_len} Contents", items.len()),
+        ));
+    }
+    Ok(Some(items))
+}
+
 /// `recordedPromptTokens`: absent or null, or one non-negative integer or null per Content of the history.
 fn prompt_tokens_from_value(
     v: Option<&Value>,
@@ -264,18 +301,7 @@ fn prompt_tokens_from_value(
     file: &str,
 ) -> Result<Vec<Option<u64>>, DatasetError> {
     let at = JsonPath::root().key("recordedPromptTokens");
-    let items = match v {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(t) => return Err(DatasetError::field(file, &at, format!("expected an array, found {}", t.kind()))),
-    };
-    if items.len() != history_len {
-        return Err(DatasetError::field(
-            file,
-            &at,
-            format!("has {} entries but history has {history_len} Contents", items.len()),
-        ));
-    }
+    let Some(items) = aligned_items(v, history_len, &at, file)? else { return Ok(Vec::new()) };
     let count = |(i, n): (usize, &Value)| match n {
         Value::Null => Ok(None),
         n => match n.as_f64() {
@@ -284,6 +310,27 @@ fn prompt_tokens_from_value(
         },
     };
     items.iter().enumerate().map(count).collect()
+}
+
+/// `recordedCache`: absent or null, or one `[read, written]` pair of non-negative integers or null per
+/// Content of the history.
+fn cache_from_value(
+    v: Option<&Value>,
+    history_len: usize,
+    file: &str,
+) -> Result<Vec<Option<CacheUsage>>, DatasetError> {
+    let at = JsonPath::root().key("recordedCache");
+    let Some(items) = aligned_items(v, history_len, &at, file)? else { return Ok(Vec::new()) };
+    let count = |x: &Value| x.as_f64().filter(|x| *x >= 0.0 && x.fract() == 0.0 && *x < 9.0e15).map(|x| x as u64);
+    let usage = |(i, u): (usize, &Value)| match u {
+        Value::Null => Ok(None),
+        Value::Array(pair) if pair.len() == 2 => match (count(&pair[0]), count(&pair[1])) {
+            (Some(read), Some(written)) => Ok(Some(CacheUsage { read, written })),
+            _ => Err(DatasetError::field(file, &at.index(i), "expected two non-negative integers")),
+        },
+        _ => Err(DatasetError::field(file, &at.index(i), "expected [read, written] or null")),
+    };
+    items.iter().enumerate().map(usage).collect()
 }
 
 /// Parses a conversation file held in memory.

@@ -28,6 +28,6 @@ pub use file::{
     MANIFEST_FILE,
 };
 pub use layout::Layout;
-pub use model::{Conversation, ConversationMeta, PromptCountOrigin, RecordedCompaction};
+pub use model::{CacheUsage, Conversation, ConversationMeta, PromptCountOrigin, RecordedCompaction};
 pub use stats::{manifest_value, write_manifest, ConversationStats, Totals};
 pub use validate::{validate_conversation, Problem};

@@ -3,6 +3,7 @@
 
 use crate::history::Content;
 use crate::json::Value;
+pub use crate::replay::CacheUsage;
 pub use crate::replay::PromptCountOrigin;
 pub use crate::replay::RecordedCompaction;
 use crate::replay::ReplayInput;
@@ -42,6 +43,10 @@ pub struct Conversation {
     /// Prompt token count the API reported for the request that produced each Content (aligned with
     /// `history`; `None` where unknown). Empty when the source records no counts at all.
     pub recorded_prompt_tokens: Vec<Option<u64>>,
+    /// The prompt-cache traffic of the request that produced each Content (aligned with `history`; `None`
+    /// where unknown): part of its recorded prompt tokens. Empty when the source records none (all but
+    /// Claude Code).
+    pub recorded_cache: Vec<Option<CacheUsage>>,
     /// The agent's own compactions, in history order (`at` ascending); empty for sources that record none.
     pub recorded_compactions: Vec<RecordedCompaction>,
 }
@@ -75,6 +80,9 @@ impl Conversation {
             out.recorded_prompt_tokens =
                 (0..copies).flat_map(|_| self.recorded_prompt_tokens.iter().copied()).collect();
         }
+        if !self.recorded_cache.is_empty() {
+            out.recorded_cache = (0..copies).flat_map(|_| self.recorded_cache.iter().copied()).collect();
+        }
         out.recorded_compactions = (0..copies)
             .flat_map(|k| {
                 self.recorded_compactions.iter().map(move |c| RecordedCompaction { at: c.at + k * len, ..c.clone() })
@@ -90,6 +98,7 @@ impl Conversation {
             history: &self.history,
             recorded_prompt_tokens: &self.recorded_prompt_tokens,
             prompt_count_origin: self.prompt_count_origin(),
+            recorded_cache: &self.recorded_cache,
             system_instruction: self.system_instruction.as_deref(),
             tools: self.tools.as_ref(),
             recorded_compactions: &self.recorded_compactions,

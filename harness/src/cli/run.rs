@@ -257,7 +257,7 @@ fn print_replay(
     )?;
     crate::outln!("{}", events_table(&result.events))?;
     crate::outln!(
-        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow guard refusals {}, requests over the window {}{}{}",
+        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow guard refusals {}, requests over the window {}, invalid requests {}{}{}",
         result.requests,
         result.peak_request_tokens,
         result.none_peak_request_tokens,
@@ -268,6 +268,7 @@ fn print_replay(
         result.none_request_tokens_total,
         result.overflow_guard_refusals,
         result.overflow_requests,
+        result.invalid_requests,
         if result.unsplittable { "; unsplittable history (no split candidate after the task)" } else { "" },
         result.error.as_ref().map(|e| format!("; stopped: {e}")).unwrap_or_default()
     )?;
@@ -300,6 +301,8 @@ fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
         if e.hidden_deflation {
             flags.push("hidden deflation");
         }
+        let invalid = e.request_violations.iter().map(|v| format!("invalid: {v}")).collect::<Vec<_>>();
+        flags.extend(invalid.iter().map(String::as_str));
         b.push_record([
             e.request.to_string(),
             e.turn.to_string(),

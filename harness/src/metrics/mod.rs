@@ -294,7 +294,7 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "cache_hit_share",
         header: "cache hit",
-        formula: "Σ cached_request_tokens_total / Σ request_tokens_total (prefix shared with the previous request)",
+        formula: "Σ cached_request_tokens_total / Σ request_tokens_total (prefix shared with the previous request; where a compression changed the history's head, only the system prompt and tools: `Uncompressed::cache_stable_overhead`)",
         unit: Unit::Share,
         better: Better::Higher,
         level: Level::Conversation,
@@ -541,6 +541,16 @@ pub const METRICS: &[Metric] = &[
         level: Level::Conversation,
         aggregation: Aggregation::Total,
         parts: |o| Parts::one(o.cell.result.overflow_requests as f64),
+    },
+    Metric {
+        name: "invalid_requests",
+        header: "invalid req.",
+        formula: "Σ requests right after an event that changed the history which a provider would reject for a fault the compression introduced (a function call without its response in the next Content or a response without its call in the one before, roles not alternating from the user's, an empty Content or text part, a request over the window): faults the same request without compression also has (matched by kind and call id, not position) are the recording's and not counted",
+        unit: Unit::Count,
+        better: Better::Lower,
+        level: Level::Conversation,
+        aggregation: Aggregation::Total,
+        parts: |o| Parts::one(o.cell.result.invalid_requests as f64),
     },
     Metric {
         name: "overflowed_conversations",
@@ -994,6 +1004,9 @@ mod tests {
         assert_eq!(v["finished_in_window_share"], 0.0);
         assert_eq!(v["tokens_after_overflow"], (101 + 90 + 120) as f64);
         assert_eq!(v["overflow_requests"], 2.0);
+        assert_eq!(v["invalid_requests"], 0.0);
+        c.result.invalid_requests = 3;
+        assert_eq!(conversation_values(&c, None)["invalid_requests"], 3.0);
         c.result.request_tokens = vec![50, 100];
         assert_eq!(conversation_values(&c, None)["finished_in_window_share"], 1.0, "at the window is inside it");
     }

@@ -571,7 +571,7 @@ fn strip_root(path: &str) -> Vec<String> {
 }
 
 /// The files a patch in Codex's `apply_patch` format adds, updates, deletes or moves to.
-fn patch_paths(text: &str) -> Vec<String> {
+pub fn patch_paths(text: &str) -> Vec<String> {
     const HEADERS: [&str; 4] = ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "];
     text.lines()
         .filter_map(|l| HEADERS.iter().find_map(|h| l.trim_start().strip_prefix(h)))

@@ -255,7 +255,7 @@ impl Grader {
     }
 
     /// A token's key: its stem when it is a plain word, else the token (an identifier, matched exactly).
-    fn key(&self, token: &str) -> String {
+    pub fn key(&self, token: &str) -> String {
         if !token.chars().all(char::is_alphabetic) {
             return token.to_string();
         }

@@ -43,6 +43,28 @@ pub struct Rule {
     /// either run), so a loss is not diluted over conversations where nothing happened.
     #[serde(default)]
     pub only: Only,
+    /// How the rule decides: `bootstrap` (the paired interval against the tolerance), or
+    /// `none_if_baseline_none` (a hard count: any conversation with a nonzero value where the baseline's is 0).
+    #[serde(default, skip_serializing_if = "RuleKind::is_bootstrap")]
+    pub kind: RuleKind,
+}
+
+/// How a rule decides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    /// Fails when the bootstrap 95 % interval of the mean paired difference lies beyond the tolerance.
+    #[default]
+    Bootstrap,
+    /// Fails on any paired conversation whose current value is nonzero where the baseline's is 0 (a fault
+    /// that must never appear, such as a request a provider rejects); tolerances are not used.
+    NoneIfBaselineNone,
+}
+
+impl RuleKind {
+    fn is_bootstrap(&self) -> bool {
+        *self == RuleKind::Bootstrap
+    }
 }
 
 /// The conversations a rule compares.
@@ -76,6 +98,7 @@ impl Default for Rules {
             min_samples: 5,
             strategies: Vec::new(),
             only: Only::All,
+            kind: RuleKind::Bootstrap,
         };
         let compressed = |metric: &str| Rule { only: Only::Compressed, ..r(metric, Direction::Higher, 0.02, 0.0) };
         Rules {
@@ -91,6 +114,11 @@ impl Default for Rules {
                 Rule { min_samples: 1, ..r("failed", Direction::Lower, 0.0, 0.0) },
                 r("overflow_requests", Direction::Lower, 0.1, 0.0),
                 r("overflowed_conversations", Direction::Lower, 0.0, 0.0),
+                Rule {
+                    min_samples: 1,
+                    kind: RuleKind::NoneIfBaselineNone,
+                    ..r("invalid_requests", Direction::Lower, 0.0, 0.0)
+                },
                 r("early_only_retention", Direction::Higher, 0.02, 0.0),
                 Rule { abs_tolerance: 0.005, ..compressed("retention_at_events") },
                 compressed("early_only_retention"),
@@ -111,7 +139,9 @@ impl Rules {
                 Direction::Lower => "higher is worse",
                 Direction::Higher => "lower is worse",
             };
-            let tolerance = if r.rel_tolerance > 0.0 {
+            let tolerance = if r.kind == RuleKind::NoneIfBaselineNone {
+                "none where the baseline has none".to_string()
+            } else if r.rel_tolerance > 0.0 {
                 format!("max({}, {} × |baseline|)", r.abs_tolerance, r.rel_tolerance)
             } else {
                 format!("{}", r.abs_tolerance)
@@ -158,12 +188,15 @@ pub struct Check {
     pub difference: Option<Estimate>,
     pub tolerance: f64,
     pub verdict: Verdict,
-    /// Why a check was skipped.
+    /// Why a check was skipped, or which conversations failed a hard count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `compressed` when the check compares only conversations where compression acted.
     #[serde(default)]
     pub only: Only,
+    /// How the rule decided.
+    #[serde(default, skip_serializing_if = "RuleKind::is_bootstrap")]
+    pub kind: RuleKind,
     /// The smallest regression of the mean this check detects on the baseline: every paired conversation
     /// made worse by the same fraction of its baseline value, the smallest such shift whose bootstrap
     /// interval lies beyond the tolerance (see [`detectable_shift`]). `None` when skipped.
@@ -358,6 +391,7 @@ fn unproduced_metrics(rules: &Rules, baseline: &CellValues) -> Vec<Check> {
             verdict: Verdict::Skipped,
             reason: Some("no configuration of the baseline produces this metric".into()),
             only: rule.only,
+            kind: rule.kind,
             detectable: None,
         })
         .collect()
@@ -396,8 +430,17 @@ fn check(p: &ConfigPoint, rule: &Rule, bi: &CellValues, ci: &CellValues) -> Opti
     let diffs: Vec<f64> = cur.iter().zip(&base).map(|(c, b)| c - b).collect();
     let difference = bootstrap_mean(&diffs);
     let tolerance = rule.abs_tolerance.max(rule.rel_tolerance * mean(&base).abs());
+    // A hard count: conversations with a nonzero value where the baseline has 0.
+    let new_faults = cur.iter().zip(&base).filter(|(c, b)| **b == 0.0 && **c != 0.0).count();
     let verdict = match difference {
         _ if base.len() < rule.min_samples => Verdict::Skipped,
+        _ if rule.kind == RuleKind::NoneIfBaselineNone => {
+            if new_faults > 0 {
+                Verdict::Regression
+            } else {
+                Verdict::Pass
+            }
+        }
         Some(d) if rule.direction == Direction::Lower && d.low > tolerance => Verdict::Regression,
         Some(d) if rule.direction == Direction::Higher && d.high < -tolerance => Verdict::Regression,
         _ => Verdict::Pass,
@@ -413,10 +456,23 @@ fn check(p: &ConfigPoint, rule: &Rule, bi: &CellValues, ci: &CellValues) -> Opti
         difference,
         tolerance,
         verdict,
-        reason: (verdict == Verdict::Skipped)
-            .then(|| format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples)),
+        reason: match verdict {
+            Verdict::Skipped => {
+                Some(format!("{} paired conversations, fewer than min_samples = {}", base.len(), rule.min_samples))
+            }
+            Verdict::Regression if rule.kind == RuleKind::NoneIfBaselineNone => {
+                Some(format!("{new_faults} conversation(s) with {} > 0 where the baseline has 0", rule.metric))
+            }
+            _ => None,
+        },
         only: rule.only,
-        detectable: (verdict != Verdict::Skipped).then(|| detectable_shift(&base, tolerance)).flatten(),
+        kind: rule.kind,
+        // A hard count fails on one fault in one conversation: a mean shift of 1/n.
+        detectable: match verdict {
+            Verdict::Skipped => None,
+            _ if rule.kind == RuleKind::NoneIfBaselineNone => Some(1.0 / base.len() as f64),
+            _ => detectable_shift(&base, tolerance),
+        },
     })
 }
 
@@ -533,9 +589,13 @@ fn skipped_section(md: &mut String, report: &GateReport) {
 }
 
 fn metric_label(c: &Check) -> String {
-    match c.only {
+    let label = match c.only {
         Only::All => c.metric.clone(),
         Only::Compressed => format!("{} (compressed)", c.metric),
+    };
+    match c.kind {
+        RuleKind::Bootstrap => label,
+        RuleKind::NoneIfBaselineNone => format!("{label} (none where the baseline has none)"),
     }
 }
 
@@ -587,6 +647,11 @@ pub fn junit(report: &GateReport) -> String {
             Verdict::Skipped => {
                 let why = c.reason.clone().unwrap_or_else(|| format!("only {} paired conversations", c.n));
                 let _ = writeln!(x, "><skipped message=\"{}\"/></testcase>", xml_escape(&why));
+            }
+            Verdict::Regression if c.kind == RuleKind::NoneIfBaselineNone => {
+                let why = c.reason.clone().unwrap_or_default();
+                let msg = xml_escape(&format!("{}: {why}", c.metric));
+                let _ = writeln!(x, "><failure message=\"{msg}\"/></testcase>");
             }
             Verdict::Regression => {
                 let d =

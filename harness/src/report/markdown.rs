@@ -26,6 +26,14 @@ pub const PROBES: &str = "probes.md";
 /// show in it. Everything else goes to [`DETAILS`] or [`PROBES`].
 pub const MAIN_SECTIONS: [&str; 5] = ["What this run supports", "Headline", "Headline by scope", "Per system", "Plots"];
 
+/// How the pages are written: wide tables; whether `compactions.md` is written beside them (linked from
+/// the main page).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PageOptions {
+    pub wide: bool,
+    pub compactions_page: bool,
+}
+
 /// The report's pages: the main one (`report.md`) and the two it links.
 pub(super) struct Pages {
     pub main: String,
@@ -41,11 +49,12 @@ pub(super) fn pages(
     scopes: &[aggregate::ScopeFigures],
     claims: &[supports::Claim],
     plots: &PlotList,
-    wide: bool,
+    options: PageOptions,
 ) -> Pages {
+    let wide = options.wide;
     let summaries = summarize(plan, cells);
     let labels = grader_check::check(plan, cells);
-    let mut main = main_page(plan, cells, &summaries, scopes, claims, &labels, wide);
+    let mut main = main_page(plan, cells, &summaries, scopes, claims, &labels, options);
     plots_section(&mut main, run_dir, plots);
     Pages {
         main,
@@ -63,7 +72,7 @@ fn main_page(
     scopes: &[aggregate::ScopeFigures],
     claims: &[supports::Claim],
     labels: &grader_check::Labels,
-    wide: bool,
+    PageOptions { wide, compactions_page }: PageOptions,
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# compactbench report: {}\n", plan.name);
@@ -83,6 +92,13 @@ fn main_page(
         md,
         "- [{PROBES}]({PROBES}): the probe figures of every point, the paired probe comparisons{grader}, what each strategy keeps at the compression points by probe kind, and the breakdowns by source, kind, origin and compression ordinal."
     );
+    if compactions_page {
+        let page = super::rework::PAGE;
+        let _ = writeln!(
+            md,
+            "- [{page}]({page}): what the agent did after each of its own compactions (files read again, commands run again, prompts restated, turns to its next edit), the chain of summaries by ordinal, each compaction's cost in the prompt cache, and the cache model against the recorded usage."
+        );
+    }
     md.push_str("- `results/`: every figure with its n and interval, `{events,conversations,points,scopes}.{parquet,csv,json}`, `claims.{csv,json}`, `probes.{csv,parquet}`; raw cells: `cells/`.\n\n");
     md.push_str(&supports::markdown(plan, cells, claims));
     if let Some(line) = grader_check::main_line(labels, PROBES) {
@@ -323,7 +339,7 @@ fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: O
 fn systems_section(md: &mut String, plan: &Plan, cells: &[CellResult]) {
     if let Some(t) = systems::per_system(plan, cells) {
         md.push_str("## Per system\n\n");
-        md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Tokens vs none*: the sum of every request's size and the summarizer's tokens against the same replay without compression; *early-only retention*: share of the probes whose answer only the early history holds that are still answerable from the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *storms*: compressions that left the request at or above the strategy's own trigger (– where the trigger is not a token count); *overflows*: requests larger than the window.\n\n");
+        md.push_str("Each agent's policy as modelled in `replay/strategies/` (`compactbench strategies`). *Tokens vs none*: the sum of every request's size and the summarizer's tokens against the same replay without compression; *early-only retention*: share of the probes whose answer only the early history holds that are still answerable from the final history; *compressions*: COMPRESSED and CONTENT_TRUNCATED events; *storms*: compressions that left the request at or above the strategy's own trigger (– where the trigger is not a token count); *overflows*: requests larger than the window; *invalid*: requests right after a compression that a provider would reject for a fault the compression introduced (an orphaned function call or response, roles out of turn, an empty part; `invalid_requests`).\n\n");
         md.push_str(&t.markdown());
         md.push_str("\n\n");
     }
@@ -394,7 +410,7 @@ mod tests {
         let plan = plan_of("configs/default.toml");
         let key = (1..=plan.points.len()).map(|i| (i, format!("point {i}"), 0.9, 0.4)).collect();
         let plots = PlotList { pareto_key: key, ..Default::default() };
-        let pages = pages(Path::new("/run"), &plan, &[], &[], &[], &plots, false);
+        let pages = pages(Path::new("/run"), &plan, &[], &[], &[], &plots, PageOptions::default());
         let sections: Vec<&str> = pages.main.lines().filter_map(|l| l.strip_prefix("## ")).collect();
         let order: Vec<usize> = sections
             .iter()

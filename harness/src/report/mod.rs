@@ -18,6 +18,7 @@ mod markdown;
 mod plot_list;
 pub mod plots;
 mod probe_section;
+pub mod rework;
 pub mod summary;
 pub mod supports;
 pub mod systems;
@@ -167,6 +168,11 @@ pub fn build_with_progress(
         .map_err(|source| ReportError::Results { path: results.clone(), source })?;
     probe_section::write_probe_rows(&plan, &cells, &results)
         .map_err(|source| ReportError::Results { path: results.join("probes.csv"), source })?;
+    let rework = rework::read(&plan, &cells);
+    if let Some(reading) = &rework {
+        rework::write_results(reading, &results)
+            .map_err(|source| ReportError::Results { path: results.join("rework.csv"), source })?;
+    }
     stage("claims".into(), 0.46);
     let claims = supports::claims(&plan, &cells);
     supports::write_claims(&claims, &results)
@@ -174,9 +180,16 @@ pub fn build_with_progress(
     stage("plots".into(), 0.47);
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
     stage(format!("pages: {}, {}, {}", markdown::MAIN, markdown::DETAILS, markdown::PROBES), 0.51);
-    let md = markdown::pages(run_dir, &plan, &cells, &scopes, &claims, &plots, wide);
+    let options = markdown::PageOptions { wide, compactions_page: rework.is_some() };
+    let md = markdown::pages(run_dir, &plan, &cells, &scopes, &claims, &plots, options);
+    let after = rework.as_ref().map(|reading| rework::markdown(&plan, reading));
     let mut pages = Vec::new();
-    for (name, text) in [(markdown::MAIN, &md.main), (markdown::DETAILS, &md.details), (markdown::PROBES, &md.probes)] {
+    let mut written =
+        vec![(markdown::MAIN, &md.main), (markdown::DETAILS, &md.details), (markdown::PROBES, &md.probes)];
+    if let Some(text) = &after {
+        written.push((rework::PAGE, text));
+    }
+    for (name, text) in written {
         let path = run_dir.join(name);
         crate::fsutil::write_atomic(&path, text.as_bytes())?;
         pages.push(path);

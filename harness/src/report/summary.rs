@@ -268,7 +268,7 @@ pub const TABLE_WIDTH: usize = 120;
 
 /// Metrics shown by default, in order, with the priority at which they are dropped to fit the width
 /// (higher goes first); `--wide` shows every metric.
-const DEFAULT_COLUMNS: [(&str, u8); 17] = [
+const DEFAULT_COLUMNS: [(&str, u8); 18] = [
     ("tokens_vs_none", 0),
     ("early_only_retention", 0),
     ("overflowed_conversations", 0),
@@ -280,6 +280,7 @@ const DEFAULT_COLUMNS: [(&str, u8); 17] = [
     ("compressing_share", 2),
     ("cached_usd_vs_none", 2),
     ("failed", 2),
+    ("invalid_requests", 2),
     ("verification_retention_gain", 3),
     ("cache_hit_share", 3),
     ("hidden_inflation_events", 3),

@@ -1,6 +1,7 @@
 //! The per-system table: each strategy that models another agent's policy (and the reference and `none`
 //! beside them), with its cost, what it kept, how often it compressed, how often a compression left the
-//! request above its own trigger (a storm) and how often the window overflowed.
+//! request above its own trigger (a storm), how often the window overflowed and how many requests after a
+//! compression a provider would reject.
 
 use super::Table;
 use crate::compress::CompressionStatus;
@@ -47,6 +48,7 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
         "compressions",
         "storms ↓",
         "overflow req. ↓",
+        "invalid req. ↓",
     ];
     let mut rows = Vec::new();
     for (p, s) in plan.points.iter().zip(&summaries).filter(|(p, _)| p.slice.is_none()) {
@@ -76,6 +78,7 @@ fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<St
         compressions.to_string(),
         s.figure("storm_events").map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "–".into()),
         total("overflow_requests"),
+        total("invalid_requests"),
     ]
 }
 

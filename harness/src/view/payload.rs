@@ -171,6 +171,10 @@ pub struct ConversationChunk {
     pub strings: Vec<String>,
     /// By cell index.
     pub cells: BTreeMap<usize, CellDetail>,
+    /// What the agent did after each of its own recorded compactions (`crate::rework`), read from the
+    /// recording; empty where it recorded none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rework: Vec<crate::rework::CompactionRework>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -429,6 +433,7 @@ pub fn build(
                     chunk.probes =
                         rec.probes.iter().map(|p| (p.id.clone(), recording::shown_probe(p, clean))).collect();
                     chunk.probe_problem = rec.probe_problem.as_ref().map(|p| clean.clean(p));
+                    chunk.rework = crate::rework::conversation_rework(&rec.conversation).compactions;
                     None
                 }
                 Some(Err(e)) => Some(clean.clean(e)),

@@ -403,11 +403,12 @@ fn the_literal_check_finds_a_planted_name() {
 /// run at the bottom, the CLI at the top); a module may import its own layer's modules.
 #[test]
 fn the_binary_crate_imports_only_downwards() {
-    const LAYERS: [&[&str]; 9] = [
+    const LAYERS: [&[&str]; 10] = [
         &["exit"],
         &["stats", "pricing"],
         &["data"],
         &["probes"],
+        &["rework"],
         &["metrics"],
         &["sweep"],
         &["report"],

@@ -16,7 +16,7 @@ const TOLERANCE_PP: f64 = 5.0;
 
 /// The independent pooled shares of one corpus: (since the session's start, since the previous compaction),
 /// each as (named, edited).
-fn independent(corpus: &str) -> ((u64, u64), (u64, u64)) {
+fn independent(corpus: &str) -> ((u64, u64), (u64, u64), u64) {
     let script = repo().join("harness/tests/data/independent_edit_recall.py");
     let out = std::process::Command::new("python3")
         .arg(&script)
@@ -32,12 +32,30 @@ fn independent(corpus: &str) -> ((u64, u64), (u64, u64)) {
         let n = |k: &str| c[key][k].as_u64().unwrap_or_else(|| panic!("{corpus}: {key}.{k} missing"));
         (n("named"), n("edited"))
     };
-    (pair("since_start"), pair("since_previous"))
+    (pair("since_start"), pair("since_previous"), c["compactions"].as_u64().unwrap_or(0))
+}
+
+/// The rework reading's own count (`results/rework.csv`, issue #38): compactions, and the files changed
+/// since the session's start and named by each summary, pooled: (rows, (named, edited)).
+fn rework_edit_recall(out: &std::path::Path) -> (u64, (u64, u64)) {
+    let text = std::fs::read_to_string(out.join("results/rework.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("rework.csv has a header").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let (named, edited) = (col("files_edited_named"), col("files_edited_before"));
+    let (mut rows, mut pooled) = (0, (0, 0));
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        rows += 1;
+        pooled.0 += f[named].parse::<u64>().unwrap_or_else(|_| panic!("files_edited_named: {line}"));
+        pooled.1 += f[edited].parse::<u64>().unwrap();
+    }
+    (rows, pooled)
 }
 
 /// Runs the corpus's config (`recorded` alone; its raw logs imported afresh into the run's directory) and returns `recorded`'s
-/// artifact probes at compressions: (kept, pairs).
-fn recorded_artifacts_kept(config: &str) -> (u64, u64) {
+/// artifact probes at compressions: (kept, pairs), and the rework reading's count ([`rework_edit_recall`]).
+fn recorded_artifacts_kept(config: &str) -> ((u64, u64), (u64, (u64, u64))) {
     let mut cfg = SweepConfig::load(&repo().join(config)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     // Only `recorded`'s cells are read: each cell is one (point, conversation) replay, so the other
@@ -72,7 +90,7 @@ fn recorded_artifacts_kept(config: &str) -> (u64, u64) {
             kept += u64::from(f[retained] == "true");
         }
     }
-    (kept, pairs)
+    ((kept, pairs), rework_edit_recall(&out))
 }
 
 fn pct((a, b): (u64, u64)) -> f64 {
@@ -93,8 +111,20 @@ fn check(corpus: &str, config: &str) {
         );
         return;
     }
-    let (start, previous) = independent(corpus);
-    let grader = recorded_artifacts_kept(config);
+    let (start, previous, compactions) = independent(corpus);
+    let (grader, (rework_rows, rework)) = recorded_artifacts_kept(config);
+    // The rework reading (results/rework.csv) lists every compaction and counts the files each summary names
+    // of those changed before it as the independent script does.
+    let rework_report = format!(
+        "{corpus}: rework.csv {rework_rows} compactions, files changed and named {:.1} % ({}/{}); independent:          {compactions} compactions, {:.1} %",
+        pct(rework),
+        rework.0,
+        rework.1,
+        pct(start)
+    );
+    eprintln!("{rework_report}");
+    assert_eq!(rework_rows, compactions, "{rework_report}");
+    assert!((pct(rework) - pct(start)).abs() <= TOLERANCE_PP, "{rework_report}");
     let (ind, got) = (pct(start), pct(grader));
     let report = format!(
         "{corpus} ({config}): recorded's artifact probes kept at compressions {got:.1} % ({}/{}) vs the \

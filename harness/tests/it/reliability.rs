@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use crate::support::repo;
+use crate::support::{copy_dir, repo};
 
 const CONFIG: &str = r#"
 name = "reliability-test"
@@ -61,19 +61,6 @@ fn clean() -> &'static Path {
         (tmp, out)
     })
     .1
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let target = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &target);
-        } else {
-            std::fs::copy(&p, &target).unwrap();
-        }
-    }
 }
 
 fn copy_of_clean(tmp: &tempfile::TempDir, name: &str) -> PathBuf {

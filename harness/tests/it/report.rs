@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::support::repo;
+use crate::support::{copy_dir, repo};
 
 const CONFIG: &str = r#"
 name = "gate-test"
@@ -44,19 +44,6 @@ fn baseline() -> &'static Path {
         (tmp, out)
     })
     .1
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let target = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &target);
-        } else {
-            std::fs::copy(&p, &target).unwrap();
-        }
-    }
 }
 
 /// A copy of the baseline with every stored cell rewritten by `f`.
@@ -387,7 +374,7 @@ fn the_committed_baseline_main_page_is_one_page() {
 fn report_pages(dir: &Path) -> String {
     let main = std::fs::read_to_string(dir.join(report::MAIN)).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut all = main.clone();
-    for page in [report::DETAILS, report::PROBES] {
+    for page in [report::DETAILS, report::PROBES, report::rework::PAGE] {
         if main.contains(&format!("]({page})")) {
             all.push_str(&std::fs::read_to_string(dir.join(page)).unwrap_or_else(|e| panic!("{page}: {e}")));
         }
@@ -478,4 +465,31 @@ fn compare_tables_runs_side_by_side_and_pools_their_pairs() {
     assert_eq!(n, 2 * convs, "{pooled}");
     let delta: f64 = pooled.split(' ').next().unwrap().parse().unwrap();
     assert!((delta - (share(&mine[4]) - share(&theirs[4]))).abs() <= 0.11, "{pooled} vs {mine:?} {theirs:?}");
+}
+
+/// Issue #38: a run that replays an agent's own compactions links `compactions.md`, which lists every one
+/// of them (the committed long-session report: 19), and its results hold one rework row per compaction.
+#[test]
+fn the_long_session_report_shows_what_happened_after_each_compaction() {
+    let dir = repo().join("reports/long-sessions");
+    let main = std::fs::read_to_string(dir.join(report::MAIN)).unwrap();
+    let page = report::rework::PAGE;
+    assert!(main.lines().any(|l| l.starts_with(&format!("- [{page}]({page}): "))), "{page} not linked");
+    let text = std::fs::read_to_string(dir.join(page)).unwrap();
+    let every = text.split("## Every compaction").nth(1).expect("the per-compaction table");
+    let rows = every.lines().filter(|l| l.starts_with("| claude-code-long ")).count();
+    assert_eq!(rows, 19, "{every}");
+    for section in [
+        "## Rework after a compaction",
+        "## Is a file the summary did not name re-read more often?",
+        "## Chains of compactions",
+        "## The cache model against the recorded usage",
+    ] {
+        assert!(text.contains(section), "{section} missing");
+    }
+    let rework = csv(&dir.join("results/rework.csv"));
+    assert_eq!(rework.len(), 19);
+    assert!(rework.iter().all(|r| r["summary_readable"] == "true"));
+    // The baseline replays no agent's compactions: no such page.
+    assert!(!baseline().join(page).exists());
 }

@@ -12,7 +12,7 @@ use compactbench::sweep::SweepConfig;
 use serde::Deserialize;
 use std::sync::Arc;
 
-use crate::support::{repo, sweep};
+use crate::support::{copy_dir, repo, sweep};
 
 /// Keep the newest `keep_last` Contents once the last request passes `trigger × window`.
 struct KeepLast;
@@ -277,4 +277,82 @@ fn the_cline_modes_have_distinct_labels() {
     let labels: Vec<String> =
         config.points().unwrap().iter().filter(|p| p.strategy.kind() == "cline").map(|p| p.short_label()).collect();
     assert_eq!(labels, ["cline mode=summary", "cline mode=truncate"]);
+}
+
+/// Issue #38: a planted compressor that drops the model Contents holding function calls from the older half
+/// of the history but keeps their responses. Its requests after each compression carry orphaned responses:
+/// counted (`invalid_requests`, the violation on the event), where `none` and the reference count none on
+/// the same conversations, and the gate fails it against a valid baseline of the same configuration.
+#[test]
+fn a_compressor_that_orphans_responses_makes_invalid_requests_and_fails_the_gate() {
+    use compactbench::replay::validity::ViolationKind;
+    use compactbench::report::gate;
+    let script = repo().join("harness/tests/data/orphan_responses.py");
+    let text = format!(
+        "name = \"orphans\"\n\
+         datasets = [\"datasets/tau-bench/task001-trial0.json\", \"datasets/tau-bench/task012-trial0.json\", \
+                     \"datasets/swe-agent/BabyEncryption.json\", \"datasets/mini-swe-agent/astropy__astropy-14365.json\"]\n\
+         concurrency = 2\n\
+         [replay]\ntoken_limit = 4096\nprompt_count_source = \"measured\"\nsystem_prompt_tokens = 500\n\
+         [llm]\ncache_mode = \"off\"\n\
+         [grid]\nstrategy = [\"exec:python3 {}\", \"none\", \"gemini\"]\nsummarizer = [\"extractive\"]\n\
+         threshold = [0.5]\npreserve_fraction = [0.3]\nprompt = [\"v5\"]\nverification = [false]\n\
+         [grid.exec]\nthreshold = [0.5]\nkeep_fraction = [0.3]\ntimeout_secs = [60]\n",
+        script.display()
+    );
+    let config = SweepConfig::parse(&text, "orphans.toml").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let planted = tmp.path().join("planted");
+    let (_, summary) = sweep(&config, &planted, false);
+    assert_eq!(summary.failed, 0);
+
+    let exec = cells_of(&planted, "exec", &config);
+    assert_eq!(exec.len(), 4);
+    assert!(exec.iter().any(|c| c.result.invalid_requests > 0), "the planted compressor was never caught");
+    for c in &exec {
+        let flagged = c.result.events.iter().filter(|e| !e.request_violations.is_empty()).count() as u64;
+        assert_eq!(flagged, c.result.invalid_requests, "{}", c.cell.conversation);
+        for e in c.result.events.iter().filter(|e| !e.request_violations.is_empty()) {
+            assert!(
+                e.request_violations.iter().any(|v| v.kind == ViolationKind::OrphanResponse && v.call.is_some()),
+                "{:?}",
+                e.request_violations
+            );
+        }
+    }
+    for strategy in ["none", "gemini"] {
+        let cells = cells_of(&planted, strategy, &config);
+        assert_eq!(cells.len(), 4);
+        for c in &cells {
+            assert_eq!(c.result.invalid_requests, 0, "{strategy} {}", c.cell.conversation);
+            assert!(c.result.events.iter().all(|e| e.request_violations.is_empty()));
+        }
+    }
+    assert!(cells_of(&planted, "gemini", &config).iter().any(|c| c.result.compressed_events() > 0));
+
+    // A valid baseline of the same configuration: the planted run with the faults taken out.
+    let valid = tmp.path().join("valid");
+    copy_dir(&planted, &valid);
+    for mut c in exec {
+        c.result.invalid_requests = 0;
+        c.result.events.iter_mut().for_each(|e| e.request_violations.clear());
+        compactbench::sweep::runner::write_cell(&valid, &c).unwrap();
+    }
+    let rules = gate::Rules::load(&repo().join("configs/gate.toml")).unwrap();
+    let r = gate::compare(&valid, &planted, &rules).unwrap();
+    assert!(r.complete(), "{:?}", r.completeness);
+    let regressions: Vec<&gate::Check> = r.regressions().collect();
+    assert!(!r.passed());
+    assert!(
+        regressions.iter().all(|c| c.metric == "invalid_requests" && c.strategy == "exec"),
+        "{}",
+        gate::markdown(&r)
+    );
+    assert!(regressions[0].reason.as_deref().is_some_and(|w| w.contains("where the baseline has 0")));
+    assert!(gate::junit(&r).contains("invalid_requests: "), "{}", gate::junit(&r));
+    // Both valid, or both with the same faults: it passes.
+    assert!(gate::compare(&valid, &valid, &rules).unwrap().passed());
+    assert!(gate::compare(&planted, &planted, &rules).unwrap().passed());
+    // The faults gone from the current run: no regression either.
+    assert!(gate::compare(&planted, &valid, &rules).unwrap().regressions().all(|c| c.metric != "invalid_requests"));
 }

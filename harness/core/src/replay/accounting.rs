@@ -72,14 +72,18 @@ pub(super) fn opening_result(
 }
 
 /// Adds the next request, of `request` tokens whose first `cached` tokens repeat the previous request, next
-/// to the same request without compression.
+/// to the same request without compression; `per_request_cache`: also keep `cached` per request (the
+/// recording has the provider's cache traffic to compare it with).
 pub(super) fn record_request(
     result: &mut ConversationResult,
     uncompressed: &Uncompressed,
     token_limit: u64,
-    request: u64,
-    cached: u64,
+    (request, cached): (u64, u64),
+    per_request_cache: bool,
 ) {
+    if per_request_cache {
+        result.cached_request_tokens.push(cached);
+    }
     let k = result.requests;
     result.requests += 1;
     result.request_tokens.push(request);
@@ -107,6 +111,10 @@ pub(super) fn record_recorded_count(
         return;
     }
     result.recorded_request_tokens.push(super::counting::recorded_count(input, turn));
+    if !input.recorded_cache.is_empty() {
+        let read = input.recorded_cache.get(turn).copied().flatten().map(|u| u.read);
+        result.recorded_cache_read_tokens.push(read);
+    }
     if as_recorded && result.recorded_before_requests + 1 == result.recorded_request_tokens.len() {
         result.recorded_before_requests += 1;
     }

@@ -1,6 +1,7 @@
 //! Per-event and per-conversation figures recorded by a replay.
 
 use crate::compress::CompressionStatus;
+use crate::replay::validity::Violation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -227,6 +228,13 @@ pub struct CompressionEvent {
     pub first_summary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_summary: Option<String>,
+    /// What a provider would reject in the request sent right after an event that changed the history,
+    /// and that the same request without compression does not have ([`validity::introduced`]): empty when
+    /// the compression left a valid request (or changed nothing).
+    ///
+    /// [`validity::introduced`]: crate::replay::validity::introduced
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_violations: Vec<Violation>,
 }
 
 impl CompressionEvent {
@@ -273,7 +281,8 @@ pub struct ConversationResult {
     /// Σ over requests of the request size; the same replayed without compression.
     pub request_tokens_total: u64,
     pub none_request_tokens_total: u64,
-    /// Σ over requests of the prefix shared with the previous request (what a provider's prompt cache
+    /// Σ over requests of the prefix shared with the previous request (where the history's head changed,
+    /// only the system prompt and tools: `Uncompressed::cache_stable_overhead`) (what a provider's prompt cache
     /// would serve), with and without compression.
     pub cached_request_tokens_total: u64,
     pub none_cached_request_tokens_total: u64,
@@ -293,6 +302,14 @@ pub struct ConversationResult {
     /// compactions (the same history only for the strategy that replays them).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub recorded_before_requests: usize,
+    /// For conversations that record the provider's cache traffic (Claude Code), per request: the prefix the
+    /// cache model serves (the tokens shared with the previous request, as in `cached_request_tokens_total`)
+    /// and the agent's recorded `cache_read_input_tokens` (`None` where it recorded none), aligned with
+    /// `request_tokens` and `recorded_request_tokens`; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cached_request_tokens: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded_cache_read_tokens: Vec<Option<u64>>,
     /// The factor on every token count (`[replay] token_scale`: set, or calibrated from the recorded usage);
     /// absent when the counts are unscaled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -318,6 +335,11 @@ pub struct ConversationResult {
     pub overflow_requests: u64,
     #[serde(alias = "none_window_exceeded_requests")]
     pub none_overflow_requests: u64,
+    /// Requests right after an event that changed the history which a provider would reject for something
+    /// the compression introduced (an orphaned call or response, roles out of turn, an empty part, a request
+    /// over the window the uncompressed one fits): the events' [`CompressionEvent::request_violations`].
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub invalid_requests: u64,
     /// The largest uncompressed request a trigger sees: every request but the last (the trigger before a
     /// request sees the previous one's size, so no trigger ever sees the final request).
     #[serde(default)]
@@ -339,6 +361,10 @@ pub struct ConversationResult {
 pub type RequestPairs = Vec<(u64, u64)>;
 
 fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 

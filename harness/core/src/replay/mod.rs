@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod registry;
 pub mod strategies;
 pub mod strategy;
+pub mod validity;
 pub mod window;
 
 mod accounting;
@@ -47,8 +48,8 @@ pub use observer::{NoObserver, ReplayObserver};
 pub use registry::register;
 pub use run::{replay, replay_observed, replay_spec};
 pub use strategy::{
-    Compressor, CompressorSession, RecordedCompaction, SessionContext, Strategy, StrategyError, StrategySpec,
-    TurnInput, TurnOutcome,
+    CacheUsage, Compressor, CompressorSession, RecordedCompaction, SessionContext, Strategy, StrategyError,
+    StrategySpec, TurnInput, TurnOutcome,
 };
 pub use turns::replay_prepared;
 pub use uncompressed::Uncompressed;
@@ -256,6 +257,8 @@ pub struct ReplayInput<'a> {
     pub recorded_prompt_tokens: &'a [Option<u64>],
     /// What those counts measured.
     pub prompt_count_origin: PromptCountOrigin,
+    /// The cache traffic of those requests, aligned with `history` (empty when the source records none).
+    pub recorded_cache: &'a [Option<CacheUsage>],
     /// The agent's system prompt and tool declarations, when recorded (part of every request).
     pub system_instruction: Option<&'a str>,
     pub tools: Option<&'a Value>,
@@ -273,6 +276,7 @@ impl<'a> ReplayInput<'a> {
             history,
             recorded_prompt_tokens: &[],
             prompt_count_origin: PromptCountOrigin::None,
+            recorded_cache: &[],
             system_instruction: None,
             tools: None,
             recorded_compactions: &[],
@@ -445,6 +449,64 @@ mod tests {
         assert!(r.recorded_request_tokens.is_empty() && r.recorded_before_requests == 0);
         assert_eq!(r.request_tokens[0], 999 + history[0]);
         assert_eq!(r.token_limit, r.none_peak_request_tokens);
+    }
+
+    /// Issue #38: after a compaction the provider's cache still holds the system prompt and tools, not the
+    /// context the agent sends at the head of its messages; per-request figures sit beside the recorded
+    /// cache reads where the recording has them.
+    #[test]
+    fn after_a_compaction_the_cache_serves_only_the_system_prompt_and_tools() {
+        let h: Vec<Content> =
+            ["fix the parser", "reading it", "now the lexer", "reading that", "and the tests", "done"]
+                .iter()
+                .enumerate()
+                .map(|(i, t)| text(if i % 2 == 0 { "user" } else { "model" }, t))
+                .collect();
+        let history =
+            futures::executor::block_on(Uncompressed::new(&ReplayInput::history("t", &h), &Default::default()))
+                .unwrap()
+                .requests;
+        let mut recorded = vec![None; h.len()];
+        let mut cache = vec![None; h.len()];
+        for (k, i) in [1, 3, 5].into_iter().enumerate() {
+            recorded[i] = Some(20_000 + history[k]);
+            cache[i] = Some(CacheUsage { read: 100 * k as u64, written: 7 });
+        }
+        let compactions = [RecordedCompaction {
+            at: 4,
+            summary: "The user asked to fix the parser and lexer.".into(),
+            ..Default::default()
+        }];
+        let input = ReplayInput {
+            recorded_prompt_tokens: &recorded,
+            prompt_count_origin: PromptCountOrigin::ClaudeCodeApi,
+            recorded_compactions: &compactions,
+            recorded_cache: &cache,
+            ..ReplayInput::history("t", &h)
+        };
+        let settings = ReplaySettings {
+            overhead: OverheadSource::Recorded,
+            system_prompt_tokens: 3_000,
+            tool_declaration_tokens: 12_000,
+            ..Default::default()
+        };
+        let r = run(&strategies::recorded::spec(), input, &settings);
+        assert_eq!(r.recorded_overhead_tokens, Some(20_000));
+        assert_eq!(r.events.len(), 1);
+        assert_eq!(r.cached_request_tokens.len(), r.requests);
+        // Before the compaction the whole previous request is a cached prefix; after it, only the declared
+        // system prompt and tools (15,000 of the 20,000 fixed tokens).
+        assert_eq!(r.cached_request_tokens[..2], [0, r.request_tokens[0]]);
+        assert_eq!(r.cached_request_tokens[2], 15_000);
+        assert_eq!(r.cached_request_tokens_total, r.cached_request_tokens.iter().sum::<u64>());
+        assert_eq!(r.recorded_cache_read_tokens, [Some(0), Some(100), Some(200)]);
+        // Where the fixed part was measured from the system prompt and tools, all of it stays cached.
+        let measured = ReplaySettings { overhead: OverheadSource::Measured, ..settings.clone() };
+        let m = run(&strategies::recorded::spec(), input, &measured);
+        assert_eq!(m.cached_request_tokens[2], 15_000);
+        // Without recorded cache traffic no per-request figures are kept.
+        let bare = ReplayInput { recorded_cache: &[], ..input };
+        assert!(run(&strategies::recorded::spec(), bare, &settings).cached_request_tokens.is_empty());
     }
 
     #[test]

@@ -21,6 +21,11 @@ use std::sync::Arc;
 pub struct TurnInput<'a> {
     /// The stored history (without the pending request).
     pub stored: &'a [Content],
+    /// The request's pending user turns as recorded (tool results, or the user's next message): the replay
+    /// appends them after the session answers. A strategy modelling an agent that compacts after they are
+    /// in its history (Codex, OpenCode: mid-task, once the tool outputs are recorded) summarises them too
+    /// and says so with [`TurnOutcome::covers_until`].
+    pub pending: &'a [Content],
     /// `getLastPromptTokenCount()`: the size of the last request as the replay measured it.
     pub last_prompt_tokens: u64,
     /// `/compress` at this turn.
@@ -49,6 +54,10 @@ pub struct TurnOutcome {
     /// The stored history after a COMPRESSED result is `[env, ...new]` for the interactive caller; the
     /// candidate history (even when discarded) for "hidden inflation" measurements.
     pub candidate: Option<Vec<Content>>,
+    /// The replaced history also stands for the recorded Contents before this index that are still
+    /// pending (the agent compacted after they arrived, e.g. a tool result): they are not appended after it.
+    /// `None`: the pending turns follow the new history (the reference compresses before the new message).
+    pub covers_until: Option<usize>,
 }
 
 impl TurnOutcome {
@@ -60,6 +69,7 @@ impl TurnOutcome {
             replaced: Some(history),
             edits: Vec::new(),
             trace: None,
+            covers_until: None,
         }
     }
 
@@ -76,6 +86,7 @@ impl TurnOutcome {
             edits,
             trace: None,
             candidate: None,
+            covers_until: None,
         }
     }
 
@@ -90,6 +101,7 @@ impl TurnOutcome {
             edits: Vec::new(),
             trace: None,
             candidate: None,
+            covers_until: None,
         }
     }
 }
@@ -140,6 +152,16 @@ pub struct RecordedCompaction {
     pub preserved: Vec<Content>,
     /// What the recording says about the event (trigger, token counts before and after): a JSON object.
     pub extra: Option<crate::json::Value>,
+}
+
+/// The prompt-cache traffic the provider billed for one recorded request (Claude Code's
+/// `usage.cache_read_input_tokens` and `cache_creation_input_tokens`): part of the request's prompt tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheUsage {
+    /// Prompt tokens served from the cache.
+    pub read: u64,
+    /// Prompt tokens written to the cache by this request.
+    pub written: u64,
 }
 
 impl RecordedCompaction {

@@ -11,6 +11,7 @@ use super::observer::{first_pass_history, ReplayObserver};
 use super::stored::Stored;
 use super::strategy::{Compressor, CompressorSession, SessionContext, TurnInput, TurnOutcome};
 use super::uncompressed::Uncompressed;
+use super::validity;
 use super::{CompressAt, PromptCountSource, ReplayInput, ReplaySettings};
 use crate::compress::callers::overflow_check;
 use crate::compress::CompressionStatus;
@@ -64,6 +65,7 @@ pub async fn replay_prepared(
         pending_start: 0,
         previous_serials: None,
         changed_from: 0,
+        as_recorded: validity::Uncompressed::new(input.history, settings.env_text.as_deref()),
     };
     for (i, turn) in input.history.iter().enumerate() {
         if !history::is_model(turn) {
@@ -100,6 +102,8 @@ struct TurnLoop<'a> {
     previous_serials: Option<Vec<u64>>,
     /// The first stored Content the session has not seen as it is now.
     changed_from: usize,
+    /// The requests without compression, to check compressed ones against.
+    as_recorded: validity::Uncompressed<'a>,
 }
 
 /// One request as it stands before the session answers.
@@ -135,8 +139,17 @@ impl TurnLoop<'_> {
         llm: &dyn LanguageModel,
         observer: &mut dyn ReplayObserver,
     ) -> Result<(), ReplayError> {
-        let req = self.next_request(turn);
+        let mut req = self.next_request(turn);
         let mut outcome = self.outcome(&req, llm).await?;
+        // A replacement that stands for pending turns too: only the pending turns after it are sent.
+        if let (Some(until), Some(_)) = (outcome.covers_until, &outcome.replaced) {
+            let from = until.min(turn);
+            if from > self.pending_start {
+                let rest = &self.input.history[from..turn];
+                req.pending_tokens = self.stored.measured_of(rest).await.map_err(count_failed(turn))?;
+                self.pending_start = from;
+            }
+        }
         let status = outcome.info.compression_status;
         let edited = !outcome.edits.is_empty();
         if edited {
@@ -150,11 +163,12 @@ impl TurnLoop<'_> {
         self.result.events_by_status.add(status);
         let first_and_final =
             outcome.trace.as_ref().and_then(|t| Some((t.first_summary.clone()?, t.final_summary.clone()?)));
+        let changed = edited || outcome.replaced.is_some();
         self.apply_replacement(&req, outcome.replaced, edited).await?;
         if let Some(event) = event {
             self.record_event(event, first_and_final, observer).await;
         }
-        self.send(&req, model_turn).await
+        self.send(&req, model_turn, changed).await
     }
 
     fn next_request(&self, turn: usize) -> Request {
@@ -183,6 +197,7 @@ impl TurnLoop<'_> {
         }
         let input = TurnInput {
             stored: &self.stored.contents,
+            pending: &self.input.history[self.pending_start..req.turn],
             last_prompt_tokens: self.last_prompt,
             force: req.force,
             prompt_id: format!("{}-{}", self.input.id, req.turn),
@@ -257,9 +272,9 @@ impl TurnLoop<'_> {
         self.result.events.push(event);
     }
 
-    /// Sends the request: the pending user turns are appended and the request recorded; then the recorded
-    /// model turn is appended.
-    async fn send(&mut self, req: &Request, model_turn: &Content) -> Result<(), ReplayError> {
+    /// Sends the request: the pending user turns are appended and the request recorded (and checked, when
+    /// the history was `changed` just before it); then the recorded model turn is appended.
+    async fn send(&mut self, req: &Request, model_turn: &Content, changed: bool) -> Result<(), ReplayError> {
         let recorded = self.input.history;
         let pending = &recorded[self.pending_start..req.turn];
         let pending_parts: Vec<Value> = pending.iter().flat_map(|c| history::parts(c).iter().cloned()).collect();
@@ -271,6 +286,9 @@ impl TurnLoop<'_> {
             self.stored.push(c, known).await.map_err(count_failed(req.turn))?;
         }
         let request = self.record_request(req.turn);
+        if changed {
+            self.check_request(req, request);
+        }
         self.last_prompt = self.prompt_count_after(req.turn, request);
         let known = self.uncompressed.measures.get(req.turn).copied().flatten();
         self.stored.push(model_turn, known).await.map_err(count_failed(req.turn))?;
@@ -283,13 +301,45 @@ impl TurnLoop<'_> {
     fn record_request(&mut self, turn: usize) -> u64 {
         let overhead = self.uncompressed.overhead;
         let request = self.stored.measured() + overhead;
-        let cached = self.previous_serials.as_ref().map_or(0, |p| overhead + self.stored.shared_prefix_tokens(p));
+        // A history whose head changed (a summary replaced it) shares only the system prompt and tools with
+        // the previous request; see `Uncompressed::cache_stable_overhead`.
+        let cached = self.previous_serials.as_ref().map_or(0, |p| match self.stored.shared_prefix_tokens(p) {
+            0 => self.uncompressed.cache_stable_overhead,
+            shared => overhead + shared,
+        });
         self.previous_serials = Some(self.stored.serials());
-        accounting::record_request(&mut self.result, self.uncompressed, self.token_limit, request, cached);
+        let per_request_cache = !self.input.recorded_cache.is_empty();
+        accounting::record_request(
+            &mut self.result,
+            self.uncompressed,
+            self.token_limit,
+            (request, cached),
+            per_request_cache,
+        );
         // The replay sends the agent's own history until the agent compacts or the strategy changes it.
         let as_recorded = !self.compressed_any && turn < first_compaction_at(&self.input);
         accounting::record_recorded_count(&mut self.result, &self.input, turn, as_recorded);
         request
+    }
+
+    /// After a change of the history: what the request now sent (of `tokens` tokens) has that a provider
+    /// rejects and the same request without compression has not. The event records it and the conversation
+    /// counts the request.
+    fn check_request(&mut self, req: &Request, tokens: u64) {
+        let found = validity::violations(&self.stored.contents, tokens, self.token_limit);
+        if found.is_empty() {
+            return;
+        }
+        let none_tokens = self.uncompressed.requests.get(req.index).copied().unwrap_or(tokens);
+        let none = validity::violations(self.as_recorded.request(req.turn), none_tokens, self.token_limit);
+        let found = validity::introduced(found, &none);
+        if found.is_empty() {
+            return;
+        }
+        self.result.invalid_requests += 1;
+        if let Some(event) = self.result.events.last_mut().filter(|e| e.request == req.index) {
+            event.request_violations = found;
+        }
     }
 
     /// `getLastPromptTokenCount()` after request `turn`, which measured `request` tokens.

@@ -27,6 +27,14 @@ pub struct Uncompressed {
     pub overhead: u64,
     /// The overhead came from the recorded usage.
     pub overhead_recorded: bool,
+    /// The part of `overhead` the provider's cache still serves when the history's head changes (after a
+    /// compaction): the system prompt and tool declarations. It is `overhead` where that was measured from
+    /// them; where `overhead` came from the recorded usage it also holds what the agent sends at the head of
+    /// its messages (instruction files, reminders), which a compaction rewrites, so the stable part is the
+    /// recording's system prompt and tools (or `[replay] system_prompt_tokens + tool_declaration_tokens`
+    /// where it records none), at most `overhead`. Checked against Claude Code's recorded cache reads
+    /// (`compactions.md`).
+    pub cache_stable_overhead: u64,
     /// The factor on every count of the tokenizer (1 unless `[replay] token_scale` sets or calibrates one).
     pub scale: f64,
     /// The window the recording implies (see [`recorded_window`]), where it says anything of it.
@@ -143,9 +151,10 @@ impl Uncompressed {
             OverheadSource::Recorded => pass.recorded_stretch(input, counting).await?.first().copied(),
             OverheadSource::Measured => None,
         };
+        let declared = overhead(input, settings, counting).await?;
         let overhead = match first_recorded {
             Some((history, recorded)) => recorded.saturating_sub(history),
-            None => overhead(input, settings, counting).await?,
+            None => declared,
         };
         let recorded_peak = (0..input.history.len())
             .filter_map(|turn| recorded_count(input, turn))
@@ -160,6 +169,7 @@ impl Uncompressed {
             pending: pass.pending,
             overhead,
             overhead_recorded: first_recorded.is_some(),
+            cache_stable_overhead: declared.min(overhead),
             scale,
             recorded_window: recorded_window(input.prompt_count_origin, input.context_window, recorded_peak),
         })

@@ -62,7 +62,8 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         return Err(DatasetError::whole(file, "no user or assistant lines; not a Claude Code transcript"));
     }
     let chain = with_parallel_calls(&lines, main_chain(&lines));
-    let (b, recorded_compactions) = convert_chain(&lines, &chain, file, &mut imported)?;
+    let (mut b, recorded_compactions) = convert_chain(&lines, &chain, file, &mut imported)?;
+    let recorded_cache = b.take_cache();
     let (history, recorded_prompt_tokens) = b.finish();
     let mut on_chain = vec![false; lines.len()];
     chain.iter().for_each(|&i| on_chain[i] = true);
@@ -81,6 +82,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         meta,
         history,
         recorded_prompt_tokens,
+        recorded_cache,
         recorded_compactions,
         ..Default::default()
     });
@@ -373,6 +375,8 @@ fn convert_line(
             let counts: Vec<u64> = fields.iter().filter_map(|k| opt_count(usage.get(k))).collect();
             if !counts.is_empty() {
                 b.set_last_tokens(counts.iter().sum());
+                let [read, written] = [fields[2], fields[1]].map(|k| opt_count(usage.get(k)).unwrap_or(0));
+                b.set_last_cache(crate::CacheUsage { read, written });
             }
         }
     }

@@ -77,6 +77,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         tools: None,
         history,
         recorded_prompt_tokens,
+        recorded_cache: Vec::new(),
         recorded_compactions: compactions,
     };
     Ok(Imported { conversations: vec![conversation], warnings })

@@ -255,6 +255,8 @@ pub(crate) fn function_response_part(id: Option<&str>, name: &str, response: Val
 pub(crate) struct HistoryBuilder {
     history: Vec<Content>,
     tokens: Vec<Option<u64>>,
+    /// Cache traffic of the request behind each Content (aligned with `history`).
+    cache: Vec<Option<crate::CacheUsage>>,
     /// Call id → tool name of calls seen so far (ids can be reused: the latest wins).
     calls: HashMap<String, String>,
     /// The next push starts a new Content even when the role repeats (a recorded compaction lies between).
@@ -278,6 +280,7 @@ impl HistoryBuilder {
         }
         self.history.push(Value::object([("role", Value::str(role)), ("parts", Value::Array(parts))]));
         self.tokens.push(None);
+        self.cache.push(None);
     }
 
     pub fn push_text(&mut self, role: &str, text: &str) {
@@ -307,6 +310,23 @@ impl HistoryBuilder {
     }
 
     /// Records the prompt token count of the request that produced the last Content.
+    /// The cache traffic of the request that produced the last Content.
+    pub fn set_last_cache(&mut self, usage: crate::CacheUsage) {
+        if let Some(c) = self.cache.last_mut() {
+            *c = Some(usage);
+        }
+    }
+
+    /// The cache traffic per Content (empty when none was set); call before [`finish`](Self::finish).
+    pub fn take_cache(&mut self) -> Vec<Option<crate::CacheUsage>> {
+        let cache = std::mem::take(&mut self.cache);
+        if cache.iter().any(Option::is_some) {
+            cache
+        } else {
+            Vec::new()
+        }
+    }
+
     pub fn set_last_tokens(&mut self, n: u64) {
         if let Some(t) = self.tokens.last_mut() {
             *t = Some(n);

@@ -31,6 +31,13 @@ fn claude_code_compact_summary_is_a_recorded_compaction_not_a_turn() {
     assert_eq!(to_json(extra), r#"{"trigger":"manual","preTokens":14150}"#);
     assert_eq!(c.recorded_prompt_tokens.len(), c.history.len());
     assert_eq!(c.recorded_prompt_tokens[9], Some(11103));
+    // The cache traffic of the same requests, part of those counts (issue #38: the cache model is checked
+    // against it).
+    assert_eq!(c.recorded_cache.len(), c.history.len());
+    assert_eq!(c.recorded_cache[9], Some(crate::CacheUsage { read: 9000, written: 2100 }));
+    let counted = c.recorded_cache.iter().zip(&c.recorded_prompt_tokens).filter(|(u, _)| u.is_some());
+    assert!(counted.clone().count() >= 3);
+    assert!(counted.into_iter().all(|(u, n)| u.unwrap().read + u.unwrap().written <= n.unwrap()));
     assert_valid(&c);
 }
 
@@ -86,6 +93,8 @@ fn compactions_round_trip_and_are_absent_from_files_without_them() {
         write_conversation(&path, &c).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"recordedCompactions\": ["), "{name}");
+        // Claude Code records its cache traffic; Codex's importer keeps none, and the member is absent.
+        assert_eq!(text.contains("\"recordedCache\": ["), format == Format::ClaudeCode, "{name}");
         assert_eq!(load_conversation(&path).unwrap(), c, "{name}");
     }
     let plain = only(import_fixture("claude-code.jsonl", Format::ClaudeCode));

@@ -131,26 +131,51 @@ impl CompressorSession for CodexSession {
         if turn.stored.is_empty() || (!turn.force && orig < limit) {
             return Ok(TurnOutcome::noop(orig));
         }
+        // Codex compacts mid-task, once the tool outputs (or the user's new message) are in its history:
+        // the pending turns are compacted with the rest.
+        let whole: Vec<Content> = turn.stored.iter().chain(turn.pending).cloned().collect();
         // The whole history plus the prompt; the oldest items go first when it does not fit the window.
         let prompt_turn = history::user_text(&self.prompt);
         let mut from = 0;
-        let mut size = common::tokens(turn.stored) + common::content_tokens(&prompt_turn);
-        while size > self.p.token_limit && from + 1 < turn.stored.len() {
-            size -= common::content_tokens(&turn.stored[from]).min(size);
+        let mut size = common::tokens(&whole) + common::content_tokens(&prompt_turn);
+        while size > self.p.token_limit && from + 1 < whole.len() {
+            size -= common::content_tokens(&whole[from]).min(size);
             from += 1;
         }
-        let mut request = turn.stored[from..].to_vec();
+        let mut request = whole[from..].to_vec();
         request.push(prompt_turn);
         let id = format!("{}-compact", turn.prompt_id);
         let (summary, record) = call(llm, None, request, &id, self.p.max_output_tokens).await?;
-        let new = self.compacted(turn.stored, &summary);
-        Ok(common::summarized(orig, &summary, vec![record], turn.stored.len(), 0, new))
+        let new = self.compacted(&whole, &summary);
+        let mut outcome = common::summarized(orig, &summary, vec![record], whole.len(), 0, new);
+        outcome.covers_until = Some(turn.turn);
+        Ok(outcome)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::common::fixtures::*;
+    use crate::history::Content;
+
+    /// Issue #38 (regression): Codex compacts after the tool outputs are in its history. Compacting before the
+    /// pending tool result and appending it after the summary left a result whose call was gone.
+    #[test]
+    fn a_pending_tool_result_is_compacted_with_the_history() {
+        let h = session(2, 40);
+        // Stored up to the call of round 1; its result is pending.
+        let (stored, pending) = (&h[..6], &h[6..7]);
+        let llm = Recorder::new("SUMMARY");
+        let mut s = session_of("codex", serde_json::json!({}), 1000);
+        let turn = crate::replay::TurnInput { pending, turn: 7, ..turn(stored, 950) };
+        let out = futures::executor::block_on(s.before_request(turn, &llm)).unwrap();
+        assert_eq!(out.covers_until, Some(7));
+        let sent: String = llm.sent()[0].contents.iter().map(crate::json::to_string).collect();
+        assert!(sent.contains("1:xxxx"), "the pending result is summarised: {sent}");
+        let new = out.replaced.unwrap();
+        let calls = |c: &Content| crate::history::has_function_response(c) || crate::history::has_function_call(c);
+        assert!(!new.iter().any(calls));
+    }
 
     #[test]
     fn triggers_at_ninety_percent_and_keeps_only_user_messages_and_the_summary() {

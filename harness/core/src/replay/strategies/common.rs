@@ -246,6 +246,7 @@ pub mod fixtures {
     pub fn turn(stored: &[Content], last_prompt_tokens: u64) -> crate::replay::TurnInput<'_> {
         crate::replay::TurnInput {
             stored,
+            pending: &[],
             last_prompt_tokens,
             force: false,
             prompt_id: "t-1".into(),

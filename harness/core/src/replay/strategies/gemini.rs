@@ -288,6 +288,13 @@ impl CompressorSession for GeminiSession {
             full.extend(h);
             full
         });
-        Ok(TurnOutcome { info: out.info, replaced, edits: Vec::new(), trace: Some(out.trace), candidate })
+        Ok(TurnOutcome {
+            info: out.info,
+            replaced,
+            edits: Vec::new(),
+            trace: Some(out.trace),
+            candidate,
+            covers_until: None,
+        })
     }
 }

@@ -188,6 +188,7 @@ mod tests {
             stored.extend(tool_round(i));
             let turn = TurnInput {
                 stored: &stored,
+                pending: &[],
                 last_prompt_tokens: 100,
                 force: false,
                 prompt_id: "t".into(),

@@ -218,8 +218,11 @@ impl CompressorSession for OpenCodeSession {
             0 => (self.usable() / 4).clamp(2_000, 15_000),
             n => n,
         };
-        let cut = common::tail_start_by_tokens(turn.stored, budget);
-        let (mut head, tail) = turn.stored.split_at(cut);
+        // OpenCode compacts once a step has finished, its tool results in the history: the pending turns are
+        // part of what it summarises or keeps.
+        let whole: Vec<Content> = turn.stored.iter().chain(turn.pending).cloned().collect();
+        let cut = common::tail_start_by_tokens(&whole, budget);
+        let (mut head, tail) = whole.split_at(cut);
         let previous = match head.first() {
             Some(c) if is_summary(c) => {
                 head = &head[1..];
@@ -235,7 +238,9 @@ impl CompressorSession for OpenCodeSession {
         let (summary, record) = call(llm, None, request, &id, self.p.max_output_tokens).await?;
         let mut new = vec![history::user_text(&format!("{SUMMARY_HEADER}\n{summary}"))];
         new.extend_from_slice(tail);
-        Ok(common::summarized(orig, &summary, vec![record], head.len(), tail.len(), new))
+        let mut outcome = common::summarized(orig, &summary, vec![record], head.len(), tail.len(), new);
+        outcome.covers_until = Some(turn.turn);
+        Ok(outcome)
     }
 }
 

@@ -6,10 +6,11 @@
 //!
 //! The compactions reach the session through [`SessionContext`] (the replay hands each session its
 //! conversation's). A compaction at `at` fires before the first request whose model turn is at or after
-//! `at`: the stored history (everything before that request's pending user turn) is replaced, and the
-//! pending turn is appended after it. When the agent compacted inside a pending turn (after a tool result,
-//! before its next request), that turn therefore stays verbatim after the summary. `/compress` (forced)
-//! turns are ignored: the recording already says when the agent compacted.
+//! `at`: the stored history is replaced, and of that request's pending user turns only those at or after
+//! `at` are appended after it. When the agent compacted after a pending turn arrived (a tool result, before
+//! its next request), the summary covers that turn as it did for the agent ([`TurnOutcome::covers_until`]);
+//! appending it would leave a tool result whose call the summary replaced, a request no provider accepts
+//! (issue #38). `/compress` (forced) turns are ignored: the recording already says when the agent compacted.
 
 use crate::compress::{CompressTrace, CompressionStatus};
 use crate::llm::LanguageModel;
@@ -102,6 +103,9 @@ impl CompressorSession for RecordedSession {
         let mut outcome = TurnOutcome::summarized(orig, new, new_history, trace);
         // The agent compacted whatever the sizes were: never reported as an inflation the replay discards.
         outcome.info.compression_status = CompressionStatus::Compressed;
+        // Its summary stands for everything before `at`, pending turns included (a tool result that arrived
+        // before the agent compacted): they are not appended after it, as the agent did not send them.
+        outcome.covers_until = Some(c.at);
         Ok(outcome)
     }
 }
@@ -209,6 +213,44 @@ mod tests {
         let second = vec![kept[0].clone(), kept[1].clone(), history::user_text("second summary")];
         assert_eq!(seen.events[1].1, second);
         assert_eq!(seen.end, curated([second, h[6..].to_vec()].concat()));
+    }
+
+    /// Issue #38 (regression): the agent compacted after a tool result arrived, so its summary covers the
+    /// result; appending it after the summary left a response whose call was gone, a request no provider
+    /// accepts (14 of them on claude-code-long).
+    #[test]
+    fn a_tool_result_the_agent_compacted_after_is_covered_by_its_summary() {
+        let call = |id: &str| {
+            crate::json::parse(format!(r#"{{"role":"model","parts":[{{"functionCall":{{"id":"{id}","name":"Bash","args":{{"command":"cargo test"}}}}}}]}}"#).as_bytes()).unwrap()
+        };
+        let result = |id: &str| {
+            crate::json::parse(format!(r#"{{"role":"user","parts":[{{"functionResponse":{{"id":"{id}","name":"Bash","response":{{"output":"2 failed"}}}}}}]}}"#).as_bytes()).unwrap()
+        };
+        let h = vec![
+            history::user_text("Make the tests pass."),
+            call("t1"),
+            result("t1"),
+            history::model_text("Two tests fail; fixing the flag order."),
+            history::user_text("Now the changelog."),
+            call("t2"),
+            result("t2"),
+            history::model_text("Still failing: the parser."),
+        ];
+        // Claude Code compacted at 7: after the result at 6, before its next request.
+        let summary = "Summary: the tests fail in the parser; the changelog is next.";
+        let (r, seen) = replay_with(&h, &[compaction(7, summary, Vec::new())], &spec());
+        assert_eq!(r.error, None);
+        assert_eq!(r.events.iter().map(|e| e.turn).collect::<Vec<_>>(), [7]);
+        // The summary alone, the covered result not appended after it; the request is valid.
+        assert_eq!(seen.events[0].1, [history::user_text(summary)]);
+        assert_eq!(seen.end, [history::user_text(summary), h[7].clone()]);
+        assert_eq!(r.invalid_requests, 0, "{:?}", r.events[0].request_violations);
+        assert_eq!(r.events[0].request_tokens_after, r.request_tokens[r.events[0].request]);
+        // A compaction at the pending turn itself (before it arrived) still keeps it after the summary.
+        let (r, seen) = replay_with(&h, &[compaction(4, summary, Vec::new())], &spec());
+        assert_eq!(seen.events[0].1, [history::user_text(summary)]);
+        assert_eq!(r.invalid_requests, 0);
+        assert!(seen.end.iter().any(|c| history::visible_text(c).contains("Now the changelog.")));
     }
 
     #[test]

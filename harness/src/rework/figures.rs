@@ -1,0 +1,421 @@
+//! The corpus figures of the rework reading, each defined once here (formulas in `harness/docs/rework.md`):
+//! rates after a compaction beside the control span, the named / not-named re-read comparison within strata
+//! of similar files, the chain of summaries by ordinal, and each compaction's cost in the prompt cache.
+
+use super::{CompactionRework, FileAfterCompaction, CACHE_WRITE_MULTIPLIER};
+use crate::pricing::Price;
+use crate::stats;
+use std::collections::BTreeMap;
+
+/// A figure with its bootstrap 95 % interval (over compactions) and its n.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figure {
+    pub value: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub n: usize,
+}
+
+impl Figure {
+    fn of(n: usize, stat: impl Fn(&[usize]) -> Option<f64>) -> Figure {
+        let all: Vec<usize> = (0..n).collect();
+        let value = stat(&all);
+        let (low, high) = match value.and_then(|_| stats::bootstrap(n, &stat)) {
+            Some((l, h)) => (Some(l), Some(h)),
+            None => (None, None),
+        };
+        Figure { value, low, high, n }
+    }
+}
+
+fn ratio(num: f64, den: f64) -> Option<f64> {
+    (den > 0.0).then(|| num / den)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 0 { (v[m - 1] + v[m]) / 2.0 } else { v[m] })
+}
+
+/// Per 10 model turns: the figure's unit for re-reads and repeated commands.
+const PER_TURNS: f64 = 10.0;
+
+/// The rework figures of one corpus.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReworkFigures {
+    pub compactions: usize,
+    /// Re-reads per 10 model turns after the compaction, over the control span, and their difference.
+    pub rereads_after: Figure,
+    pub rereads_control: Figure,
+    pub rereads_added: Figure,
+    /// Repeated commands per 10 model turns, the same three.
+    pub repeats_after: Figure,
+    pub repeats_control: Figure,
+    pub repeats_added: Figure,
+    /// Share of the prompts typed after a compaction that restate an earlier one.
+    pub restated_share: Figure,
+    /// Medians over compactions with an edit in their span: turns and tokens to the first edit, and the
+    /// re-read share of those tokens.
+    pub turns_to_first_edit: Option<f64>,
+    pub tokens_to_first_edit: Option<f64>,
+    pub reread_share_to_first_edit: Option<f64>,
+    pub with_edit: usize,
+    /// Re-read rate of files the summary names minus files it does not, within strata of similar files
+    /// (Mantel–Haenszel weights); the raw difference; the pairs on each side.
+    pub named_minus_not: Figure,
+    pub named_minus_not_raw: Figure,
+    pub named_rate: Option<f64>,
+    pub not_named_rate: Option<f64>,
+    pub named_pairs: usize,
+    pub not_named_pairs: usize,
+}
+
+/// How many times a file was touched before the compaction: 1, 2–3, 4 or more.
+fn weight_stratum(f: &FileAfterCompaction) -> usize {
+    match f.reads_before + f.edits_before {
+        0 | 1 => 0,
+        2 | 3 => 1,
+        _ => 2,
+    }
+}
+
+/// How recently: within the last 10 model turns, 11–50, longer ago.
+fn recency_stratum(f: &FileAfterCompaction) -> usize {
+    match f.turns_since_touch {
+        0..=10 => 0,
+        11..=50 => 1,
+        _ => 2,
+    }
+}
+
+/// The stratum of a (compaction, file) pair: weight × recency × whether the file was changed.
+pub fn stratum(f: &FileAfterCompaction) -> (usize, usize, bool) {
+    (weight_stratum(f), recency_stratum(f), f.edits_before > 0)
+}
+
+/// Mantel–Haenszel risk difference of re-reading, named minus not named, over strata; `None` when no stratum
+/// holds both.
+pub fn stratified_difference(files: &[&FileAfterCompaction]) -> Option<f64> {
+    let mut strata: BTreeMap<(usize, usize, bool), [f64; 4]> = BTreeMap::new(); // named reread, named, not reread, not
+    for f in files {
+        let s = strata.entry(stratum(f)).or_default();
+        let Some(named) = f.named else { continue };
+        if named {
+            s[0] += f.reread as u8 as f64;
+            s[1] += 1.0;
+        } else {
+            s[2] += f.reread as u8 as f64;
+            s[3] += 1.0;
+        }
+    }
+    let (mut num, mut den) = (0.0, 0.0);
+    for [a, n1, c, n0] in strata.values() {
+        if *n1 == 0.0 || *n0 == 0.0 {
+            continue;
+        }
+        let w = n1 * n0 / (n1 + n0);
+        num += w * (a / n1 - c / n0);
+        den += w;
+    }
+    ratio(num, den)
+}
+
+fn raw_difference(files: &[&FileAfterCompaction]) -> Option<f64> {
+    let rate = |named: bool| {
+        let side: Vec<_> = files.iter().filter(|f| f.named == Some(named)).collect();
+        ratio(side.iter().filter(|f| f.reread).count() as f64, side.len() as f64)
+    };
+    Some(rate(true)? - rate(false)?)
+}
+
+/// The corpus figures over its compactions and their (compaction, file) pairs.
+pub fn rework_figures(rows: &[CompactionRework], files: &[FileAfterCompaction]) -> ReworkFigures {
+    let n = rows.len();
+    let sum = |s: &[usize], f: fn(&CompactionRework) -> usize| s.iter().map(|&i| f(&rows[i]) as f64).sum::<f64>();
+    let per = |num: fn(&CompactionRework) -> usize, den: fn(&CompactionRework) -> usize| {
+        move |s: &[usize]| ratio(PER_TURNS * sum(s, num), sum(s, den))
+    };
+    let after_rr = per(|r| r.rereads, |r| r.turns_after);
+    let control_rr = per(|r| r.control_rereads, |r| r.control_turns);
+    let after_rc = per(|r| r.repeated_commands, |r| r.turns_after);
+    let control_rc = per(|r| r.control_repeated_commands, |r| r.control_turns);
+    let with_edit: Vec<&CompactionRework> = rows.iter().filter(|r| r.turns_to_first_edit.is_some()).collect();
+    // The (compaction, file) pairs of each compaction, to resample compactions as whole clusters.
+    let key = |r: &CompactionRework| (r.conversation.clone(), r.ordinal);
+    let by_compaction: BTreeMap<(String, usize), Vec<&FileAfterCompaction>> =
+        files.iter().fold(BTreeMap::new(), |mut m, f| {
+            m.entry((f.conversation.clone(), f.ordinal)).or_default().push(f);
+            m
+        });
+    let pairs_of = |s: &[usize]| -> Vec<&FileAfterCompaction> {
+        s.iter().flat_map(|&i| by_compaction.get(&key(&rows[i])).cloned().unwrap_or_default()).collect()
+    };
+    let all_pairs = pairs_of(&(0..n).collect::<Vec<_>>());
+    let side_rate = |named: bool| {
+        let side: Vec<_> = all_pairs.iter().filter(|f| f.named == Some(named)).collect();
+        (ratio(side.iter().filter(|f| f.reread).count() as f64, side.len() as f64), side.len())
+    };
+    let ((named_rate, named_pairs), (not_named_rate, not_named_pairs)) = (side_rate(true), side_rate(false));
+    ReworkFigures {
+        compactions: n,
+        rereads_after: Figure::of(n, after_rr),
+        rereads_control: Figure::of(n, control_rr),
+        rereads_added: Figure::of(n, |s| Some(after_rr(s)? - control_rr(s)?)),
+        repeats_after: Figure::of(n, after_rc),
+        repeats_control: Figure::of(n, control_rc),
+        repeats_added: Figure::of(n, |s| Some(after_rc(s)? - control_rc(s)?)),
+        restated_share: Figure::of(n, |s| ratio(sum(s, |r| r.restated_prompts), sum(s, |r| r.prompts_after))),
+        turns_to_first_edit: median(with_edit.iter().filter_map(|r| r.turns_to_first_edit.map(|x| x as f64)).collect()),
+        tokens_to_first_edit: median(
+            with_edit.iter().filter_map(|r| r.tokens_to_first_edit.map(|x| x as f64)).collect(),
+        ),
+        reread_share_to_first_edit: median(with_edit.iter().filter_map(|r| r.reread_share_to_first_edit).collect()),
+        with_edit: with_edit.len(),
+        named_minus_not: Figure::of(n, |s| stratified_difference(&pairs_of(s))),
+        named_minus_not_raw: Figure::of(n, |s| raw_difference(&pairs_of(s))),
+        named_rate,
+        not_named_rate,
+        named_pairs,
+        not_named_pairs,
+    }
+}
+
+/// The chain of summaries at one compaction ordinal (`3` stands for 3rd and later).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OrdinalFigures {
+    pub ordinal: usize,
+    pub compactions: usize,
+    pub summary_tokens_median: Option<f64>,
+    /// Σ files changed before and named / Σ files changed before.
+    pub edited_named_share: Option<f64>,
+    /// Σ of the previous summary's files this one no longer names / Σ files the previous one named.
+    pub previous_files_dropped_share: Option<f64>,
+    /// The same for the typed prompts the previous summary echoed.
+    pub previous_prompts_dropped_share: Option<f64>,
+}
+
+/// Ordinals at and past this one are pooled in one row.
+pub const POOLED_ORDINAL: usize = 3;
+
+pub fn ordinal_figures(rows: &[CompactionRework]) -> Vec<OrdinalFigures> {
+    let mut out = Vec::new();
+    for ordinal in 1..=POOLED_ORDINAL {
+        let at: Vec<&CompactionRework> = rows
+            .iter()
+            .filter(|r| if ordinal == POOLED_ORDINAL { r.ordinal >= ordinal } else { r.ordinal == ordinal })
+            .collect();
+        if at.is_empty() {
+            continue;
+        }
+        let sum = |f: fn(&CompactionRework) -> Option<usize>| at.iter().filter_map(|r| f(r)).sum::<usize>() as f64;
+        out.push(OrdinalFigures {
+            ordinal,
+            compactions: at.len(),
+            summary_tokens_median: median(
+                at.iter().filter(|r| r.summary_readable).map(|r| r.summary_tokens as f64).collect(),
+            ),
+            edited_named_share: ratio(
+                sum(|r| r.files_edited_named),
+                sum(|r| r.files_edited_named.map(|_| r.files_edited_before)),
+            ),
+            previous_files_dropped_share: ratio(
+                sum(|r| r.previous_named_files_dropped),
+                sum(|r| r.previous_named_files),
+            ),
+            previous_prompts_dropped_share: ratio(
+                sum(|r| r.previous_echoed_prompts_dropped),
+                sum(|r| r.previous_echoed_prompts),
+            ),
+        });
+    }
+    out
+}
+
+/// What one compaction cost in the prompt cache and when it paid for itself (Claude Code's recorded usage).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CompactionCost {
+    /// The summary call: the history before it read from the cache, the summary written as output (USD).
+    pub summary_call_usd: f64,
+    /// The first request after it writing its new prefix to the cache (USD).
+    pub cache_write_usd: f64,
+    /// Each later request reads `tokens_before − tokens_after` fewer tokens from the cache (USD).
+    pub saving_per_request_usd: f64,
+    /// Requests after the compaction until the saving covers the two costs; `None` when it saves nothing.
+    pub break_even_requests: Option<u64>,
+}
+
+/// The cost of a compaction at these prices, where its row has the recorded counts it needs.
+pub fn compaction_cost(r: &CompactionRework, price: &Price) -> Option<CompactionCost> {
+    let (before, after, written) = (r.tokens_before?, r.tokens_after?, r.cache_written_after?);
+    let m = 1e-6;
+    let summary_call_usd =
+        before as f64 * price.cached_input_per_mtok * m + r.summary_tokens as f64 * price.output_per_mtok * m;
+    let cache_write_usd = written as f64 * price.input_per_mtok * CACHE_WRITE_MULTIPLIER * m;
+    let saving_per_request_usd = before.saturating_sub(after) as f64 * price.cached_input_per_mtok * m;
+    let break_even_requests = (saving_per_request_usd > 0.0)
+        .then(|| ((summary_call_usd + cache_write_usd) / saving_per_request_usd).ceil() as u64);
+    Some(CompactionCost { summary_call_usd, cache_write_usd, saving_per_request_usd, break_even_requests })
+}
+
+pub fn median_of(values: Vec<f64>) -> Option<f64> {
+    median(values)
+}
+
+/// One request where both the cache model and the recording give a cached share.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CacheRequest {
+    /// Request index in the conversation.
+    pub request: usize,
+    /// The model's share: the prefix shared with the previous request / the replayed request.
+    pub predicted: f64,
+    /// The recording's: `cache_read / (input + cache_read + cache_creation)`.
+    pub recorded: f64,
+    /// The first request after one of the agent's compactions.
+    pub after_compaction: bool,
+}
+
+/// The requests of one replay of the agent's own history (`recorded`) that both sides measure:
+/// `cached`/`requests` from the cache model, `read`/`recorded` from the usage, aligned; `compaction_requests`:
+/// indices of the first request after each compaction.
+pub fn cache_requests(
+    requests: &[u64],
+    cached: &[u64],
+    recorded: &[Option<u64>],
+    read: &[Option<u64>],
+    compaction_requests: &[usize],
+) -> Vec<CacheRequest> {
+    let mut out = Vec::new();
+    for (k, (&req, &c)) in requests.iter().zip(cached).enumerate() {
+        let (Some(Some(total)), Some(Some(r))) = (recorded.get(k), read.get(k)) else { continue };
+        // The first request has no previous one: the model serves nothing and the agent's cache holds its
+        // system prompt from earlier sessions; it says nothing about the model.
+        if k == 0 || req == 0 || *total == 0 {
+            continue;
+        }
+        out.push(CacheRequest {
+            request: k,
+            predicted: c as f64 / req as f64,
+            recorded: *r as f64 / *total as f64,
+            after_compaction: compaction_requests.contains(&k),
+        });
+    }
+    out
+}
+
+/// The cache model against the recorded usage over a corpus's requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CacheCheck {
+    pub requests: usize,
+    /// Median |predicted − recorded| share, in share units (0.01 = 1 pp).
+    pub median_abs_error: Option<f64>,
+    /// Mean predicted − recorded: > 0 where the model predicts more cached than the provider served.
+    pub mean_error: Option<f64>,
+    /// Share of requests within 10 pp.
+    pub within_10pp: Option<f64>,
+    /// The same median over the first requests after compactions, and their number.
+    pub after_compaction_median_abs_error: Option<f64>,
+    pub after_compaction_requests: usize,
+}
+
+/// How far the cache model may be from the recording on the median request and still count as agreeing.
+pub const CACHE_AGREEMENT_PP: f64 = 0.10;
+
+pub fn cache_check(requests: &[CacheRequest]) -> CacheCheck {
+    let errors: Vec<f64> = requests.iter().map(|r| (r.predicted - r.recorded).abs()).collect();
+    let after: Vec<f64> =
+        requests.iter().filter(|r| r.after_compaction).map(|r| (r.predicted - r.recorded).abs()).collect();
+    CacheCheck {
+        requests: requests.len(),
+        median_abs_error: median(errors.clone()),
+        mean_error: ratio(requests.iter().map(|r| r.predicted - r.recorded).sum(), requests.len() as f64),
+        within_10pp: ratio(errors.iter().filter(|e| **e <= CACHE_AGREEMENT_PP).count() as f64, errors.len() as f64),
+        after_compaction_requests: after.len(),
+        after_compaction_median_abs_error: median(after),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(named: bool, touches: usize, reread: bool, conversation: &str) -> FileAfterCompaction {
+        FileAfterCompaction {
+            conversation: conversation.into(),
+            ordinal: 1,
+            file: String::new(),
+            named: Some(named),
+            reads_before: touches,
+            edits_before: 0,
+            turns_since_touch: 5,
+            reread,
+        }
+    }
+
+    #[test]
+    fn the_stratified_difference_compares_named_and_unnamed_files_of_the_same_weight_only() {
+        // Heavy files are re-read whether named or not, light ones never; the summary names mostly heavy
+        // ones. Raw: named re-read far more; within strata: no difference.
+        let mut files = Vec::new();
+        for _ in 0..8 {
+            files.push(pair(true, 5, true, "a"));
+        }
+        files.push(pair(false, 5, true, "a"));
+        files.push(pair(true, 1, false, "a"));
+        for _ in 0..8 {
+            files.push(pair(false, 1, false, "a"));
+        }
+        let refs: Vec<&FileAfterCompaction> = files.iter().collect();
+        assert!(raw_difference(&refs).unwrap() > 0.7);
+        assert_eq!(stratified_difference(&refs), Some(0.0));
+        // Unnamed files of the same weight re-read more: negative.
+        files.push(pair(false, 1, true, "a"));
+        files.push(pair(false, 1, true, "a"));
+        let refs: Vec<&FileAfterCompaction> = files.iter().collect();
+        assert!(stratified_difference(&refs).unwrap() < 0.0);
+        // No stratum with both sides: no figure.
+        assert_eq!(stratified_difference(&[&pair(true, 1, true, "a"), &pair(false, 5, true, "a")]), None);
+    }
+
+    #[test]
+    fn a_compaction_pays_for_itself_when_the_smaller_requests_have_saved_its_cost() {
+        let price = Price { input_per_mtok: 3.0, cached_input_per_mtok: 0.3, output_per_mtok: 15.0 };
+        let r = CompactionRework {
+            tokens_before: Some(160_000),
+            tokens_after: Some(50_000),
+            summary_tokens: 3_000,
+            cache_written_after: Some(30_000),
+            ..Default::default()
+        };
+        let c = compaction_cost(&r, &price).unwrap();
+        assert!((c.summary_call_usd - (0.048 + 0.045)).abs() < 1e-9);
+        assert!((c.cache_write_usd - 0.1125).abs() < 1e-9);
+        assert!((c.saving_per_request_usd - 0.033).abs() < 1e-9);
+        assert_eq!(c.break_even_requests, Some(7)); // 0.2055 / 0.033 = 6.2
+        assert!(compaction_cost(&CompactionRework { tokens_after: None, ..r.clone() }, &price).is_none());
+        let none_saved = CompactionRework { tokens_after: Some(170_000), ..r };
+        assert_eq!(compaction_cost(&none_saved, &price).unwrap().break_even_requests, None);
+    }
+
+    #[test]
+    fn the_cache_check_compares_requests_both_sides_measure_and_skips_the_first() {
+        let q = cache_requests(
+            &[100, 200, 300, 50],
+            &[0, 100, 200, 10],
+            &[Some(100), Some(200), None, Some(60)],
+            &[Some(90), Some(100), Some(5), Some(30)],
+            &[3],
+        );
+        assert_eq!(q.iter().map(|r| r.request).collect::<Vec<_>>(), [1, 3]);
+        assert!((q[0].predicted - 0.5).abs() < 1e-12 && (q[0].recorded - 0.5).abs() < 1e-12);
+        assert!(q[1].after_compaction && (q[1].predicted - 0.2).abs() < 1e-12 && (q[1].recorded - 0.5).abs() < 1e-12);
+        let c = cache_check(&q);
+        assert_eq!((c.requests, c.after_compaction_requests), (2, 1));
+        assert!((c.median_abs_error.unwrap() - 0.15).abs() < 1e-12);
+        assert!((c.within_10pp.unwrap() - 0.5).abs() < 1e-12);
+        assert!((c.mean_error.unwrap() + 0.15).abs() < 1e-12);
+    }
+}

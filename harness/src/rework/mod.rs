@@ -1,0 +1,605 @@
+//! What happened after each of the agent's own compactions, read from the recording: the rework the
+//! agent did (files read again, commands run again, instructions the user typed again), how long it took to
+//! make its next change, what each summary carried over from the one before, and what the compaction cost
+//! in the provider's prompt cache. Pure functions of an imported conversation; figures are defined in
+//! `harness/docs/rework.md` and rendered by `report::rework`.
+//!
+//! The span after compaction *n* runs from the first Content after it to the next compaction or the end.
+//! Every count is also taken over a **control span**: the same number of model turns just before the
+//! compaction, counted against what came before that span. Agents re-read and re-run as they work; the
+//! difference between the two spans is what the compaction added.
+
+pub mod calls;
+pub mod figures;
+
+use crate::datasets::Conversation;
+use crate::history::{self, Content};
+use crate::json::Value;
+use crate::probes::grade::{self, Haystack};
+use crate::probes::grader::Grader;
+use crate::probes::{Probe, ProbeKind, ProbeOrigin};
+use calls::{file_key, Action};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A typed prompt restates an earlier one when at least this share of its key words (stems of words of four
+/// letters or more, stop words out) are key words of one earlier prompt.
+pub const RESTATED_SHARE: f64 = 0.6;
+/// A summary echoes a typed prompt when at least this share of the prompt's key words occur in it.
+pub const ECHOED_SHARE: f64 = 0.5;
+/// Prompts with fewer key words than this are never counted as restated (`continue`, `yes`, `go on`).
+pub const MIN_PROMPT_WORDS: usize = 3;
+/// Anthropic bills a write to the 5-minute prompt cache at 1.25 × the input price
+/// (<https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing>).
+pub const CACHE_WRITE_MULTIPLIER: f64 = 1.25;
+
+/// One compaction the agent made, and what followed it (one row of `results/rework.csv`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CompactionRework {
+    pub conversation: String,
+    /// 1 for the session's first compaction, 2 for the second, …
+    pub ordinal: usize,
+    /// Index in the recorded history of the first Content after the compaction.
+    pub at: usize,
+    /// The request before the compaction as the agent counted it (Claude Code: `preTokens`; else the last
+    /// recorded request before it).
+    pub tokens_before: Option<u64>,
+    /// The first recorded request after it.
+    pub tokens_after: Option<u64>,
+    /// The summary, o200k tokens (of the placeholder where the summary is unreadable).
+    pub summary_tokens: u64,
+    /// The recording holds the summary's text (Codex 0.140+ stores it encrypted: what it names is unknown,
+    /// and every "named" figure of the compaction is empty).
+    pub summary_readable: bool,
+    /// Model turns from the compaction to the next one or the end.
+    pub turns_after: usize,
+    /// File reads after it; of those, reads of a file read or changed before it (re-reads), split by whether
+    /// the summary (or the messages the agent kept beside it) names the file.
+    pub reads_after: usize,
+    pub rereads: usize,
+    pub rereads_named: Option<usize>,
+    pub rereads_not_named: Option<usize>,
+    /// The same count over the control span (as many model turns just before the compaction).
+    pub control_turns: usize,
+    pub control_reads: usize,
+    pub control_rereads: usize,
+    /// Shell commands after it; of those, commands run before it, word for word (whitespace collapsed).
+    pub commands_after: usize,
+    pub repeated_commands: usize,
+    pub control_commands: usize,
+    pub control_repeated_commands: usize,
+    /// Prompts the user typed after it; of those, prompts that restate one typed before it.
+    pub prompts_after: usize,
+    pub restated_prompts: usize,
+    /// Model turns, and o200k tokens of the Contents the agent added, from the compaction to its first
+    /// change of a file (empty when it changed none before the span ends); the share of those tokens that
+    /// are re-read file outputs.
+    pub turns_to_first_edit: Option<usize>,
+    pub tokens_to_first_edit: Option<u64>,
+    pub reread_share_to_first_edit: Option<f64>,
+    /// Files changed since the session's start, and of those the ones the summary names.
+    pub files_edited_before: usize,
+    pub files_edited_named: Option<usize>,
+    /// Of the session's files the previous summary named, how many this one names no longer (empty for a
+    /// first compaction); the same for the user's typed prompts the previous summary echoed.
+    pub previous_named_files: Option<usize>,
+    pub previous_named_files_dropped: Option<usize>,
+    pub previous_echoed_prompts: Option<usize>,
+    pub previous_echoed_prompts_dropped: Option<usize>,
+    /// Cache traffic of the first request after it (Claude Code records it): tokens read from and written to
+    /// the prompt cache.
+    pub cache_read_after: Option<u64>,
+    pub cache_written_after: Option<u64>,
+}
+
+/// One (compaction, file) pair: a file read or changed before the compaction, and whether the agent read it
+/// again after (one row of `results/rework_files.csv`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FileAfterCompaction {
+    pub conversation: String,
+    pub ordinal: usize,
+    pub file: String,
+    /// The summary (or the messages kept beside it) names the file, by the project's path rule; empty when
+    /// the summary is not readable.
+    pub named: Option<bool>,
+    /// Reads and changes of the file before the compaction.
+    pub reads_before: usize,
+    pub edits_before: usize,
+    /// Model turns between the file's last read or change and the compaction.
+    pub turns_since_touch: usize,
+    /// Read again between the compaction and the next one (or the end).
+    pub reread: bool,
+}
+
+/// What the rework reading gives for one conversation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConversationRework {
+    pub compactions: Vec<CompactionRework>,
+    pub files: Vec<FileAfterCompaction>,
+}
+
+/// A tool call or typed prompt, placed in the history.
+#[derive(Clone, Debug)]
+struct Event {
+    /// Index of the Content.
+    at: usize,
+    /// Model turns before it (its turn's ordinal).
+    turn: usize,
+    kind: EventKind,
+}
+
+#[derive(Clone, Debug)]
+enum EventKind {
+    Read { file: String, output_tokens: u64 },
+    Edit(Vec<String>),
+    Command(String),
+    Prompt(BTreeSet<String>),
+}
+
+const STOP_WORDS: &[&str] = &[
+    "this", "that", "with", "from", "have", "what", "when", "where", "which", "there", "their", "then", "than", "them",
+    "they", "will", "would", "could", "should", "into", "also", "just", "like", "make", "sure", "please", "about",
+    "some", "more", "does", "done", "need", "want", "lets", "let's", "okay", "yeah", "it's", "don't",
+];
+
+/// A user text the user typed (not a command wrapper, reminder or injected context).
+fn is_typed_prompt(text: &str) -> bool {
+    let t = text.trim_start();
+    !(t.is_empty()
+        || t.starts_with('<')
+        || t.starts_with("[Request interrupted")
+        || t.starts_with("Caveat:")
+        || t.starts_with("# AGENTS.md")
+        || t.starts_with("This session is being continued"))
+}
+
+/// The key words of a prompt: stems of its alphabetic words of four letters or more, stop words out.
+fn key_words(grader: &Grader, text: &str) -> BTreeSet<String> {
+    grade::tokens(text)
+        .iter()
+        .filter(|w| w.chars().count() >= 4 && w.chars().all(char::is_alphabetic) && !STOP_WORDS.contains(&w.as_str()))
+        .map(|w| grader.key(w))
+        .collect()
+}
+
+fn share_within(words: &BTreeSet<String>, of: &BTreeSet<String>) -> f64 {
+    if words.is_empty() {
+        return 0.0;
+    }
+    words.iter().filter(|w| of.contains(*w)).count() as f64 / words.len() as f64
+}
+
+/// The o200k tokens of a function response answering call `id`, searched in the Contents after `at`.
+fn response_tokens(h: &[Content], at: usize, id: Option<&str>) -> u64 {
+    for c in h.iter().skip(at + 1).take(2) {
+        for p in history::parts(c) {
+            let Some(r) = history::function_response(p) else { continue };
+            let rid = r.get("id").and_then(Value::as_str);
+            if id.is_none() || rid == id {
+                let alone = Value::object([("role", Value::str("user")), ("parts", Value::Array(vec![p.clone()]))]);
+                return crate::tokens::o200k_count_text(&grade::content_text(&alone));
+            }
+        }
+    }
+    0
+}
+
+/// Every read, change, command and typed prompt of the recording, in order.
+fn events(conv: &Conversation, grader: &Grader, cwd: Option<&str>) -> Vec<Event> {
+    let h = &conv.history;
+    let mut out = Vec::new();
+    let mut turn = 0;
+    for (i, c) in h.iter().enumerate() {
+        if history::is_model(c) {
+            for (action, id) in calls::actions(c) {
+                let kind = match action {
+                    Action::Read(f) => {
+                        EventKind::Read { file: file_key(&f, cwd), output_tokens: response_tokens(h, i, id.as_deref()) }
+                    }
+                    Action::Edit(fs) => EventKind::Edit(fs.iter().map(|f| file_key(f, cwd)).collect()),
+                    Action::Command(cmd) => EventKind::Command(cmd),
+                    Action::Other => continue,
+                };
+                out.push(Event { at: i, turn, kind });
+            }
+            turn += 1;
+        } else if history::is_user(c) {
+            for p in history::parts(c) {
+                let Some(text) = history::part_text(p).map(|t| t.to_str_lossy().into_owned()) else { continue };
+                if is_typed_prompt(&text) {
+                    out.push(Event { at: i, turn, kind: EventKind::Prompt(key_words(grader, &text)) });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `text` names `file`: the project's path rule (any form that identifies it; no word of change
+/// needed), and also any suffix of two components or more even when another file ends the same way (a
+/// session that works in several git worktrees of one repository has each file once per worktree, and a
+/// summary names it relative to the repository).
+fn names_file(grader: &Grader, hay: &Haystack, file: &str) -> bool {
+    let parts: Vec<&str> = file.trim_start_matches('/').split('/').collect();
+    let accept: Vec<String> = (2..parts.len()).map(|k| parts[parts.len() - k..].join("/")).collect();
+    let probe = Probe {
+        id: String::new(),
+        conversation: String::new(),
+        kind: ProbeKind::Recall,
+        question: String::new(),
+        gold: file.to_string(),
+        accept,
+        terms: Vec::new(),
+        evidence: Vec::new(),
+        source: ProbeOrigin::Auto,
+        note: None,
+    };
+    let m = grader.matcher(&probe);
+    let index = grader.index(hay, std::slice::from_ref(&m));
+    grader.kept(&m, hay, &index).is_some()
+}
+
+/// A file as results show it: relative to the session's working directory, else its last two components
+/// after `…/`. A results file never holds the machine's home directory or user name.
+fn shown_path(file: &str, cwd: Option<&str>) -> String {
+    if let Some(rest) = cwd.and_then(|root| file.strip_prefix(&format!("{}/", root.trim_end_matches('/')))) {
+        return rest.to_string();
+    }
+    if !file.starts_with('/') && !file.starts_with('~') {
+        return file.to_string();
+    }
+    let parts: Vec<&str> = file.rsplit('/').take(2).collect();
+    format!("…/{}", parts.into_iter().rev().collect::<Vec<_>>().join("/"))
+}
+
+/// The working directory the recording gives (`meta.extra.cwd`).
+fn cwd_of(conv: &Conversation) -> Option<String> {
+    conv.meta.extra.as_ref().and_then(|e| e.get("cwd")).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The rework after each of the conversation's recorded compactions (none when it records none).
+pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
+    let compactions = &conv.recorded_compactions;
+    if compactions.is_empty() {
+        return ConversationRework::default();
+    }
+    let cwd = cwd_of(conv);
+    let grader = Grader::of_conversation(conv, &[]);
+    let h = &conv.history;
+    let all = events(conv, &grader, cwd.as_deref());
+    let turn_at: Vec<usize> = {
+        let mut t = 0;
+        h.iter()
+            .map(|c| {
+                let here = t;
+                t += history::is_model(c) as usize;
+                here
+            })
+            .collect()
+    };
+    let turn_of = |at: usize| turn_at.get(at).copied().unwrap_or_else(|| turn_at.last().copied().unwrap_or(0) + 1);
+    let mut out = ConversationRework::default();
+    let mut previous: Option<(BTreeSet<String>, Vec<usize>)> = None;
+    let prompts: Vec<(usize, &BTreeSet<String>)> = all
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Prompt(w) if w.len() >= MIN_PROMPT_WORDS => Some((e.at, w)),
+            _ => None,
+        })
+        .collect();
+    for (n, c) in compactions.iter().enumerate() {
+        let start = c.at;
+        let end = compactions.get(n + 1).map_or(h.len(), |next| next.at);
+        let (start_turn, end_turn) = (turn_of(start), turn_of(end));
+        let span_turns = end_turn.saturating_sub(start_turn);
+        let control_start_turn = start_turn.saturating_sub(span_turns);
+        let readable = !c.extra.as_ref().and_then(|e| e.get("summaryOpaque")).and_then(Value::as_bool).unwrap_or(false);
+        let continued = c.history();
+        let hay = grade::history_haystack(&continued);
+        let before: Vec<&Event> = all.iter().filter(|e| e.at < start).collect();
+        let after: Vec<&Event> = all.iter().filter(|e| e.at >= start && e.at < end).collect();
+        let control: Vec<&Event> = before.iter().copied().filter(|e| e.turn >= control_start_turn).collect();
+        let earlier_than_control: Vec<&Event> =
+            before.iter().copied().filter(|e| e.turn < control_start_turn).collect();
+
+        // Files touched before, with their weight, and whether the summary names them.
+        let mut touched: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new(); // reads, edits, last turn
+        for e in &before {
+            match &e.kind {
+                EventKind::Read { file, .. } => {
+                    let t = touched.entry(file.clone()).or_default();
+                    t.0 += 1;
+                    t.2 = e.turn;
+                }
+                EventKind::Edit(files) => {
+                    for f in files {
+                        let t = touched.entry(f.clone()).or_default();
+                        t.1 += 1;
+                        t.2 = e.turn;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let named: BTreeSet<String> = touched.keys().filter(|f| names_file(&grader, &hay, f)).cloned().collect();
+        let reads = |span: &[&Event], known: &dyn Fn(&str) -> bool| {
+            let mut total = 0;
+            let mut again = Vec::new();
+            for e in span {
+                if let EventKind::Read { file, .. } = &e.kind {
+                    total += 1;
+                    if known(file) {
+                        again.push(file.clone());
+                    }
+                }
+            }
+            (total, again)
+        };
+        let (reads_after, rereads) = reads(&after, &|f| touched.contains_key(f));
+        let touched_before_control: BTreeSet<String> = earlier_than_control
+            .iter()
+            .flat_map(|e| match &e.kind {
+                EventKind::Read { file, .. } => vec![file.clone()],
+                EventKind::Edit(files) => files.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let (control_reads, control_rereads) = reads(&control, &|f| touched_before_control.contains(f));
+        let commands = |span: &[&Event], earlier: &[&Event]| {
+            let run: BTreeSet<&str> = earlier
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::Command(c) => Some(c.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let cmds: Vec<&str> = span
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::Command(c) => Some(c.as_str()),
+                    _ => None,
+                })
+                .collect();
+            (cmds.len(), cmds.iter().filter(|c| run.contains(*c)).count())
+        };
+        let (commands_after, repeated_commands) = commands(&after, &before);
+        let (control_commands, control_repeated_commands) = commands(&control, &earlier_than_control);
+        let earlier_prompts: Vec<&BTreeSet<String>> =
+            prompts.iter().filter(|(at, _)| *at < start).map(|p| p.1).collect();
+        let after_prompts: Vec<&Event> =
+            after.iter().copied().filter(|e| matches!(e.kind, EventKind::Prompt(_))).collect();
+        let restated_prompts = after_prompts
+            .iter()
+            .filter(|e| match &e.kind {
+                EventKind::Prompt(w) if w.len() >= MIN_PROMPT_WORDS => {
+                    earlier_prompts.iter().any(|q| share_within(w, q) >= RESTATED_SHARE)
+                }
+                _ => false,
+            })
+            .count();
+
+        // Up to the first change of a file.
+        let first_edit = after.iter().find(|e| matches!(e.kind, EventKind::Edit(_)));
+        let (turns_to_first_edit, tokens_to_first_edit, reread_share_to_first_edit) = match first_edit {
+            Some(e) => {
+                let tokens: u64 =
+                    h[start..e.at].iter().map(|c| crate::tokens::o200k_count_text(&grade::content_text(c))).sum();
+                let reread_tokens: u64 = after
+                    .iter()
+                    .filter(|x| x.at < e.at)
+                    .filter_map(|x| match &x.kind {
+                        EventKind::Read { file, output_tokens } if touched.contains_key(file) => Some(*output_tokens),
+                        _ => None,
+                    })
+                    .sum();
+                let share = (tokens > 0).then(|| (reread_tokens as f64 / tokens as f64).min(1.0));
+                (Some(e.turn - start_turn), Some(tokens), share)
+            }
+            None => (None, None, None),
+        };
+        let edited: BTreeSet<&String> = touched.iter().filter(|(_, w)| w.1 > 0).map(|(f, _)| f).collect();
+        let files_edited_named = edited.iter().filter(|f| named.contains(f.as_str())).count();
+        let summary_words = key_words(&grader, hay.normalized());
+        let echoed: Vec<usize> = prompts
+            .iter()
+            .enumerate()
+            .filter(|(_, (at, w))| *at < start && share_within(w, &summary_words) >= ECHOED_SHARE)
+            .map(|(i, _)| i)
+            .collect();
+        let (
+            previous_named_files,
+            previous_named_files_dropped,
+            previous_echoed_prompts,
+            previous_echoed_prompts_dropped,
+        ) = match &previous {
+            Some((prev_files, prev_prompts)) => (
+                Some(prev_files.len()),
+                Some(prev_files.iter().filter(|f| !named.contains(*f)).count()),
+                Some(prev_prompts.len()),
+                Some(prev_prompts.iter().filter(|i| !echoed.contains(i)).count()),
+            ),
+            None => (None, None, None, None),
+        };
+        for (file, &(reads_before, edits_before, last_turn)) in &touched {
+            out.files.push(FileAfterCompaction {
+                conversation: conv.meta.id.clone(),
+                ordinal: n + 1,
+                file: shown_path(file, cwd.as_deref()),
+                named: readable.then(|| named.contains(file)),
+                reads_before,
+                edits_before,
+                turns_since_touch: start_turn.saturating_sub(last_turn + 1),
+                reread: rereads.contains(file),
+            });
+        }
+        let recorded_after =
+            (start..end).find_map(|i| conv.recorded_prompt_tokens.get(i).copied().flatten().filter(|&n| n > 0));
+        let cache_after = (start..end).find_map(|i| conv.recorded_cache.get(i).copied().flatten());
+        let tokens_before =
+            c.extra.as_ref().and_then(|e| e.get("preTokens")).and_then(Value::as_f64).map(|x| x as u64).or_else(|| {
+                (0..start).rev().find_map(|i| conv.recorded_prompt_tokens.get(i).copied().flatten().filter(|&n| n > 0))
+            });
+        out.compactions.push(CompactionRework {
+            conversation: conv.meta.id.clone(),
+            ordinal: n + 1,
+            at: start,
+            tokens_before,
+            tokens_after: recorded_after,
+            summary_tokens: crate::tokens::o200k_count_text(&c.summary),
+            summary_readable: readable,
+            turns_after: span_turns,
+            reads_after,
+            rereads: rereads.len(),
+            rereads_named: readable.then(|| rereads.iter().filter(|f| named.contains(*f)).count()),
+            rereads_not_named: readable.then(|| rereads.iter().filter(|f| !named.contains(*f)).count()),
+            control_turns: start_turn - control_start_turn,
+            control_reads,
+            control_rereads: control_rereads.len(),
+            commands_after,
+            repeated_commands,
+            control_commands,
+            control_repeated_commands,
+            prompts_after: after_prompts.len(),
+            restated_prompts,
+            turns_to_first_edit,
+            tokens_to_first_edit,
+            reread_share_to_first_edit,
+            files_edited_before: edited.len(),
+            files_edited_named: readable.then_some(files_edited_named),
+            previous_named_files,
+            previous_named_files_dropped,
+            previous_echoed_prompts,
+            previous_echoed_prompts_dropped,
+            cache_read_after: cache_after.map(|u| u.read),
+            cache_written_after: cache_after.map(|u| u.written),
+        });
+        previous = readable.then_some((named, echoed));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datasets::{ConversationMeta, RecordedCompaction};
+    use serde_json::json;
+
+    fn content(v: serde_json::Value) -> Content {
+        Value::from_serde(&v)
+    }
+    fn call(id: &str, name: &str, args: serde_json::Value) -> serde_json::Value {
+        json!({"functionCall": {"id": id, "name": name, "args": args}})
+    }
+    fn response(id: &str, name: &str, text: &str) -> serde_json::Value {
+        json!({"functionResponse": {"id": id, "name": name, "response": {"output": text}}})
+    }
+
+    /// A made-up session: the user asks for a fix, the agent reads and changes files, Claude Code-style
+    /// compaction, then the agent reads a named and an unnamed file again, reruns a command and the user
+    /// repeats the request.
+    fn session() -> Conversation {
+        let h = vec![
+            content(json!({"role": "user", "parts": [{"text": "Fix the parser so numbers with underscores work"}]})),
+            content(json!({"role": "model", "parts": [
+                call("r1", "Read", json!({"file_path": "/r/src/parse.rs"})),
+                call("b1", "Bash", json!({"command": "cargo test"}))]})),
+            content(
+                json!({"role": "user", "parts": [response("r1", "Read", "fn parse() {}"), response("b1", "Bash", "ok")]}),
+            ),
+            content(json!({"role": "model", "parts": [
+                call("e1", "Edit", json!({"file_path": "src/parse.rs", "old_string": "a", "new_string": "b"})),
+                call("r2", "Read", json!({"file_path": "/r/src/lex.rs"}))]})),
+            content(
+                json!({"role": "user", "parts": [response("e1", "Edit", "done"), response("r2", "Read", "fn lex() {}")]}),
+            ),
+            content(
+                json!({"role": "user", "parts": [{"text": "Fix the parser so numbers with underscores work please"}]}),
+            ),
+            content(json!({"role": "model", "parts": [
+                call("r3", "Read", json!({"file_path": "/r/src/lex.rs"})),
+                call("r4", "Read", json!({"file_path": "/r/src/parse.rs"})),
+                call("b2", "Bash", json!({"command": "cargo  test"}))]})),
+            content(json!({"role": "user", "parts": [
+                response("r3", "Read", "fn lex() {}"), response("r4", "Read", "fn parse() {}"), response("b2", "Bash", "ok")]})),
+            content(json!({"role": "model", "parts": [call("e2", "Edit", json!({"file_path": "/r/src/lex.rs"}))]})),
+            content(json!({"role": "user", "parts": [response("e2", "Edit", "done")]})),
+            content(json!({"role": "model", "parts": [{"text": "Done."}]})),
+        ];
+        Conversation {
+            meta: ConversationMeta {
+                id: "s".into(),
+                extra: Some(Value::from_serde(&json!({"cwd": "/r"}))),
+                ..Default::default()
+            },
+            history: h,
+            recorded_compactions: vec![RecordedCompaction {
+                at: 5,
+                summary: "Edited `src/parse.rs` to accept underscores in numbers.".into(),
+                extra: Some(Value::from_serde(&json!({"preTokens": 1000}))),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rework_after_a_compaction_counts_rereads_repeats_and_restated_prompts_against_the_summary() {
+        let r = conversation_rework(&session());
+        assert_eq!(r.compactions.len(), 1);
+        let c = &r.compactions[0];
+        assert_eq!((c.ordinal, c.at, c.turns_after, c.tokens_before), (1, 5, 3, Some(1000)));
+        assert_eq!((c.reads_after, c.rereads, c.rereads_named, c.rereads_not_named), (2, 2, Some(1), Some(1)));
+        // The control span: the two model turns before the compaction, against nothing before them.
+        assert_eq!((c.control_turns, c.control_reads, c.control_rereads), (2, 2, 0));
+        assert_eq!(
+            (c.commands_after, c.repeated_commands, c.control_commands, c.control_repeated_commands),
+            (1, 1, 1, 0)
+        );
+        assert_eq!((c.prompts_after, c.restated_prompts), (1, 1));
+        assert_eq!(c.turns_to_first_edit, Some(1));
+        assert!(c.tokens_to_first_edit.unwrap() > 0);
+        let share = c.reread_share_to_first_edit.unwrap();
+        assert!(share > 0.0 && share < 1.0, "{share}");
+        assert_eq!((c.files_edited_before, c.files_edited_named), (1, Some(1)));
+        assert_eq!(c.previous_named_files, None);
+        let files: Vec<(&str, Option<bool>, bool, usize, usize)> =
+            r.files.iter().map(|f| (f.file.as_str(), f.named, f.reread, f.reads_before, f.edits_before)).collect();
+        assert_eq!(files, [("src/lex.rs", Some(false), true, 1, 0), ("src/parse.rs", Some(true), true, 1, 1)]);
+        assert_eq!(shown_path("/home/me/other/x/y.rs", Some("/r")), "…/x/y.rs");
+    }
+
+    #[test]
+    fn an_unreadable_summary_leaves_every_named_figure_empty() {
+        let mut conv = session();
+        conv.recorded_compactions[0].extra = Some(Value::from_serde(&json!({"summaryOpaque": true})));
+        let r = conversation_rework(&conv);
+        let c = &r.compactions[0];
+        assert!(!c.summary_readable);
+        assert_eq!((c.rereads, c.rereads_named, c.files_edited_named), (2, None, None));
+        assert!(r.files.iter().all(|f| f.named.is_none()));
+        // Without preTokens the last recorded request before the compaction stands in (none here).
+        assert_eq!(c.tokens_before, None);
+    }
+
+    #[test]
+    fn a_second_compaction_reports_what_it_dropped_of_the_first_summary() {
+        let mut conv = session();
+        conv.recorded_compactions[0].summary =
+            "Edited `src/parse.rs` and read src/lex.rs. The user asked to fix the parser for numbers with underscores."
+                .into();
+        conv.recorded_compactions.push(RecordedCompaction {
+            at: 9,
+            summary: "Changed src/lex.rs.".into(),
+            ..Default::default()
+        });
+        let r = conversation_rework(&conv);
+        let second = &r.compactions[1];
+        assert_eq!(second.ordinal, 2);
+        // The first named parse.rs and lex.rs; the second names only lex.rs.
+        assert_eq!((second.previous_named_files, second.previous_named_files_dropped), (Some(2), Some(1)));
+        // The first echoed the typed request (both copies before the second compaction); the second echoes neither.
+        assert_eq!((second.previous_echoed_prompts, second.previous_echoed_prompts_dropped), (Some(1), Some(1)));
+        // parse.rs and lex.rs changed before it; it names lex.rs.
+        assert_eq!((second.files_edited_before, second.files_edited_named), (2, Some(1)));
+    }
+}
