@@ -49,6 +49,11 @@ impl DatasetError {
         DatasetError::at(file, location, format!("not valid JSON: {}", e.message))
     }
 
+    /// A line of a JSON-lines file that is not valid JSON: the file's line and the column in it.
+    pub fn json_line(file: &str, e: &ParseError, line: usize) -> Self {
+        DatasetError::at(file, format!("line {line}, column {}", e.column), format!("not valid JSON: {}", e.message))
+    }
+
     /// A wrong-type or missing field at a JSON path.
     pub fn field(file: &str, path: &JsonPath, message: impl Into<String>) -> Self {
         DatasetError::at(file, path, message)

@@ -18,7 +18,7 @@ use super::{
     as_object, content_text, function_response_part, opt_count, opt_str, stem_id, Format, HistoryBuilder, Imported,
 };
 use crate::error::utf8;
-use crate::json::{self, JsonPath, Value};
+use crate::json::{JsonPath, Value};
 use crate::{Conversation, ConversationMeta, DatasetError, RecordedCompaction};
 use std::collections::{BTreeMap, HashMap};
 
@@ -53,7 +53,8 @@ pub(crate) const BOOKKEEPING_KINDS: &[&str] = &[
 pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let text = utf8(bytes, file)?;
     let mut imported = Imported::default();
-    let Scan { lines, session_id, cwd, unknown_kinds } = scan_lines(text, file)?;
+    let Scan { lines, session_id, cwd, unknown_kinds, skipped: unreadable } =
+        scan_lines(text, file, &mut imported.warnings)?;
     if !unknown_kinds.is_empty() {
         let list: Vec<String> = unknown_kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
         imported.warnings.push(format!("{file}: line kinds this importer does not know, skipped: {}", list.join(", ")));
@@ -75,7 +76,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         id: stem_id(file),
         format: Format::ClaudeCode.name().into(),
         path: Some(file.to_string()),
-        extra: session_extra(session_id, cwd),
+        extra: session_extra(session_id, cwd, unreadable),
         ..Default::default()
     };
     imported.conversations.push(Conversation {
@@ -89,10 +90,14 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     Ok(imported)
 }
 
-/// `meta.extra`: the session id and the working directory, where the transcript records them.
-fn session_extra(session_id: Option<String>, cwd: Option<String>) -> Option<Value> {
-    let pairs: Vec<(&str, Value)> =
+/// `meta.extra`: the session id and the working directory, where the transcript records them, and how many
+/// unreadable lines were skipped, where any were.
+fn session_extra(session_id: Option<String>, cwd: Option<String>, skipped: usize) -> Option<Value> {
+    let mut pairs: Vec<(&str, Value)> =
         [("sessionId", session_id), ("cwd", cwd)].into_iter().filter_map(|(k, v)| Some((k, Value::str(&v?)))).collect();
+    if skipped > 0 {
+        pairs.push((super::SKIPPED_LINES_KEY, Value::num(skipped as f64)));
+    }
     (!pairs.is_empty()).then(|| Value::object(pairs))
 }
 
@@ -107,19 +112,16 @@ struct Scan {
     cwd: Option<String>,
     /// Line kinds neither messages nor known bookkeeping, with how many lines have each.
     unknown_kinds: BTreeMap<String, usize>,
+    /// Unreadable lines skipped (a cut last line of a session still being written).
+    skipped: usize,
 }
 
 /// Parses every line, keeping the nodes of the main conversation's tree.
-fn scan_lines(text: &str, file: &str) -> Result<Scan, DatasetError> {
-    let mut scan = Scan { lines: Vec::new(), session_id: None, cwd: None, unknown_kinds: BTreeMap::new() };
-    for (n, raw) in text.split('\n').enumerate() {
-        let number = n + 1;
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(number))?;
+fn scan_lines(text: &str, file: &str, warnings: &mut Vec<String>) -> Result<Scan, DatasetError> {
+    let (records, skipped) = super::jsonl_objects(text, file, warnings)?;
+    let mut scan = Scan { lines: Vec::new(), session_id: None, cwd: None, unknown_kinds: BTreeMap::new(), skipped };
+    for (number, record) in records {
         let root = JsonPath::root();
-        as_object(&record, &root, file).map_err(|e| e.on_line(number))?;
         let kind = opt_str(&record, "type", &root, file).map_err(|e| e.on_line(number))?.unwrap_or_default();
         let is_message = matches!(kind.as_str(), "user" | "assistant");
         if !is_message && !BOOKKEEPING_KINDS.contains(&kind.as_str()) {

@@ -18,7 +18,7 @@ use super::{
     Format, HistoryBuilder, Imported,
 };
 use crate::error::utf8;
-use crate::json::{self, JsonPath, Value};
+use crate::json::{JsonPath, Value};
 use crate::{Conversation, ConversationMeta, DatasetError, RecordedCompaction};
 
 pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
@@ -30,11 +30,9 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     let mut warnings = Vec::new();
     let mut any = false;
     let mut unknown_kinds: std::collections::BTreeMap<String, usize> = Default::default();
-    for (n, raw) in text.split('\n').enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let record = json::parse_str(raw).map_err(|e| DatasetError::json(file, &e, 0).on_line(n + 1))?;
+    let (records, skipped) = super::jsonl_objects(text, file, &mut warnings)?;
+    for (number, record) in records {
+        let n = number - 1;
         if record.get("type").and_then(Value::as_str) == Some("compacted") {
             let at = JsonPath::root().key("payload");
             let payload = req(&record, "payload", &JsonPath::root(), file).map_err(|e| e.on_line(n + 1))?;
@@ -61,6 +59,9 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
     if !unknown_kinds.is_empty() {
         let list: Vec<String> = unknown_kinds.iter().map(|(k, n)| format!("{k:?} ×{n}")).collect();
         warnings.push(format!("{file}: rollout line kinds this importer does not know, skipped: {}", list.join(", ")));
+    }
+    if skipped > 0 {
+        extra.insert(super::SKIPPED_LINES_KEY, Value::num(skipped as f64));
     }
     let (history, recorded_prompt_tokens) = b.finish();
     let meta = ConversationMeta {

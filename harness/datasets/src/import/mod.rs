@@ -78,6 +78,63 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
+/// The share of a JSON-lines session's lines that may be unreadable before the file fails: a session still
+/// being written ends in a line cut mid-write, and a crash can leave one in the middle. More than one line
+/// and more than 1 % of them is a damaged file, not a live one.
+pub const MAX_UNREADABLE_LINE_SHARE: f64 = 0.01;
+
+/// The key of `meta.extra` under which an importer counts the lines it skipped as unreadable.
+pub const SKIPPED_LINES_KEY: &str = "skippedLines";
+
+/// Each non-empty line of a JSON-lines text that is a JSON object, with its 1-based line number. A line
+/// that is not (cut, or not JSON) is skipped with a warning naming the file and line; when more lines than
+/// [`MAX_UNREADABLE_LINE_SHARE`] allows are unreadable, or no line is readable, the file fails with the first
+/// of them. Also returns
+/// how many were skipped.
+pub(crate) fn jsonl_objects(
+    text: &str,
+    file: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<(usize, Value)>, usize), DatasetError> {
+    let mut records = Vec::new();
+    let mut bad: Vec<DatasetError> = Vec::new();
+    let mut lines = 0usize;
+    for (n, raw) in text.split('\n').enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        lines += 1;
+        let parsed = json::parse_str(raw).map_err(|e| DatasetError::json_line(file, &e, n + 1)).and_then(|v| {
+            as_object(&v, &JsonPath::root(), file).map_err(|e| e.on_line(n + 1))?;
+            Ok(v)
+        });
+        match parsed {
+            Ok(v) => records.push((n + 1, v)),
+            Err(e) => bad.push(e),
+        }
+    }
+    let allowed = ((lines as f64 * MAX_UNREADABLE_LINE_SHARE).floor() as usize).max(1);
+    // Nothing readable at all is a damaged file too, however short.
+    if bad.len() > allowed || (records.is_empty() && !bad.is_empty()) {
+        let first = bad.swap_remove(0);
+        return Err(match first {
+            DatasetError::Invalid { file, location, message } => DatasetError::Invalid {
+                file,
+                location,
+                message: format!(
+                    "{message} ({} of {lines} lines unreadable; at most {allowed} are skipped)",
+                    bad.len() + 1
+                ),
+            },
+            other => other,
+        });
+    }
+    for e in &bad {
+        warnings.push(format!("{e}; the line is skipped (a session still being written ends in a cut line)"));
+    }
+    Ok((records, bad.len()))
+}
+
 /// Guesses the format from the file name and content.
 pub fn detect(bytes: &[u8], file: &str) -> Result<Format, DatasetError> {
     let lower = file.to_ascii_lowercase();

@@ -24,14 +24,43 @@ fn truncated_json_names_line_and_column() {
     assert!(m.contains("line 1, column"), "{m}");
     let m = err(Format::SweAgent, "{\"history\": [{\"role\": ");
     assert!(m.contains("line 1"), "{m}");
-    // JSONL formats: the torn line's number.
+    // JSONL formats: more torn lines than a live session has (one, or 1 % of them) fail at the first, named
+    // once by its line and column.
     let m = err(
         Format::ClaudeCode,
-        "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"a\"}}\n{\"type\":\"assist",
+        "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"a\"}}\n{\"type\":\"assist\n[1,",
     );
-    assert!(m.contains("line 2"), "{m}");
-    let m = err(Format::Codex, "{\"type\":\"session_meta\",\"payload\":{}}\n\n{\"type\":");
-    assert!(m.contains("line 3"), "{m}");
+    assert!(m.contains("bad.file: line 2, column") && m.contains("2 of 3 lines unreadable"), "{m}");
+    assert!(!m.contains("line 1"), "one line number: {m}");
+    let m = err(Format::Codex, "{\"type\":\"session_meta\",\"payload\":{}}\n\n{\"type\":\n{\"type");
+    assert!(m.contains("line 3, column"), "{m}");
+}
+
+/// Issue #36: a session still being written ends in a line cut mid-write; it is read, the cut line skipped
+/// with a warning naming the file and line, and counted in the conversation's `meta.extra.skippedLines`.
+#[test]
+fn a_live_session_s_cut_last_line_is_skipped_with_a_warning() {
+    let live = "{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"fix it\"}}\n\
+                {\"type\":\"assistant\",\"uuid\":\"a1\",\"parentUuid\":\"u1\",\"message\":{\"role\":\"assistant\",\"content\":\"on it\"}}\n\
+                {\"type\":\"assistant\",\"uuid\":\"a2\",\"parentUuid\":\"a1\",\"message\":{\"role\":\"assi";
+    let imported = Format::ClaudeCode.parse(live.as_bytes(), "live.jsonl").expect("a live session is read");
+    let c = &imported.conversations[0];
+    assert_eq!(c.history.len(), 2);
+    let warning = imported.warnings.iter().find(|w| w.contains("not valid JSON")).expect("a warning");
+    assert!(warning.starts_with("live.jsonl: line 3, column") && warning.contains("skipped"), "{warning}");
+    let skipped = c.meta.extra.as_ref().and_then(|e| e.get(crate::import::SKIPPED_LINES_KEY)).and_then(Value::as_f64);
+    assert_eq!(skipped, Some(1.0));
+    // A whole session has no such count.
+    let whole = Format::ClaudeCode.parse(live.rsplit_once('\n').unwrap().0.as_bytes(), "whole.jsonl").unwrap();
+    assert!(whole.conversations[0].meta.extra.as_ref().and_then(|e| e.get(crate::import::SKIPPED_LINES_KEY)).is_none());
+    // Codex: the same.
+    let rollout = "{\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}}\n{\"type\":\"respo";
+    let imported = Format::Codex.parse(rollout.as_bytes(), "rollout.jsonl").expect("a live rollout is read");
+    assert!(
+        imported.warnings.iter().any(|w| w.starts_with("rollout.jsonl: line 2, column")),
+        "{:?}",
+        imported.warnings
+    );
 }
 
 #[test]
