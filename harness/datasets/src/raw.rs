@@ -18,9 +18,14 @@ const RAW_ENDINGS: [&str; 5] = [".jsonl", ".json", ".traj", ".md", ".txt"];
 
 /// The bytes of a source file, gunzipped when they are gzip (by their magic bytes, whatever the name).
 pub fn read_source(path: &Path) -> Result<Vec<u8>, DatasetError> {
-    let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
-    gunzip_if_gzip(bytes, &file)
+    read_source_named(path, &path.display().to_string())
+}
+
+/// [`read_source`], its errors naming the file `name` (a raw log's name relative to its directory, as every
+/// other error of its import names it; never the machine's absolute path).
+pub fn read_source_named(path: &Path, name: &str) -> Result<Vec<u8>, DatasetError> {
+    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(name, e))?;
+    gunzip_if_gzip(bytes, name)
 }
 
 /// `bytes` unchanged, or decompressed when they start with the gzip magic bytes.
@@ -163,7 +168,7 @@ impl RawOptions {
 
 /// Imports one raw log (gzip or not) under `name` (see [`relative_name`]), with `options` applied.
 pub fn import_file(path: &Path, name: &str, options: &RawOptions) -> Result<(Format, Imported), DatasetError> {
-    let bytes = read_source(path)?;
+    let bytes = read_source_named(path, name)?;
     import_bytes(&bytes, name, options, None)
 }
 
@@ -209,7 +214,7 @@ pub fn import_file_cached(
     row: Option<&ProvenanceRow>,
     cache: &Path,
 ) -> Result<CachedImport, DatasetError> {
-    let bytes = read_source(path)?;
+    let bytes = read_source_named(path, name)?;
     let mut h = Sha256::new();
     h.update(format!("compactbench-import/{IMPORTER_VERSION}\0{name}\0{}\0{row:?}\0", options.key()));
     h.update(&bytes);

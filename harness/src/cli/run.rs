@@ -93,12 +93,18 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         summary.failed,
         plan.conversations.len()
     );
-    if summary.failed > 0 {
-        return Err(Failure::Incomplete(format!(
-            "{} of {} cells recorded an error; run again to retry transient failures, or with --retry-failed to retry all",
-            summary.failed, summary.total_cells
-        )));
-    }
+    // One failed conversation does not withhold the report of the others: it is written, names the failed
+    // ones, and the run still exits as incomplete.
+    let incomplete = (summary.failed > 0).then(|| {
+        let failed = crate::report::failed_conversations(&sweep::collect(&out, &plan));
+        for f in failed.iter().take(20) {
+            eprintln!("failed: {} ({} cells): {}", f.conversation, f.cells, f.reason);
+        }
+        if failed.len() > 20 {
+            eprintln!("failed: … and {} more conversations", failed.len() - 20);
+        }
+        (summary.failed, failed.len())
+    });
     if args.shard.is_some() {
         eprintln!("next: `compactbench merge --out DIR <shard dirs>`, then `compactbench report DIR`");
     } else if !args.no_report {
@@ -106,6 +112,17 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             Ok(crate::report::build_with_progress(&out, args.wide, &mut super::report::stage_printer(args.quiet))?)
         })?;
         eprintln!("{}", crate::report::written_line(&report));
+    }
+    if let Some((cells, conversations)) = incomplete {
+        let report = if args.shard.is_some() || args.no_report {
+            "no report was written (`compactbench report DIR` writes one of the others)"
+        } else {
+            "the report of the others was written"
+        };
+        return Err(Failure::Incomplete(format!(
+            "{cells} of {} cells ({conversations} conversations, listed above) recorded an error; {report}; run again to retry transient failures, or with --retry-failed to retry all",
+            summary.total_cells
+        )));
     }
     Ok(())
 }

@@ -24,7 +24,8 @@ pub const PROBES: &str = "probes.md";
 
 /// The main page's sections (`##`), in order; any of them may be left out where the run has nothing to
 /// show in it. Everything else goes to [`DETAILS`] or [`PROBES`].
-pub const MAIN_SECTIONS: [&str; 5] = ["What this run supports", "Headline", "Headline by scope", "Per system", "Plots"];
+pub const MAIN_SECTIONS: [&str; 6] =
+    ["Conversations that failed", "What this run supports", "Headline", "Headline by scope", "Per system", "Plots"];
 
 /// How the pages are written: wide tables; whether `compactions.md` is written beside them (linked from
 /// the main page).
@@ -100,6 +101,7 @@ fn main_page(
         );
     }
     md.push_str("- `results/`: every figure with its n and interval, `{events,conversations,points,scopes}.{parquet,csv,json}`, `claims.{csv,json}`, `probes.{csv,parquet}`; raw cells: `cells/`.\n\n");
+    failed_section(&mut md, cells);
     md.push_str(&supports::markdown(plan, cells, claims));
     if let Some(line) = grader_check::main_line(labels, PROBES) {
         let _ = writeln!(md, "{line}\n");
@@ -333,6 +335,29 @@ fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: O
         md.push_str(&t.markdown());
         md.push_str("\n\n");
     }
+}
+
+/// The conversations whose cells hold an error (a file that could not be read, a replay that stopped), each
+/// with its first error: the figures are over the others (issue #36: one failure no longer withholds the
+/// report of the rest).
+fn failed_section(md: &mut String, cells: &[CellResult]) {
+    let failed = super::failed_conversations(cells);
+    if failed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "## Conversations that failed
+
+{} conversation(s) hold an error in at least one cell; every figure below is over the cells without one. `run` exits with status {} (incomplete) until they are fixed or removed.
+",
+        failed.len(),
+        crate::exit::EXIT_INCOMPLETE
+    );
+    for f in &failed {
+        let _ = writeln!(md, "- `{}` ({} of its cells): {}", f.conversation, f.cells, f.reason);
+    }
+    md.push('\n');
 }
 
 /// One row per agent's modelled policy (when the plan has them).

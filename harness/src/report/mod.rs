@@ -199,6 +199,31 @@ pub fn build_with_progress(
     Ok(ReportOutput { markdown_path: pages[0].clone(), pages, terminal, plots })
 }
 
+/// A conversation whose cells hold an error: how many, and the first error (which names the file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedConversation {
+    pub conversation: String,
+    pub cells: usize,
+    pub reason: String,
+}
+
+/// The conversations whose cells hold an error, in the order of the cells.
+pub fn failed_conversations(cells: &[CellResult]) -> Vec<FailedConversation> {
+    let mut out: Vec<FailedConversation> = Vec::new();
+    for c in cells {
+        let Some(e) = &c.result.error else { continue };
+        match out.iter_mut().find(|f| f.conversation == c.cell.conversation) {
+            Some(f) => f.cells += 1,
+            None => out.push(FailedConversation {
+                conversation: c.cell.conversation.clone(),
+                cells: 1,
+                reason: e.to_string(),
+            }),
+        }
+    }
+    out
+}
+
 /// `N of M cells`, with the grid behind M (slices cover fewer conversations).
 pub fn cell_count(plan: &Plan, cells: &[CellResult]) -> String {
     let expected = plan.cells().len();

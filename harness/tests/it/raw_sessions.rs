@@ -164,3 +164,40 @@ fn no_claude_code_session_overflows_under_the_agents_own_compactions() {
         assert!((0.95..=1.05).contains(&median), "{config}: median replayed/recorded before compaction {median}");
     }
 }
+
+/// Issue #36: one conversation that fails (a damaged log beside a good one) no longer withholds the report
+/// of the others: `run` writes it, names the failed conversation in it and on stderr, and exits with the
+/// incomplete status (4).
+#[test]
+fn a_run_with_a_failed_conversation_still_writes_the_report_of_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    gzipped_fixture(dir.path());
+    std::fs::write(dir.path().join("logs/damaged.jsonl.gz"), b"\x1f\x8b\x08\x00not gzip at all").unwrap();
+    let cfg = dir.path().join("raw.toml");
+    let text = format!(
+        "name = \"raw\"\ndatasets = [{{ raw = \"{logs}\", format = \"claude-code\", source = \"mine\" }}]\n\
+         import_cache = \"{cache}\"\n[replay]\ntoken_limit = 200000\ncompress_at = \"recorded\"\n\
+         [grid]\nstrategy = [\"recorded\", \"none\"]\nsummarizer = [\"extractive\"]\nverification = [false]\n",
+        logs = dir.path().join("logs").display(),
+        cache = dir.path().join("cache").display(),
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = dir.path().join("out");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_compactbench"))
+        .args(["run", "--quiet", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert_eq!(status.status.code(), Some(compactbench::exit::EXIT_INCOMPLETE), "{stderr}");
+    assert!(stderr.contains("failed: damaged") && stderr.contains("the report of the others was written"), "{stderr}");
+    let main = std::fs::read_to_string(out.join("report.md")).expect("the report is written");
+    let section = main.split("## Conversations that failed").nth(1).expect("the failed conversations are named");
+    assert!(section.contains("`damaged`") && section.contains("damaged.jsonl.gz"), "{section}");
+    // Named relative to the raw directory, as every other import error names its file.
+    let logs = dir.path().join("logs").display().to_string();
+    assert!(!section.contains(&logs) && !stderr.contains(&logs), "an absolute path: {section}\n{stderr}");
+    assert!(out.join("results/conversations.csv").is_file());
+    // The good session's figures are there.
+    assert!(std::fs::read_to_string(out.join("results/conversations.csv")).unwrap().contains("session-1"));
+}
