@@ -66,7 +66,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let config = SweepConfig::load(&args.config)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&config.name));
     let base_dir = PathBuf::from(".");
-    let plan = runner::make_plan(&config, &base_dir)?;
+    let (plan, notes) = crate::sweep::planner::make_plan_noting(&config, &base_dir)?;
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
     let config_text =
         std::fs::read(&args.config).map_err(|source| Failure::Read { path: args.config.clone(), source })?;
     let opts = runner::RunOptions {

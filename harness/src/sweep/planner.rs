@@ -86,10 +86,17 @@ impl Shard {
 
 /// Builds the plan: loads the conversation list (not their contents) and expands the grid.
 pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError> {
+    make_plan_noting(config, base_dir).map(|(plan, _)| plan)
+}
+
+/// [`make_plan`], with the notes a user should see about the raw logs read (files that are not sessions
+/// of the configured agent, skipped; unreadable lines of a session still being written, skipped).
+pub fn make_plan_noting(config: &SweepConfig, base_dir: &Path) -> Result<(Plan, Vec<String>), RunError> {
     if config.datasets.is_empty() {
         return Err(RunError::Config("key `datasets`: needs at least one dataset directory or file".into()));
     }
-    let files = dataset_files(config, base_dir)?;
+    let mut notes = Vec::new();
+    let files = dataset_files(config, base_dir, &mut notes)?;
     let mut conversations = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for (f, failure) in files {
@@ -139,7 +146,7 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
     if plan.cell_count() == 0 {
         return Err(RunError::Config("the plan has no cells: the datasets hold no conversation".into()));
     }
-    Ok(plan)
+    Ok((plan, notes))
 }
 
 /// The conversation files of the config's datasets, in sorted order per entry and at most
@@ -147,7 +154,24 @@ pub fn make_plan(config: &SweepConfig, base_dir: &Path) -> Result<Plan, RunError
 /// that cannot be imported is listed with (its source, the error), so its cells record it and the run goes on.
 type DatasetFile = (PathBuf, Option<(String, String)>);
 
-fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFile>, RunError> {
+/// Whether a raw log that the configured importer could not read is no session of that agent at all (a
+/// report, a manifest or another tool's JSON beside the sessions): by content, it is recognised as another
+/// format; or it is recognised as none and does not have the agent's extension (`.jsonl` for the agents
+/// that write JSON lines). A damaged session of the agent (recognised as the agent's, or unrecognisable
+/// with its extension, or an unreadable `.gz`) fails, named.
+fn not_a_session_of(format: Option<datasets::import::Format>, path: &Path, name: &str) -> bool {
+    use datasets::import::Format;
+    let Some(format) = format else { return false };
+    let Ok(bytes) = datasets::raw::read_source_named(path, name) else { return false };
+    let plain = name.strip_suffix(".gz").unwrap_or(name);
+    let jsonl_agent = matches!(format, Format::ClaudeCode | Format::Codex | Format::GeminiJsonl);
+    match datasets::import::detect(&bytes, plain) {
+        Ok(found) => found != format,
+        Err(_) => !(jsonl_agent && plain.to_ascii_lowercase().ends_with(".jsonl")),
+    }
+}
+
+fn dataset_files(config: &SweepConfig, base_dir: &Path, notes: &mut Vec<String>) -> Result<Vec<DatasetFile>, RunError> {
     let rooted = |d: &Path| if d.is_absolute() { d.to_path_buf() } else { base_dir.join(d) };
     let mut converted: Vec<PathBuf> = Vec::new();
     let mut raw: Vec<DatasetFile> = Vec::new();
@@ -171,11 +195,16 @@ fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFil
                     (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
                     _ => rooted(&r.raw),
                 };
+                let mut not_sessions = Vec::new();
                 for file in datasets::raw::import_all_cached(&spec, &options, &cache)? {
                     match file.result {
                         Ok(done) => {
                             for w in &done.warnings {
                                 tracing::debug!("{w}");
+                                // The lines a session still being written has cut are worth a user's notice.
+                                if w.contains(datasets::import::SKIPPED_LINE_NOTE) {
+                                    notes.push(format!("{source}: {w}"));
+                                }
                             }
                             if done.files.is_empty() {
                                 let e = format!("{}: holds no conversation", file.name);
@@ -183,8 +212,19 @@ fn dataset_files(config: &SweepConfig, base_dir: &Path) -> Result<Vec<DatasetFil
                             }
                             raw.extend(done.files.into_iter().map(|f| (f, None)));
                         }
+                        Err(_) if not_a_session_of(options.format, &file.path, &file.name) => {
+                            not_sessions.push(file.name.clone());
+                        }
                         Err(e) => raw.push((file.path.clone(), Some((source.clone(), e.to_string())))),
                     }
+                }
+                if !not_sessions.is_empty() {
+                    let format = options.format.map_or("", datasets::import::Format::name);
+                    notes.push(format!(
+                        "{source}: {} file(s) are not {format} sessions, skipped: {}",
+                        not_sessions.len(),
+                        not_sessions.join(", ")
+                    ));
                 }
             }
         }

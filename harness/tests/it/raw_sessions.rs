@@ -165,14 +165,22 @@ fn no_claude_code_session_overflows_under_the_agents_own_compactions() {
     }
 }
 
-/// Issue #36: one conversation that fails (a damaged log beside a good one) no longer withholds the report
-/// of the others: `run` writes it, names the failed conversation in it and on stderr, and exits with the
-/// incomplete status (4).
+/// Issue #36, a user's own directory as it is: beside a good session, a session still being written (its
+/// last line cut), a README, a JSON report, a text note and a damaged `.gz`. The live session is read with a
+/// note naming the cut line; the files that are no sessions are skipped with one note; the damaged one is
+/// named, in the report and on stderr; the report of the others is written and `run` exits incomplete (4).
 #[test]
 fn a_run_with_a_failed_conversation_still_writes_the_report_of_the_others() {
     let dir = tempfile::tempdir().unwrap();
     gzipped_fixture(dir.path());
-    std::fs::write(dir.path().join("logs/damaged.jsonl.gz"), b"\x1f\x8b\x08\x00not gzip at all").unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::write(logs.join("damaged.jsonl.gz"), b"\x1f\x8b\x08\x00not gzip at all").unwrap();
+    let fixture = std::fs::read_to_string(repo().join("harness/datasets/src/fixtures/claude-code.jsonl")).unwrap();
+    let cut = "{\"parentUuid\":\"x\",\"type\":\"assistant\",\"message\":{\"role\":\"assist";
+    std::fs::write(logs.join("live.jsonl"), format!("{}\n{cut}", fixture.trim_end())).unwrap();
+    std::fs::write(logs.join("README.md"), "# my sessions\n").unwrap();
+    std::fs::write(logs.join("report.json"), "{\n  \"name\": \"weekly\",\n  \"figures\": [1, 2]\n}\n").unwrap();
+    std::fs::write(logs.join("notes.txt"), "remember to compact\n").unwrap();
     let cfg = dir.path().join("raw.toml");
     let text = format!(
         "name = \"raw\"\ndatasets = [{{ raw = \"{logs}\", format = \"claude-code\", source = \"mine\" }}]\n\
@@ -191,6 +199,13 @@ fn a_run_with_a_failed_conversation_still_writes_the_report_of_the_others() {
     let stderr = String::from_utf8_lossy(&status.stderr);
     assert_eq!(status.status.code(), Some(compactbench::exit::EXIT_INCOMPLETE), "{stderr}");
     assert!(stderr.contains("failed: damaged") && stderr.contains("the report of the others was written"), "{stderr}");
+    let live_lines = fixture.trim_end().lines().count() + 1;
+    assert!(stderr.contains(&format!("note: mine: live.jsonl: line {live_lines}, column")), "{stderr}");
+    assert!(
+        stderr.contains("note: mine: 2 file(s) are not claude-code sessions, skipped: notes.txt, report.json"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("README"), "{stderr}");
     let main = std::fs::read_to_string(out.join("report.md")).expect("the report is written");
     let section = main.split("## Conversations that failed").nth(1).expect("the failed conversations are named");
     assert!(section.contains("`damaged`") && section.contains("damaged.jsonl.gz"), "{section}");
@@ -198,6 +213,8 @@ fn a_run_with_a_failed_conversation_still_writes_the_report_of_the_others() {
     let logs = dir.path().join("logs").display().to_string();
     assert!(!section.contains(&logs) && !stderr.contains(&logs), "an absolute path: {section}\n{stderr}");
     assert!(out.join("results/conversations.csv").is_file());
-    // The good session's figures are there.
-    assert!(std::fs::read_to_string(out.join("results/conversations.csv")).unwrap().contains("session-1"));
+    // The good session's figures are there, and the live one's.
+    let conversations = std::fs::read_to_string(out.join("results/conversations.csv")).unwrap();
+    assert!(conversations.contains("session-1") && conversations.contains("live"), "{conversations}");
+    assert!(!conversations.contains("report") && !conversations.contains("notes"), "{conversations}");
 }

@@ -83,6 +83,9 @@ pub struct Imported {
 /// and more than 1 % of them is a damaged file, not a live one.
 pub const MAX_UNREADABLE_LINE_SHARE: f64 = 0.01;
 
+/// How an import warning says it skipped an unreadable line.
+pub const SKIPPED_LINE_NOTE: &str = "the line is skipped";
+
 /// The key of `meta.extra` under which an importer counts the lines it skipped as unreadable.
 pub const SKIPPED_LINES_KEY: &str = "skippedLines";
 
@@ -130,7 +133,7 @@ pub(crate) fn jsonl_objects(
         });
     }
     for e in &bad {
-        warnings.push(format!("{e}; the line is skipped (a session still being written ends in a cut line)"));
+        warnings.push(format!("{e}; {SKIPPED_LINE_NOTE} (a session still being written ends in a cut line)"));
     }
     Ok((records, bad.len()))
 }
