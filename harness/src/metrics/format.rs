@@ -39,7 +39,9 @@ pub fn glossary_markdown() -> String {
          own counts are kept as `reference_original_tokens` / `reference_new_tokens`.\n\n\
          A point's figure is Σ numerators / Σ denominators over its conversations (*ratio of sums*: token-weighted, or \
          a mean pooled over events or conversations) or a *total*. Intervals: 95 % cluster bootstrap over \
-         conversations. Direction: ↓ lower is better, ↑ higher is better.\n\n\
+         conversations. Direction: ↓ lower is better, ↑ higher is better. What the agent did after each of its own \
+         recorded compactions (`compactions.md`, `results/rework*.csv`, `results/cache_requests.csv`) is read from \
+         the recordings, not from cells: its columns and figures are defined in `harness/docs/rework.md`.\n\n\
          | name | header | formula | unit | better | level | aggregation |\n|---|---|---|---|---|---|---|\n",
     );
     for m in METRICS {
