@@ -217,10 +217,12 @@ fn claude_code_preserved_segment_is_kept_after_the_summary_and_in_the_history_on
 /// message before the hook `progress` line, whose `sessionId` must not make it a Gemini CLI log.
 #[test]
 fn claude_code_2x_bookkeeping_lines_are_detected() {
+    // Made-up records of the shape Claude Code 2.1 opens a transcript with: a file-history snapshot, then a
+    // hook `progress` line with a null parent (ids, paths and branch invented).
     let head = concat!(
-        r#"{"type":"file-history-snapshot","messageId":"70b5c0bb-8166-4a51-8fe6-23d11b812593","snapshot":{"messageId":"70b5c0bb-8166-4a51-8fe6-23d11b812593","trackedFileBackups":{},"timestamp":"2026-02-05T00:19:56.705Z"},"isSnapshotUpdate":false}"#,
+        r#"{"type":"file-history-snapshot","messageId":"11111111-2222-4333-8444-555555555555","snapshot":{"messageId":"11111111-2222-4333-8444-555555555555","trackedFileBackups":{},"timestamp":"2026-01-02T03:04:05.000Z"},"isSnapshotUpdate":false}"#,
         "\n",
-        r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/Users/alex/workspace/cli/.worktrees/4","sessionId":"f022dad1-9896-4a6c-bb91-0d1efb580b70","version":"2.1.31","gitBranch":"gtrrz-victor/restructure-entire-session-files","type":"progress","data":{"type":"hook_progress","hookEvent":"SessionStart","hookName":"SessionStart:startup","command":"${CLAUDE_PLUGIN_ROOT}/hooks/session-start.sh"},"parentToolUseID":"fede6a7e-4076-46d5-a709-e7710c802f17","toolUseID":"fede6a7e-4076-46d5-a709-e7710c802f17","timestamp":"2026-02-05T00:19:43.589Z","uuid":"aa236d0d-8ae3-4f1c-9bf3-53533b1dd340"}"#,
+        r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/dev/app","sessionId":"aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee","version":"2.1.31","gitBranch":"feature/example","type":"progress","data":{"type":"hook_progress","hookEvent":"SessionStart","hookName":"SessionStart:startup","command":"${CLAUDE_PLUGIN_ROOT}/hooks/session-start.sh"},"parentToolUseID":"99999999-8888-4777-8666-555555555555","toolUseID":"99999999-8888-4777-8666-555555555555","timestamp":"2026-01-02T03:04:00.000Z","uuid":"12345678-1234-4234-8234-123456789abc"}"#,
         "\n",
     );
     assert_eq!(crate::import::detect(head.as_bytes(), "full.jsonl").unwrap(), Format::ClaudeCode);
