@@ -26,6 +26,28 @@ pub fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> Option<f64>) -> Option<(f6
     Some((at(0.025), at(0.975)))
 }
 
+/// `(n, p10, median, p90)` of a sample.
+pub type Quantiles = (usize, f64, f64, f64);
+
+/// `(n, p10, median, p90)` of `xs` (linear interpolation between the nearest ranks).
+pub fn quantiles(mut xs: Vec<f64>) -> Option<Quantiles> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        let k = (xs.len() - 1) as f64 * p;
+        let (lo, hi) = (k.floor() as usize, k.ceil() as usize);
+        xs[lo] + (xs[hi] - xs[lo]) * (k - lo as f64)
+    };
+    Some((xs.len(), at(0.1), at(0.5), at(0.9)))
+}
+
+/// The median of `xs` (the mean of the two middle values of an even sample); `None` when empty.
+pub fn median(xs: Vec<f64>) -> Option<f64> {
+    quantiles(xs).map(|(_, _, m, _)| m)
+}
+
 /// Mean with a bootstrap 95 % interval (the gate's paired differences).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Estimate {

@@ -106,6 +106,12 @@ impl Conversation {
         }
     }
 
+    /// The session's working directory as the recording gives it (`meta.extra.cwd`: Claude Code, Codex): the
+    /// root its relative paths are relative to.
+    pub fn cwd(&self) -> Option<&str> {
+        self.meta.extra.as_ref()?.get(CWD_KEY)?.as_str()
+    }
+
     /// The model's context window as the recording states it (`meta.extra.model_context_window`: Codex
     /// rollouts), if it does.
     pub fn context_window(&self) -> Option<u64> {
@@ -117,6 +123,9 @@ impl Conversation {
 /// The key of `meta.extra` under which an importer records the model's context window the recording
 /// states.
 pub const CONTEXT_WINDOW_KEY: &str = "model_context_window";
+
+/// The key of `meta.extra` under which an importer records the session's working directory.
+pub const CWD_KEY: &str = "cwd";
 
 #[cfg(test)]
 mod tests {

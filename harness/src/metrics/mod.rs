@@ -13,7 +13,7 @@ use crate::compress::CompressionStatus;
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::pricing::Pricing;
 use crate::replay::ConversationResult;
-use crate::stats::bootstrap;
+use crate::stats::{bootstrap, quantiles, Quantiles};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -148,23 +148,6 @@ pub fn recorded_request_quantiles<'a>(
         after.extend(a.iter().map(|&(x, y)| x as f64 / y as f64));
     }
     (quantiles(before), quantiles(after))
-}
-
-/// `(n, p10, median, p90)` of a sample.
-pub type Quantiles = (usize, f64, f64, f64);
-
-/// `(n, p10, median, p90)` of `xs` (linear interpolation between the nearest ranks).
-fn quantiles(mut xs: Vec<f64>) -> Option<Quantiles> {
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
-    let at = |p: f64| {
-        let k = (xs.len() - 1) as f64 * p;
-        let (lo, hi) = (k.floor() as usize, k.ceil() as usize);
-        xs[lo] + (xs[hi] - xs[lo]) * (k - lo as f64)
-    };
-    Some((xs.len(), at(0.1), at(0.5), at(0.9)))
 }
 
 fn count(r: &ConversationResult, status: CompressionStatus) -> f64 {

@@ -570,8 +570,14 @@ fn strip_root(path: &str) -> Vec<String> {
     accept
 }
 
+/// The files a call's Codex patches change: every `apply_patch` body among its argument strings (given to
+/// `apply_patch` or through a shell: `exec_command`, `shell`).
+pub fn patched_files(args: &serde_json::Value) -> Vec<String> {
+    argument_strings(args).into_iter().filter(|s| s.contains("*** Begin Patch")).flat_map(patch_paths).collect()
+}
+
 /// The files a patch in Codex's `apply_patch` format adds, updates, deletes or moves to.
-pub fn patch_paths(text: &str) -> Vec<String> {
+fn patch_paths(text: &str) -> Vec<String> {
     const HEADERS: [&str; 4] = ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "];
     text.lines()
         .filter_map(|l| HEADERS.iter().find_map(|h| l.trim_start().strip_prefix(h)))
@@ -728,7 +734,7 @@ fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>)
 
 /// Tools that write files, by lower-cased name: Gemini CLI's and SWE-agent's, Claude Code's (`Edit`, `Write`,
 /// `MultiEdit`, `NotebookEdit`) and Codex's `apply_patch`.
-const WRITE_TOOLS: &[&str] = &[
+pub const WRITE_TOOLS: &[&str] = &[
     "write_file",
     "create_file",
     "edit",
@@ -757,8 +763,7 @@ fn structured_call(
     let writes = WRITE_TOOLS.contains(&lower.as_str()) || (lower.contains("editor") && sub != "view");
     let path = PATH_KEYS.iter().find_map(|k| args.get(*k).and_then(|v| v.as_str())).map(str::to_string);
     // A Codex patch, given to `apply_patch` or through a shell (`exec_command`, `shell`): one artifact per file.
-    let patched: Vec<String> =
-        argument_strings(args).into_iter().filter(|s| s.contains("*** Begin Patch")).flat_map(patch_paths).collect();
+    let patched = patched_files(args);
     if !patched.is_empty() {
         for p in patched {
             artifact(out, seen_paths, &p, format!("Which file did the agent change with `{name}` (a patch)?"), at);

@@ -173,8 +173,7 @@ impl Grader {
 
     /// The grader of a conversation as imported: its `cwd` from `meta.extra`.
     pub fn of_conversation(conv: &crate::datasets::Conversation, probes: &[Probe]) -> Grader {
-        let cwd = conv.meta.extra.as_ref().and_then(|e| e.get("cwd")).and_then(|v| v.as_str()).map(str::to_string);
-        Grader::new(&conv.history, cwd.as_deref(), probes)
+        Grader::new(&conv.history, conv.cwd(), probes)
     }
 
     /// The session's files, as the path rule knows them.

@@ -5,10 +5,9 @@
 
 use super::Table;
 use crate::data::{CellResult, Plan};
-use crate::history;
 use crate::replay::strategy::Role;
 use crate::rework::figures::{
-    cache_check, cache_requests, compaction_cost, median_of, ordinal_figures, rework_figures, CacheRequest, Figure,
+    cache_check, cache_requests, compaction_cost, ordinal_figures, rework_figures, CacheRequest, Figure,
     CACHE_AGREEMENT_PP, POOLED_ORDINAL,
 };
 use crate::rework::{self, CompactionRework, FileAfterCompaction};
@@ -43,13 +42,11 @@ pub fn read(plan: &Plan, cells: &[CellResult]) -> Option<Vec<SourceReading>> {
         let entry = by_source
             .entry(planned.source.clone())
             .or_insert_with(|| SourceReading { source: planned.source.clone(), ..Default::default() });
+        let firsts: Vec<usize> = reading.compactions.iter().map(|c| c.first_request).collect();
         entry.rows.extend(reading.compactions);
         entry.files.extend(reading.files);
         let cell = cells.iter().find(|c| c.cell.point == recorded_point.id && c.cell.conversation == planned.id);
         if let Some(r) = cell.map(|c| &c.result).filter(|r| !r.cached_request_tokens.is_empty()) {
-            let model_turns_before =
-                |at: usize| conv.history[..at.min(conv.history.len())].iter().filter(|c| history::is_model(c)).count();
-            let firsts: Vec<usize> = conv.recorded_compactions.iter().map(|c| model_turns_before(c.at)).collect();
             let requests = cache_requests(
                 &r.request_tokens,
                 &r.cached_request_tokens,
@@ -443,7 +440,7 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
             continue;
         }
         let m = |f: &dyn Fn(&crate::rework::figures::CompactionCost) -> Option<f64>| {
-            median_of(costs.iter().filter_map(|(_, c)| f(c)).collect())
+            crate::stats::median(costs.iter().filter_map(|(_, c)| f(c)).collect())
         };
         let paid =
             costs.iter().filter(|(r, c)| c.break_even_requests.is_some_and(|b| b as usize <= r.turns_after)).count();

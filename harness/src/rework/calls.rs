@@ -4,7 +4,7 @@
 
 use crate::history::{self, Content};
 use crate::json::Value;
-use crate::probes::extract::patch_paths;
+use crate::probes::extract::{patched_files, WRITE_TOOLS};
 
 /// One tool call of the recording, classified.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,9 +19,6 @@ pub enum Action {
     Other,
 }
 
-/// Tools that change files, by lower-cased name (Claude Code, Gemini CLI, SWE-agent, Codex).
-const EDIT_TOOLS: &[&str] =
-    &["edit", "multiedit", "write", "notebookedit", "write_file", "replace", "edit_file", "create_file", "apply_patch"];
 /// Tools that read one file, by lower-cased name.
 const READ_TOOLS: &[&str] = &["read", "read_file", "view", "notebookread"];
 /// Tools that run a shell command.
@@ -61,8 +58,7 @@ fn shell_read(cmd: &str) -> Option<String> {
 pub fn classify(call: &Value) -> Action {
     let name = call.get("name").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
     let Some(args) = call.get("args") else { return Action::Other };
-    let patch: Vec<String> =
-        strings(args).iter().filter(|s| s.contains("*** Begin Patch")).flat_map(|s| patch_paths(s)).collect();
+    let patch = patched_files(&args.to_serde());
     if !patch.is_empty() {
         return Action::Edit(patch);
     }
@@ -76,7 +72,8 @@ pub fn classify(call: &Value) -> Action {
             _ => Action::Other,
         };
     }
-    if EDIT_TOOLS.contains(&name.as_str()) {
+    // The tools the probe extractor counts as changing files (`probes::extract::WRITE_TOOLS`).
+    if WRITE_TOOLS.contains(&name.as_str()) {
         return path.map_or(Action::Other, |p| Action::Edit(vec![p]));
     }
     if READ_TOOLS.contains(&name.as_str()) {
@@ -91,15 +88,6 @@ pub fn classify(call: &Value) -> Action {
         }
     }
     Action::Other
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) => vec![s.to_str_lossy().into_owned()],
-        Value::Array(a) => a.iter().flat_map(strings).collect(),
-        Value::Object(m) => m.iter().flat_map(|(_, x)| strings(x)).collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// Every tool call of a Content, classified, with the call's id (to find its response).

@@ -4,7 +4,7 @@
 
 use super::{CompactionRework, FileAfterCompaction, CACHE_WRITE_MULTIPLIER};
 use crate::pricing::Price;
-use crate::stats;
+use crate::stats::{self, median};
 use std::collections::BTreeMap;
 
 /// A figure with its bootstrap 95 % interval (over compactions) and its n.
@@ -30,15 +30,6 @@ impl Figure {
 
 fn ratio(num: f64, den: f64) -> Option<f64> {
     (den > 0.0).then(|| num / den)
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 0 { (v[m - 1] + v[m]) / 2.0 } else { v[m] })
 }
 
 /// Per 10 model turns: the figure's unit for re-reads and repeated commands.
@@ -259,10 +250,6 @@ pub fn compaction_cost(r: &CompactionRework, price: &Price) -> Option<Compaction
     let break_even_requests = (saving_per_request_usd > 0.0)
         .then(|| ((summary_call_usd + cache_write_usd) / saving_per_request_usd).ceil() as u64);
     Some(CompactionCost { summary_call_usd, cache_write_usd, saving_per_request_usd, break_even_requests })
-}
-
-pub fn median_of(values: Vec<f64>) -> Option<f64> {
-    median(values)
 }
 
 /// One request where both the cache model and the recording give a cached share.

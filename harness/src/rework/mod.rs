@@ -16,7 +16,7 @@ use crate::datasets::Conversation;
 use crate::history::{self, Content};
 use crate::json::Value;
 use crate::probes::grade::{self, Haystack};
-use crate::probes::grader::Grader;
+use crate::probes::grader::{Grader, Matcher};
 use crate::probes::{Probe, ProbeKind, ProbeOrigin};
 use calls::{file_key, Action};
 use serde::Serialize;
@@ -41,6 +41,9 @@ pub struct CompactionRework {
     pub ordinal: usize,
     /// Index in the recorded history of the first Content after the compaction.
     pub at: usize,
+    /// Index among the replay's requests of the first request after it (the model turns before `at`).
+    #[serde(skip)]
+    pub first_request: usize,
     /// The request before the compaction as the agent counted it (Claude Code: `preTokens`; else the last
     /// recorded request before it).
     pub tokens_before: Option<u64>,
@@ -215,28 +218,39 @@ fn events(conv: &Conversation, grader: &Grader, cwd: Option<&str>) -> Vec<Event>
     out
 }
 
-/// Whether `text` names `file`: the project's path rule (any form that identifies it; no word of change
-/// needed), and also any suffix of two components or more even when another file ends the same way (a
-/// session that works in several git worktrees of one repository has each file once per worktree, and a
-/// summary names it relative to the repository).
-fn names_file(grader: &Grader, hay: &Haystack, file: &str) -> bool {
-    let parts: Vec<&str> = file.trim_start_matches('/').split('/').collect();
-    let accept: Vec<String> = (2..parts.len()).map(|k| parts[parts.len() - k..].join("/")).collect();
-    let probe = Probe {
-        id: String::new(),
-        conversation: String::new(),
-        kind: ProbeKind::Recall,
-        question: String::new(),
-        gold: file.to_string(),
-        accept,
-        terms: Vec::new(),
-        evidence: Vec::new(),
-        source: ProbeOrigin::Auto,
-        note: None,
-    };
-    let m = grader.matcher(&probe);
-    let index = grader.index(hay, std::slice::from_ref(&m));
-    grader.kept(&m, hay, &index).is_some()
+/// The `files` that `hay` names: the project's path rule (any form that identifies the file; no word of
+/// change needed), and also any suffix of two components or more even when another file ends the same way
+/// (a session that works in several git worktrees of one repository has each file once per worktree, and a
+/// summary names it relative to the repository). The history is indexed once for all of them.
+fn named_files<'f>(grader: &Grader, hay: &Haystack, files: impl Iterator<Item = &'f String>) -> BTreeSet<String> {
+    let files: Vec<&String> = files.collect();
+    let matchers: Vec<Matcher> = files
+        .iter()
+        .map(|file| {
+            let parts: Vec<&str> = file.trim_start_matches('/').split('/').collect();
+            let accept: Vec<String> = (2..parts.len()).map(|k| parts[parts.len() - k..].join("/")).collect();
+            let probe = Probe {
+                id: String::new(),
+                conversation: String::new(),
+                kind: ProbeKind::Recall,
+                question: String::new(),
+                gold: file.to_string(),
+                accept,
+                terms: Vec::new(),
+                evidence: Vec::new(),
+                source: ProbeOrigin::Auto,
+                note: None,
+            };
+            grader.matcher(&probe)
+        })
+        .collect();
+    let index = grader.index(hay, &matchers);
+    files
+        .into_iter()
+        .zip(&matchers)
+        .filter(|(_, m)| grader.kept(m, hay, &index).is_some())
+        .map(|(f, _)| f.clone())
+        .collect()
 }
 
 /// A file as results show it: relative to the session's working directory, else its last two components
@@ -252,21 +266,16 @@ fn shown_path(file: &str, cwd: Option<&str>) -> String {
     format!("…/{}", parts.into_iter().rev().collect::<Vec<_>>().join("/"))
 }
 
-/// The working directory the recording gives (`meta.extra.cwd`).
-fn cwd_of(conv: &Conversation) -> Option<String> {
-    conv.meta.extra.as_ref().and_then(|e| e.get("cwd")).and_then(Value::as_str).map(str::to_string)
-}
-
 /// The rework after each of the conversation's recorded compactions (none when it records none).
 pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
     let compactions = &conv.recorded_compactions;
     if compactions.is_empty() {
         return ConversationRework::default();
     }
-    let cwd = cwd_of(conv);
+    let cwd = conv.cwd();
     let grader = Grader::of_conversation(conv, &[]);
     let h = &conv.history;
-    let all = events(conv, &grader, cwd.as_deref());
+    let all = events(conv, &grader, cwd);
     let turn_at: Vec<usize> = {
         let mut t = 0;
         h.iter()
@@ -321,7 +330,7 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
                 _ => {}
             }
         }
-        let named: BTreeSet<String> = touched.keys().filter(|f| names_file(&grader, &hay, f)).cloned().collect();
+        let named = named_files(&grader, &hay, touched.keys());
         let reads = |span: &[&Event], known: &dyn Fn(&str) -> bool| {
             let mut total = 0;
             let mut again = Vec::new();
@@ -424,7 +433,7 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
             out.files.push(FileAfterCompaction {
                 conversation: conv.meta.id.clone(),
                 ordinal: n + 1,
-                file: shown_path(file, cwd.as_deref()),
+                file: shown_path(file, cwd),
                 named: readable.then(|| named.contains(file)),
                 reads_before,
                 edits_before,
@@ -443,6 +452,7 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
             conversation: conv.meta.id.clone(),
             ordinal: n + 1,
             at: start,
+            first_request: start_turn,
             tokens_before,
             tokens_after: recorded_after,
             summary_tokens: crate::tokens::o200k_count_text(&c.summary),
@@ -548,6 +558,7 @@ mod tests {
         assert_eq!(r.compactions.len(), 1);
         let c = &r.compactions[0];
         assert_eq!((c.ordinal, c.at, c.turns_after, c.tokens_before), (1, 5, 3, Some(1000)));
+        assert_eq!(c.first_request, 2, "two model turns before the compaction");
         assert_eq!((c.reads_after, c.rereads, c.rereads_named, c.rereads_not_named), (2, 2, Some(1), Some(1)));
         // The control span: the two model turns before the compaction, against nothing before them.
         assert_eq!((c.control_turns, c.control_reads, c.control_rereads), (2, 2, 0));

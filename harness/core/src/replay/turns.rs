@@ -65,7 +65,7 @@ pub async fn replay_prepared(
         pending_start: 0,
         previous_serials: None,
         changed_from: 0,
-        as_recorded: validity::Uncompressed::new(input.history, settings.env_text.as_deref()),
+        as_recorded: validity::AsRecorded::new(input.history, settings.env_text.as_deref()),
     };
     for (i, turn) in input.history.iter().enumerate() {
         if !history::is_model(turn) {
@@ -103,7 +103,7 @@ struct TurnLoop<'a> {
     /// The first stored Content the session has not seen as it is now.
     changed_from: usize,
     /// The requests without compression, to check compressed ones against.
-    as_recorded: validity::Uncompressed<'a>,
+    as_recorded: validity::AsRecorded<'a>,
 }
 
 /// One request as it stands before the session answers.

@@ -203,16 +203,16 @@ pub fn introduced(after: Vec<Violation>, before: &[Violation]) -> Vec<Violation>
 /// The recorded history as the uncompressed replay sends it (curated: thoughts stripped, same roles
 /// merged, as the stored history keeps it), built only as far as asked: the request without compression at
 /// any point of the replay, to tell what a compression introduced from what the recording already had.
-pub(super) struct Uncompressed<'a> {
+pub(super) struct AsRecorded<'a> {
     recorded: &'a [Content],
     contents: Vec<Content>,
     appended: usize,
 }
 
-impl<'a> Uncompressed<'a> {
+impl<'a> AsRecorded<'a> {
     /// `env`: the environment text the replay sends first, if any.
     pub(super) fn new(recorded: &'a [Content], env: Option<&str>) -> Self {
-        let mut u = Uncompressed { recorded, contents: Vec::new(), appended: 0 };
+        let mut u = AsRecorded { recorded, contents: Vec::new(), appended: 0 };
         if let Some(env) = env {
             u.push(history::user_text(env));
         }

@@ -93,8 +93,10 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
 /// `meta.extra`: the session id and the working directory, where the transcript records them, and how many
 /// unreadable lines were skipped, where any were.
 fn session_extra(session_id: Option<String>, cwd: Option<String>, skipped: usize) -> Option<Value> {
-    let mut pairs: Vec<(&str, Value)> =
-        [("sessionId", session_id), ("cwd", cwd)].into_iter().filter_map(|(k, v)| Some((k, Value::str(&v?)))).collect();
+    let mut pairs: Vec<(&str, Value)> = [("sessionId", session_id), (crate::model::CWD_KEY, cwd)]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, Value::str(&v?))))
+        .collect();
     if skipped > 0 {
         pairs.push((super::SKIPPED_LINES_KEY, Value::num(skipped as f64)));
     }
