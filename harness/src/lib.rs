@@ -5,8 +5,8 @@
 //!   (the reference port and its variants), the model interface, [`replay`] and [`inspect`];
 //! - `compactbench-datasets`: [`datasets`] (importers and the shipped corpus);
 //! - `compactbench-llm`: [`llm`] (backends behind one trait with a record/replay cache);
-//! - this crate: [`probes`], [`sweep`], [`report`] (polars, plotters), [`view`] (the HTML page of a run) and
-//!   the [`cli`].
+//! - this crate: [`probes`], [`sweep`], [`report`] (polars, plotters), [`view`] (the HTML page of a run),
+//!   [`audit`] (a user's own sessions, no config) and the [`cli`].
 //!
 //! The lower crates are re-exported under their module names, so `compactbench::replay::…` and
 //! `compactbench::datasets::…` name the same items as the crates themselves.
@@ -15,6 +15,7 @@ pub use compactbench_core::{compress, fsutil, history, inspect, json, models, re
 pub use compactbench_datasets as datasets;
 pub use compactbench_llm as llm;
 
+pub mod audit;
 pub mod cli;
 pub mod data;
 pub mod exit;

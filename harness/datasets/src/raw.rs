@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever an importer's output changes, so cached conversions of older importers are not used.
-pub const IMPORTER_VERSION: u32 = 7;
+pub const IMPORTER_VERSION: u32 = 8;
 
 /// File name endings of raw agent logs in a directory (each also with `.gz`).
 const RAW_ENDINGS: [&str; 5] = [".jsonl", ".json", ".traj", ".md", ".txt"];
@@ -26,6 +26,32 @@ pub fn read_source(path: &Path) -> Result<Vec<u8>, DatasetError> {
 pub fn read_source_named(path: &Path, name: &str) -> Result<Vec<u8>, DatasetError> {
     let bytes = std::fs::read(path).map_err(|e| DatasetError::io(name, e))?;
     gunzip_if_gzip(bytes, name)
+}
+
+/// The first `limit` bytes of a source file (gunzipped as [`read_source`] does), cut after its last whole
+/// line when it is longer: enough to tell a JSON-lines session's format without reading all of it.
+pub fn read_source_prefix(path: &Path, name: &str, limit: usize) -> Result<Vec<u8>, DatasetError> {
+    let file = std::fs::File::open(path).map_err(|e| DatasetError::io(name, e))?;
+    let mut head = [0u8; 2];
+    let mut peek = std::io::BufReader::new(file);
+    let magic = {
+        use std::io::BufRead;
+        let buf = peek.fill_buf().map_err(|e| DatasetError::io(name, e))?;
+        head[..buf.len().min(2)].copy_from_slice(&buf[..buf.len().min(2)]);
+        head == [0x1f, 0x8b]
+    };
+    let mut out = Vec::new();
+    let read = if magic {
+        flate2::read::MultiGzDecoder::new(peek).take(limit as u64 + 1).read_to_end(&mut out)
+    } else {
+        peek.take(limit as u64 + 1).read_to_end(&mut out)
+    };
+    read.map_err(|e| DatasetError::whole(name, format!("cannot read: {e}")))?;
+    if out.len() > limit {
+        let cut = out.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        out.truncate(cut);
+    }
+    Ok(out)
 }
 
 /// `bytes` unchanged, or decompressed when they start with the gzip magic bytes.

@@ -2,6 +2,7 @@
 //! the exit statuses of [`crate::exit`]. The match in [`Failure::exit_code`] names every variant of every
 //! wrapped error, so a new variant anywhere is a compile error until it is given a status.
 
+use crate::audit::AuditError;
 use crate::compress::CompressError;
 use crate::datasets::manifest::ManifestError;
 use crate::datasets::DatasetError;
@@ -44,6 +45,9 @@ pub enum Failure {
     /// `view` could not write its page.
     #[error(transparent)]
     View(#[from] ViewError),
+    /// `audit` found no sessions to audit, or could not list a directory.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// A config's grid names an unknown strategy or refuses its knobs.
@@ -132,6 +136,10 @@ impl Failure {
                     EXIT_BAD_INPUT
                 }
                 ViewError::Encode { .. } | ViewError::Write(_) => EXIT_FAILURE,
+            },
+            Failure::Audit(e) => match e {
+                AuditError::NoSessions { .. } => EXIT_BAD_INPUT,
+                AuditError::Dataset(DatasetError::Io { .. } | DatasetError::Invalid { .. }) => EXIT_BAD_INPUT,
             },
             Failure::Config(e) => match e {
                 ConfigError::Io { .. } | ConfigError::Invalid { .. } => EXIT_BAD_INPUT,
@@ -256,6 +264,7 @@ mod tests {
             Failure::Report(_) => "Report",
             Failure::Gate(_) => "Gate",
             Failure::View(_) => "View",
+            Failure::Audit(_) => "Audit",
             Failure::Config(_) => "Config",
             Failure::Strategy(_) => "Strategy",
             Failure::Llm(_) => "Llm",
@@ -320,6 +329,8 @@ mod tests {
             (Failure::BadInput("x".into()), bad),
             (Failure::Failed("x".into()), fail),
             (Failure::Incomplete("x".into()), EXIT_INCOMPLETE),
+            (Failure::Audit(AuditError::NoSessions { dir: "d".into(), looked: 0 }), bad),
+            (Failure::Audit(AuditError::Dataset(DatasetError::whole("d", "cannot list"))), bad),
             (Failure::Regression("x".into()), EXIT_REGRESSION),
             (Failure::Report(ReportError::Aggregate { run_dir: "r".into(), source: polars() }), bad),
             (Failure::Report(ReportError::Results { path: "r".into(), source: polars() }), fail),
@@ -430,7 +441,7 @@ mod tests {
             assert_ne!(f.exit_code(), EXIT_SUCCESS);
         }
         let covered: std::collections::BTreeSet<&str> = rows.iter().map(|(f, _)| variant(f)).collect();
-        assert_eq!(covered.len(), 28, "a variant without a row: {covered:?}");
+        assert_eq!(covered.len(), 29, "a variant without a row: {covered:?}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod audit;
 pub mod bench_split;
 pub mod datasets;
 pub mod failure;
@@ -33,6 +34,9 @@ pub struct Cli {
 pub enum Command {
     /// Replay the corpus through a grid of compressors (the main job).
     Run(run::RunArgs),
+    /// What your agent's own compactions dropped: your session directories read in place, no config
+    /// (Claude Code, Codex, Gemini CLI recognised); lists every compaction and writes a page.
+    Audit(audit::AuditArgs),
     /// Print one conversation's compression timeline.
     Replay(run::ReplayArgs),
     /// Join shard run directories into one.
@@ -103,6 +107,7 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Audit(args) => audit::run(args),
         Command::Replay(args) => run::replay_one(args),
         Command::Merge(args) => run::merge(args),
         Command::Report(args) => report::run_report(args),

@@ -114,11 +114,24 @@ pub struct FileAfterCompaction {
     pub reread: bool,
 }
 
+/// One (compaction, typed prompt) pair: a prompt the user typed before the compaction (of at least
+/// [`MIN_PROMPT_WORDS`] key words), and whether the history the agent continued from echoes it
+/// ([`ECHOED_SHARE`] of its key words). What `audit` lists as instructions a summary did not keep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PromptBeforeCompaction {
+    pub ordinal: usize,
+    /// Index of the prompt's Content in the recorded history.
+    pub at: usize,
+    /// Empty when the summary is not readable.
+    pub echoed: Option<bool>,
+}
+
 /// What the rework reading gives for one conversation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConversationRework {
     pub compactions: Vec<CompactionRework>,
     pub files: Vec<FileAfterCompaction>,
+    pub prompts: Vec<PromptBeforeCompaction>,
 }
 
 /// A tool call or typed prompt, placed in the history.
@@ -415,6 +428,13 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
             .filter(|(_, (at, w))| *at < start && share_within(w, &summary_words) >= ECHOED_SHARE)
             .map(|(i, _)| i)
             .collect();
+        for (i, (at, _)) in prompts.iter().enumerate().filter(|(_, (at, _))| *at < start) {
+            out.prompts.push(PromptBeforeCompaction {
+                ordinal: n + 1,
+                at: *at,
+                echoed: readable.then(|| echoed.contains(&i)),
+            });
+        }
         let (
             previous_named_files,
             previous_named_files_dropped,
@@ -588,6 +608,7 @@ mod tests {
         assert!(!c.summary_readable);
         assert_eq!((c.rereads, c.rereads_named, c.files_edited_named), (2, None, None));
         assert!(r.files.iter().all(|f| f.named.is_none()));
+        assert!(!r.prompts.is_empty() && r.prompts.iter().all(|p| p.echoed.is_none()));
         // Without preTokens the last recorded request before the compaction stands in (none here).
         assert_eq!(c.tokens_before, None);
     }
@@ -612,5 +633,9 @@ mod tests {
         assert_eq!((second.previous_echoed_prompts, second.previous_echoed_prompts_dropped), (Some(1), Some(1)));
         // parse.rs and lex.rs changed before it; it names lex.rs.
         assert_eq!((second.files_edited_before, second.files_edited_named), (2, Some(1)));
+        // Each compaction lists the typed prompts before it, echoed or not.
+        let prompts: Vec<(usize, usize, Option<bool>)> =
+            r.prompts.iter().map(|p| (p.ordinal, p.at, p.echoed)).collect();
+        assert_eq!(prompts, [(1, 0, Some(true)), (2, 0, Some(false)), (2, 5, Some(false))]);
     }
 }

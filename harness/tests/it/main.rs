@@ -1,6 +1,7 @@
 //! One integration-test binary (faster to link than one per file), a module per area.
 
 mod architecture;
+mod audit;
 mod cli;
 mod count_tokens;
 mod edit_recall;

@@ -16,6 +16,7 @@
 
 use super::{
     as_object, content_text, function_response_part, opt_count, opt_str, stem_id, Format, HistoryBuilder, Imported,
+    COMPACTED_AT_KEY,
 };
 use crate::error::utf8;
 use crate::json::{JsonPath, Value};
@@ -172,7 +173,11 @@ fn convert_chain(
             continue;
         }
         if is_compact_boundary(&line.record) {
-            let metadata = line.record.get("compactMetadata").filter(|m| m.as_object().is_some()).cloned();
+            let mut metadata = line.record.get("compactMetadata").filter(|m| m.as_object().is_some()).cloned();
+            // When the agent compacted (audits list it): the boundary line's own time.
+            if let Some(t) = line.record.get("timestamp").filter(|t| t.as_str().is_some()) {
+                metadata.get_or_insert_with(Value::empty_object).insert(COMPACTED_AT_KEY, t.clone());
+            }
             boundary = Some((metadata, preserved_lines(&line.record, &by_uuid)));
             continue;
         }

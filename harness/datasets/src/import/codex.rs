@@ -37,7 +37,10 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
             let at = JsonPath::root().key("payload");
             let payload = req(&record, "payload", &JsonPath::root(), file).map_err(|e| e.on_line(n + 1))?;
             match compaction(payload, &at, file, b.contents()).map_err(|e| e.on_line(n + 1))? {
-                Some(c) => {
+                Some(mut c) => {
+                    if let Some(t) = record.get("timestamp").filter(|t| t.as_str().is_some()) {
+                        c.extra.get_or_insert_with(Value::empty_object).insert(super::COMPACTED_AT_KEY, t.clone());
+                    }
                     b.seal();
                     compactions.push(c);
                 }

@@ -86,6 +86,10 @@ pub const MAX_UNREADABLE_LINE_SHARE: f64 = 0.01;
 /// How an import warning says it skipped an unreadable line.
 pub const SKIPPED_LINE_NOTE: &str = "the line is skipped";
 
+/// The key of a recorded compaction's `extra` under which an importer keeps when the agent compacted, as the
+/// recording writes it (an ISO 8601 time: Claude Code's boundary line, Codex's `compacted` line).
+pub const COMPACTED_AT_KEY: &str = "compactedAt";
+
 /// The key of `meta.extra` under which an importer counts the lines it skipped as unreadable.
 pub const SKIPPED_LINES_KEY: &str = "skippedLines";
 

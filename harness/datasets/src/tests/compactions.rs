@@ -28,7 +28,8 @@ fn claude_code_compact_summary_is_a_recorded_compaction_not_a_turn() {
     assert!(rc.summary.contains("use zoneinfo (stdlib), not pytz"));
     assert!(rc.kept.is_empty());
     let extra = rc.extra.as_ref().expect("compactMetadata");
-    assert_eq!(to_json(extra), r#"{"trigger":"manual","preTokens":14150}"#);
+    // The compactMetadata, and the boundary line's time (when the agent compacted).
+    assert_eq!(to_json(extra), r#"{"trigger":"manual","preTokens":14150,"compactedAt":"2025-09-01T10:02:00.000Z"}"#);
     assert_eq!(c.recorded_prompt_tokens.len(), c.history.len());
     assert_eq!(c.recorded_prompt_tokens[9], Some(11103));
     // The cache traffic of the same requests, part of those counts (issue #38: the cache model is checked
@@ -69,6 +70,9 @@ fn codex_compacted_item_keeps_its_replacement_history() {
     assert!(kept.starts_with("<environment_context>") && kept.ends_with("Why is /health returning 500?"), "{kept}");
     assert!(!kept.contains("Summary of the work"));
     assert_eq!(rc.history().len(), 2);
+    // When Codex compacted: the `compacted` line's time.
+    let at = rc.extra.as_ref().and_then(|e| e.get(crate::import::COMPACTED_AT_KEY)).and_then(|t| t.as_str());
+    assert_eq!(at, Some("2025-09-10T14:05:00.000Z"));
     assert_eq!(c.recorded_prompt_tokens.last(), Some(&Some(2890)));
     assert_valid(&c);
 }
