@@ -239,7 +239,8 @@ pub struct Audit {
 pub struct SessionAudit {
     pub session: String,
     pub source: String,
-    /// The file, relative to its directory.
+    /// The file, relative to its directory (or its upstream path, where a `SOURCE.md` table beside the
+    /// sessions names one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// The recording's own title (Claude Code: the session's first time or title).

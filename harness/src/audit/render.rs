@@ -107,7 +107,14 @@ fn session(out: &mut String, s: &SessionAudit) {
 /// The listing `audit` prints.
 pub fn render(audit: &Audit) -> String {
     let mut out = String::new();
-    let agents: Vec<String> = audit.dirs.iter().map(|d| format!("{} ({})", d.dir.display(), d.agent)).collect();
+    // One agent may write two formats (Gemini CLI's `.json` and `.jsonl` chats): each directory and agent once.
+    let mut agents: Vec<String> = Vec::new();
+    for d in &audit.dirs {
+        let shown = format!("{} ({})", d.dir.display(), d.agent);
+        if !agents.contains(&shown) {
+            agents.push(shown);
+        }
+    }
     let _ = writeln!(
         out,
         "audit of {}: {} sessions, {} compactions in {} of them\n",
