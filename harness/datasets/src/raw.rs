@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever an importer's output changes, so cached conversions of older importers are not used.
-pub const IMPORTER_VERSION: u32 = 7;
+pub const IMPORTER_VERSION: u32 = 8;
 
 /// File name endings of raw agent logs in a directory (each also with `.gz`).
 const RAW_ENDINGS: [&str; 5] = [".jsonl", ".json", ".traj", ".md", ".txt"];
