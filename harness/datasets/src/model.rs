@@ -103,7 +103,14 @@ impl Conversation {
             tools: self.tools.as_ref(),
             recorded_compactions: &self.recorded_compactions,
             context_window: self.context_window(),
+            image_billing: self.image_billing(),
         }
+    }
+
+    /// Whose rule counts the conversation's images: the provider its source format's agent sends to
+    /// (Claude Code: Anthropic, Codex: OpenAI, every other format: Gemini).
+    pub fn image_billing(&self) -> crate::tokens::ImageBilling {
+        crate::tokens::ImageBilling::of_format(&self.meta.format)
     }
 
     /// The session's working directory as the recording gives it (`meta.extra.cwd`: Claude Code, Codex): the

@@ -14,13 +14,16 @@ pub struct ConversationStats {
     pub contents: u64,
     pub user_turns: u64,
     pub model_turns: u64,
-    /// UTF-16 length of all text parts plus the JSON of every other part (calls, responses, …).
+    /// UTF-16 length of all text parts plus the JSON of every other part (calls, responses, …) but images
+    /// and other inline media, which are no text (`images` counts them).
     pub characters: u64,
     /// `Estimator::Current` over the whole history.
     pub estimated_tokens: u64,
     pub tool_calls: u64,
     /// Longest single `functionResponse` (JSON length of its `response`).
     pub longest_tool_output: u64,
+    /// Images and other inline media (`inlineData` parts, those nested in a functionResponse included).
+    pub images: u64,
 }
 
 impl ConversationStats {
@@ -35,6 +38,7 @@ impl ConversationStats {
             ..Default::default()
         };
         for c in h {
+            s.images += crate::tokens::images::content_media(c).len() as u64;
             match history::role(c) {
                 Some("user") => s.user_turns += 1,
                 Some("model") => s.model_turns += 1,
@@ -55,7 +59,7 @@ impl ConversationStats {
     }
 
     fn to_value(&self) -> Vec<(&'static str, Value)> {
-        vec![
+        let mut fields = vec![
             ("contents", Value::num(self.contents as f64)),
             ("userTurns", Value::num(self.user_turns as f64)),
             ("modelTurns", Value::num(self.model_turns as f64)),
@@ -63,11 +67,19 @@ impl ConversationStats {
             ("estimatedTokens", Value::num(self.estimated_tokens as f64)),
             ("toolCalls", Value::num(self.tool_calls as f64)),
             ("longestToolOutput", Value::num(self.longest_tool_output as f64)),
-        ]
+        ];
+        // Only where there are any, so the manifests of sources without images stay as they were.
+        if self.images > 0 {
+            fields.push(("images", Value::num(self.images as f64)));
+        }
+        fields
     }
 }
 
 fn part_chars(p: &Value) -> u64 {
+    if crate::tokens::images::is_media_part(p) {
+        return 0;
+    }
     match history::part_text(p) {
         Some(t) => t.len16() as u64,
         None => json::jslen(p) as u64,
@@ -93,6 +105,7 @@ impl Totals {
         self.sum.estimated_tokens += s.estimated_tokens;
         self.sum.tool_calls += s.tool_calls;
         self.sum.longest_tool_output = self.sum.longest_tool_output.max(s.longest_tool_output);
+        self.sum.images += s.images;
         if s.characters > 100_000 {
             self.over_100k_chars += 1;
         }

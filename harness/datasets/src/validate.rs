@@ -104,6 +104,11 @@ fn check_content(content: &Value, at: &JsonPath, open_calls: &mut OpenCalls, pro
                 problems.push(&pat, "functionResponse outside a user turn".into());
             }
             check_response(resp, &pat, open_calls, problems);
+        } else if let Some(d) = p.get("inlineData") {
+            let has = |k: &str| d.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty());
+            if !has("mimeType") || !has("data") {
+                problems.push(&pat.key("inlineData"), "an inline medium needs a mimeType and data".into());
+            }
         } else if p.as_object().is_some_and(|o| o.is_empty()) {
             problems.push(&pat, "empty part".into());
         }

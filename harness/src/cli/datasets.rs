@@ -463,6 +463,8 @@ struct Row {
     tool_calls: u64,
     #[tabled(rename = "max tool out")]
     longest_tool_output: u64,
+    #[tabled(rename = "images")]
+    images: u64,
     #[tabled(rename = ">100k chars")]
     over_100k: u64,
 }
@@ -478,6 +480,7 @@ fn row(source: &str, t: &Totals) -> Row {
         estimated_tokens: t.sum.estimated_tokens,
         tool_calls: t.sum.tool_calls,
         longest_tool_output: t.sum.longest_tool_output,
+        images: t.sum.images,
         over_100k: t.over_100k_chars,
     }
 }

@@ -621,7 +621,7 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: "token_scale",
         header: "token scale",
-        formula: "the factor on every token count of the replay (`[replay] token_scale`: set, or calibrated per conversation from its recorded usage as the least-squares slope of the agent's recorded requests over the replay's measured history before the agent's first compaction); mean over conversations; absent when counts are unscaled",
+        formula: "the factor on every text token count of the replay (`[replay] token_scale`: set, or calibrated per conversation from its recorded usage as the least-squares slope of the agent's recorded requests over the replay's measured history before the agent's first compaction, both without the history's images, which count as their provider bills them and are never scaled); mean over conversations; absent when counts are unscaled",
         unit: Unit::Share,
         better: Better::Neither,
         level: Level::Conversation,

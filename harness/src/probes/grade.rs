@@ -227,9 +227,9 @@ fn collect_strings(v: &Value, out: &mut String) {
         Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
         Value::Object(m) => {
             for (k, x) in m.iter() {
-                // Ids and signatures are transport details, not content.
+                // Ids and signatures are transport details, not content; an image's base64 is no text.
                 let k = k.to_str_lossy();
-                if k != "id" && k != "thoughtSignature" {
+                if k != "id" && k != "thoughtSignature" && k != "inlineData" {
                     collect_strings(x, out);
                 }
             }

@@ -423,11 +423,12 @@ pub fn build(
             let problem = match recordings.get(&planned.id) {
                 Some(Ok(rec)) => {
                     let tokenizer = &run.plan.replay.tokenizer;
+                    let billing = rec.conversation.image_billing();
                     chunk.contents = rec
                         .conversation
                         .history
                         .iter()
-                        .map(|c| recording::shown_content(c, tokenizer, clean))
+                        .map(|c| recording::shown_content(c, tokenizer, billing, clean))
                         .collect();
                     chunk.turns = spans::request_turns(&rec.conversation.history);
                     chunk.probes =

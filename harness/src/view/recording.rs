@@ -10,7 +10,7 @@ use crate::history::{self, Content};
 use crate::json;
 use crate::probes::{self, Probe};
 use crate::replay::Tokenizer;
-use crate::tokens::{self, Estimator};
+use crate::tokens::{self, Estimator, ImageBilling};
 use serde::Serialize;
 use std::path::Path;
 
@@ -119,12 +119,12 @@ pub fn load(plan: &Plan, base_dir: &Path, planned: &PlannedConversation) -> Resu
     Ok(Recording { conversation, probes, probe_problem })
 }
 
-/// Tokens of one Content as the run counted them; a model's tokenizer (an API) is not called: o200k stands
-/// in, and the page says so.
-pub fn content_tokens(tokenizer: &Tokenizer, c: &Content) -> u64 {
+/// Tokens of one Content as the run counted them (its images as the agent's provider bills them); a
+/// model's tokenizer (an API) is not called: o200k stands in, and the page says so.
+pub fn content_tokens(tokenizer: &Tokenizer, billing: ImageBilling, c: &Content) -> u64 {
     match tokenizer {
         Tokenizer::Heuristic => Estimator::Current.content(c),
-        Tokenizer::O200k | Tokenizer::Model(_) => tokens::o200k_count_history(std::slice::from_ref(c)),
+        Tokenizer::O200k | Tokenizer::Model(_) => tokens::o200k_count_history(std::slice::from_ref(c), billing),
     }
 }
 
@@ -137,14 +137,17 @@ pub fn shown_tokenizer(tokenizer: &Tokenizer) -> &'static str {
     }
 }
 
-fn part_shown(p: &json::Value, out: &mut String) {
+fn part_shown(p: &json::Value, billing: ImageBilling, out: &mut String) {
     if history::is_thought(p) {
         return;
     }
     if !out.is_empty() {
         out.push('\n');
     }
-    if let Some(t) = history::part_text(p) {
+    if let Some(media) = tokens::images::media_of(p) {
+        // Never the base64: what it is, its size and what its provider bills for it.
+        out.push_str(&media.describe(billing));
+    } else if let Some(t) = history::part_text(p) {
         out.push_str(&t.to_str_lossy());
     } else if let Some(call) = history::function_call(p) {
         out.push_str("▶ ");
@@ -164,16 +167,17 @@ fn part_shown(p: &json::Value, out: &mut String) {
     }
 }
 
-/// A Content as the page shows it.
-pub fn shown_content(c: &Content, tokenizer: &Tokenizer, clean: &Sanitizer) -> ShownContent {
+/// A Content as the page shows it (an image as `[image 1280×720 png, 1,229 tokens (Anthropic)]`, by the
+/// rule of the agent's provider, `billing`).
+pub fn shown_content(c: &Content, tokenizer: &Tokenizer, billing: ImageBilling, clean: &Sanitizer) -> ShownContent {
     let mut text = String::new();
     for p in history::parts(c) {
-        part_shown(p, &mut text);
+        part_shown(p, billing, &mut text);
     }
     ShownContent {
         role: history::role(c).unwrap_or("?").to_string(),
         text: clean.clean(&text),
-        tokens: content_tokens(tokenizer, c),
+        tokens: content_tokens(tokenizer, billing, c),
     }
 }
 
@@ -208,7 +212,8 @@ mod tests {
                 {"functionCall":{"name":"read_file","args":{"path":"a.py"}}}]}"#,
         )
         .unwrap();
-        let shown = shown_content(&c, &Tokenizer::Heuristic, &Sanitizer::with_secrets(Vec::new()));
+        let shown =
+            shown_content(&c, &Tokenizer::Heuristic, ImageBilling::Gemini, &Sanitizer::with_secrets(Vec::new()));
         assert_eq!(shown.text, "Let me look.\n▶ read_file {\"path\":\"a.py\"}");
         assert_eq!(shown.role, "model");
         assert!(shown.tokens > 0);
@@ -216,7 +221,21 @@ mod tests {
             r#"{"role":"user","parts":[{"functionResponse":{"name":"read_file","response":{"output":"line 1\nline 2"}}}]}"#,
         )
         .unwrap();
-        let shown = shown_content(&r, &Tokenizer::O200k, &Sanitizer::with_secrets(Vec::new()));
+        let shown = shown_content(&r, &Tokenizer::O200k, ImageBilling::Gemini, &Sanitizer::with_secrets(Vec::new()));
         assert_eq!(shown.text, "◀ read_file\nline 1\nline 2");
+    }
+
+    /// An image is shown as what it is and what its provider bills, never as its base64.
+    #[test]
+    fn images_show_their_size_and_tokens_not_their_base64() {
+        // A PNG header of 1280 × 720, base64.
+        let data = "iVBORw0KGgoAAAANSUhEUgAABQAAAALQCAYAAAA";
+        let c = json::parse_str(&format!(
+            r#"{{"role":"user","parts":[{{"text":"see"}},{{"inlineData":{{"mimeType":"image/png","data":"{data}"}}}}]}}"#
+        ))
+        .unwrap();
+        let shown = shown_content(&c, &Tokenizer::O200k, ImageBilling::Anthropic, &Sanitizer::with_secrets(Vec::new()));
+        assert_eq!(shown.text, "see\n[image 1280×720 png, 1,229 tokens (Anthropic)]");
+        assert_eq!(shown.tokens, 1229 + tokens::o200k_count_history_text(std::slice::from_ref(&c)));
     }
 }

@@ -4,7 +4,8 @@ parent walk passes by: one API response with several tool_use blocks is written 
 message.id), and each tool_result line's parent is its own call's line, so a walk from the last line back
 follows one call and its result. This adds, to the reader's chain, every other line of a response already
 on it and every tool_result line whose parent is one of that response's lines; everything else (which
-lines count, how characters are counted) is the reader's own. Prints the reader's JSON."""
+lines count, how characters are counted) is the reader's own. Prints the reader's JSON, with the image and
+document blocks of the messages it counts (`images`, those in tool results included)."""
 import json, os, sys
 
 sys.path.insert(0, os.path.join(os.environ['COMPACTBENCH_SHARED'], 'tools'))
@@ -29,6 +30,21 @@ def with_parallel(lines, chain):
     return chain + siblings + results
 
 
+def images(content):
+    """Image and document blocks of a message's content, those inside tool results included."""
+    if not isinstance(content, list):
+        return 0
+    n = 0
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        if b.get('type') in ('image', 'document'):
+            n += 1
+        elif b.get('type') == 'tool_result':
+            n += images(b.get('content'))
+    return n
+
+
 def summarize(path):
     lines = reader.load(path)
     c = with_parallel(lines, reader.chain(lines))
@@ -37,6 +53,7 @@ def summarize(path):
         'messages': len(msgs),
         'chars': sum(reader.content_chars((d.get('message') or {}).get('content')) for d in msgs),
         'compactions': sum(1 for d in c if d.get('type') == 'system' and d.get('subtype') == 'compact_boundary'),
+        'images': sum(images((d.get('message') or {}).get('content')) for d in msgs),
     }
 
 

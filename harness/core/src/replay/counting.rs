@@ -5,14 +5,18 @@ use super::counter::{self, CountError, TokenCounter};
 use super::window::Tokenizer;
 use super::{ReplayInput, ReplaySettings};
 use crate::history::Content;
+use crate::tokens::images::{self, ImageBilling};
 use crate::tokens::{self, Estimator};
 
-/// How a replay counts: the tokenizer, with the counter a model tokenizer needs, and the factor on its
-/// counts ([`TokenScale`](super::TokenScale), 1 unless set).
+/// How a replay counts: the tokenizer, with the counter a model tokenizer needs, the factor on its
+/// counts ([`TokenScale`](super::TokenScale), 1 unless set), and the rule that counts media (images, PDFs)
+/// as the agent's provider bills them ([`ImageBilling`], from the conversation's source format). Media
+/// are the provider's count, not the tokenizer's: the factor never applies to them.
 #[derive(Clone, Copy)]
 pub(super) struct Counting<'c> {
     by: By<'c>,
     scale: f64,
+    billing: ImageBilling,
 }
 
 #[derive(Clone, Copy)]
@@ -23,19 +27,19 @@ enum By<'c> {
 }
 
 impl<'c> Counting<'c> {
-    pub(super) fn of(settings: &'c ReplaySettings) -> Result<Self, CountError> {
+    pub(super) fn of(settings: &'c ReplaySettings, billing: ImageBilling) -> Result<Self, CountError> {
         let by = match &settings.tokenizer {
             Tokenizer::O200k => By::O200k,
             Tokenizer::Heuristic => By::Heuristic,
             Tokenizer::Model(spec) => By::Model(settings.counter.get(spec)?),
         };
-        Ok(Counting { by, scale: 1.0 })
+        Ok(Counting { by, scale: 1.0, billing })
     }
 
-    /// o200k, unscaled.
+    /// o200k, unscaled, media billed as Gemini bills them.
     #[cfg(test)]
     pub(super) fn o200k() -> Self {
-        Counting { by: By::O200k, scale: 1.0 }
+        Counting { by: By::O200k, scale: 1.0, billing: ImageBilling::Gemini }
     }
 
     /// The same tokenizer with every count multiplied by `scale` (each count rounded).
@@ -66,12 +70,28 @@ impl<'c> Counting<'c> {
     }
 
     /// Tokens of one Content (0 with the heuristic, which [`Measure::est`](super::stored::Measure::est)
-    /// holds).
+    /// holds): its text by the tokenizer, scaled, plus its media as the provider bills them
+    /// ([`media`](Self::media)). A model's tokenizer counts the Content without its media (the Content as
+    /// it is when it holds none, so its counting request is unchanged; nothing when only media are left).
     pub(super) async fn content(self, c: &Content) -> Result<u64, CountError> {
+        let text = match self.by {
+            By::O200k => tokens::o200k_count_history_text(std::slice::from_ref(c)),
+            By::Heuristic => return Ok(0),
+            By::Model(m) => match images::without_media(c) {
+                None => m.count(c).await?,
+                Some(t) if crate::history::parts(&t).is_empty() => 0,
+                Some(t) => m.count(&t).await?,
+            },
+        };
+        Ok(self.scale(text) + self.media(c))
+    }
+
+    /// The tokens of a Content's media as the agent's provider bills them (0 with the heuristic, whose
+    /// estimate counts them its own way).
+    pub(super) fn media(self, c: &Content) -> u64 {
         match self.by {
-            By::O200k => Ok(self.scale(tokens::o200k_count_history(std::slice::from_ref(c)))),
-            By::Heuristic => Ok(0),
-            By::Model(m) => Ok(self.scale(m.count(c).await?)),
+            By::Heuristic => 0,
+            By::O200k | By::Model(_) => images::content_media_tokens(c, self.billing),
         }
     }
 }
@@ -97,6 +117,9 @@ pub(super) fn first_compaction_at(input: &ReplayInput<'_>) -> usize {
 /// compaction that have a recorded count, `(history_k, recorded_k)`, the least-squares slope through the
 /// first of them of the recorded growth over the measured growth, Σ Δm·Δr / Σ Δm². 1 where there are fewer
 /// than two such requests, the history does not grow, or the slope is not positive.
+///
+/// The pairs are of the text alone: the caller takes the history's media tokens (the provider's own
+/// count, never scaled) off both sides, so the factor fits the tokenizer's text against the provider's.
 pub fn calibrated_scale(pairs: &[(u64, u64)]) -> f64 {
     let Some(&(m0, r0)) = pairs.first() else { return 1.0 };
     let (mut num, mut den) = (0.0, 0.0);
@@ -116,7 +139,7 @@ pub fn calibrated_scale(pairs: &[(u64, u64)]) -> f64 {
 /// Tokens every request carries besides the history: the recorded system instruction and tool
 /// declarations measured with the tokenizer, or the configured sizes where the conversation has none.
 pub async fn request_overhead(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Result<u64, CountError> {
-    overhead(input, settings, Counting::of(settings)?).await
+    overhead(input, settings, Counting::of(settings, input.image_billing)?).await
 }
 
 pub(super) async fn overhead(

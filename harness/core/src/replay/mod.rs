@@ -60,6 +60,7 @@ pub use window::{
 use crate::compress::callers::OverflowGuard;
 use crate::history::Content;
 use crate::json::Value;
+pub use crate::tokens::ImageBilling;
 use serde::{Deserialize, Serialize};
 
 // The settings types live here, not in a module of their own: `PromptCountSource::name`'s "recorded" is
@@ -266,6 +267,9 @@ pub struct ReplayInput<'a> {
     pub recorded_compactions: &'a [RecordedCompaction],
     /// The model's context window as the recording states it (Codex: `model_context_window`), if it does.
     pub context_window: Option<u64>,
+    /// Whose rule counts the history's images (and PDFs): the provider the agent's requests went to, from
+    /// the conversation's source format ([`ImageBilling::of_format`]).
+    pub image_billing: ImageBilling,
 }
 
 impl<'a> ReplayInput<'a> {
@@ -281,6 +285,7 @@ impl<'a> ReplayInput<'a> {
             tools: None,
             recorded_compactions: &[],
             context_window: None,
+            image_billing: ImageBilling::default(),
         }
     }
 }
@@ -344,7 +349,8 @@ mod tests {
         let none = run(&strategies::none::spec(), input, &settings);
         // Request k holds everything before model turn k.
         let model_turns: Vec<usize> = (0..h.len()).filter(|&i| history::is_model(&h[i])).collect();
-        let expected: Vec<u64> = model_turns.iter().map(|&i| overhead + tokens::o200k_count_history(&h[..i])).collect();
+        let expected: Vec<u64> =
+            model_turns.iter().map(|&i| overhead + tokens::o200k_count_history(&h[..i], Default::default())).collect();
         assert_eq!(none.request_tokens, expected);
         assert_eq!(none.request_tokens_total, expected.iter().sum::<u64>());
         assert_eq!(none.none_request_tokens_total, none.request_tokens_total);
@@ -400,6 +406,76 @@ mod tests {
         assert_eq!(r.split_points["current"], 0, "{:?}", r.split_points);
         // The 2025-07-07 variant still split at function-response turns.
         assert_ne!(r.split_points["2025-07-07"], 0, "{:?}", r.split_points);
+    }
+
+    /// An image part: `{"inlineData": …}` holding the base64 of a PNG header of `w` × `h`.
+    fn png_part(w: u32, h: u32) -> Value {
+        use base64::Engine;
+        let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        b.extend(w.to_be_bytes());
+        b.extend(h.to_be_bytes());
+        b.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
+        b.extend(std::iter::repeat_n(7u8, 3000)); // a body, so that the base64 is long
+        let data = base64::engine::general_purpose::STANDARD.encode(&b);
+        Value::object([(
+            "inlineData",
+            Value::object([("mimeType", Value::str("image/png")), ("data", Value::str(&data))]),
+        )])
+    }
+
+    /// Images count as the agent's provider bills them in every request, never as their base64 and never
+    /// scaled: `token_scale = "recorded"` fits the text alone (recorded minus image tokens against the
+    /// measured text).
+    #[test]
+    fn images_count_as_their_provider_bills_them_and_are_never_scaled() {
+        let mut h = tool_history();
+        // The task comes with a screenshot; the second tool result with another, after its response part.
+        h[0] = Value::object([
+            ("role", Value::str("user")),
+            ("parts", Value::Array(vec![history::text_part("fix what this shows"), png_part(1280, 720)])),
+        ]);
+        h[4].get_mut("parts").unwrap().as_array_mut().unwrap().push(png_part(512, 320));
+        let text_only: Vec<Content> = h.iter().map(|c| tokens::images::without_media(c).unwrap_or(c.clone())).collect();
+        let measure = |h: &[Content], billing: ImageBilling| {
+            let input = ReplayInput { image_billing: billing, ..ReplayInput::history("t", h) };
+            futures::executor::block_on(Uncompressed::new(&input, &Default::default())).unwrap().requests
+        };
+        let text = measure(&text_only, ImageBilling::Anthropic);
+        // By hand: 1280 × 720 / 750 = 1228.8 → 1229 (Anthropic); 512 × 320 / 750 = 218.5 → 219. OpenAI: 6
+        // and 1 tiles of 512 px (70 + 140 a tile); Gemini: 2 tiles of 768 px, then one small image.
+        let media = |first: u64, second: u64| -> Vec<u64> {
+            let at: Vec<usize> = (0..h.len()).filter(|&i| history::is_model(&h[i])).collect();
+            at.iter().map(|&i| if i > 4 { first + second } else { first }).collect()
+        };
+        for (billing, per) in [
+            (ImageBilling::Anthropic, media(1229, 219)),
+            (ImageBilling::OpenAi, media(70 + 6 * 140, 70 + 140)),
+            (ImageBilling::Gemini, media(2 * 258, 258)),
+        ] {
+            let with: Vec<u64> = text.iter().zip(&per).map(|(t, m)| t + m).collect();
+            assert_eq!(measure(&h, billing), with, "{billing}");
+        }
+        // The agent's counts: 20,000 besides the history, twice o200k for text, images as billed.
+        let per = media(1229, 219);
+        let mut recorded = vec![None; h.len()];
+        for (k, i) in (0..h.len()).filter(|&i| history::is_model(&h[i])).enumerate() {
+            recorded[i] = Some(20_000 + 2 * text[k] + per[k]);
+        }
+        let input = ReplayInput {
+            recorded_prompt_tokens: &recorded,
+            prompt_count_origin: PromptCountOrigin::ClaudeCodeApi,
+            image_billing: ImageBilling::Anthropic,
+            ..ReplayInput::history("t", &h)
+        };
+        let settings = ReplaySettings {
+            overhead: OverheadSource::Recorded,
+            token_scale: TokenScale::Recorded,
+            ..Default::default()
+        };
+        let r = run(&strategies::none::spec(), input, &settings);
+        assert_eq!((r.token_scale, r.recorded_overhead_tokens), (Some(2.0), Some(20_000)));
+        let expected: Vec<u64> = recorded.iter().filter_map(|&r| r).collect();
+        assert_eq!(r.request_tokens, expected);
     }
 
     /// With usage that measures the replayed context, the fixed part is the first recorded request minus the

@@ -47,16 +47,19 @@ pub(super) struct Stored<'c> {
     measures: Vec<Measure>,
     est: RunningSum<f64>,
     tokens: RunningSum<u64>,
+    media: RunningSum<u64>,
     counting: Counting<'c>,
 }
 
 /// The figures of one Content: reference heuristic (unfloored), tokens by the tokenizer (o200k or the
 /// model's; 0 with the heuristic tokenizer), and a serial number that changes whenever the Content does (a
-/// request's cacheable prefix is the run of leading serials it shares with the previous request).
+/// request's cacheable prefix is the run of leading serials it shares with the previous request). `tokens`
+/// includes `media`, the tokens of its images and PDFs as the provider bills them (0 with the heuristic).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Measure {
     est: f64,
     tokens: u64,
+    media: u64,
     serial: u64,
 }
 
@@ -72,13 +75,15 @@ impl<'c> Stored<'c> {
             measures: Vec::new(),
             est: RunningSum::default(),
             tokens: RunningSum::default(),
+            media: RunningSum::default(),
             counting,
         }
     }
 
     async fn measure(&self, c: &Content) -> Result<Measure, CountError> {
         let tokens = self.counting.content(c).await?;
-        Ok(Measure { est: Estimator::Current.content_raw(c), tokens, serial: next_serial() })
+        let media = self.counting.media(c);
+        Ok(Measure { est: Estimator::Current.content_raw(c), tokens, media, serial: next_serial() })
     }
 
     /// Appends with the curated-history rules applied incrementally. `known` is the Content's measure when
@@ -98,6 +103,7 @@ impl<'c> Stored<'c> {
                 *self.measures.last_mut().expect("aligned with contents") = m;
                 self.est.set_last(m.est);
                 self.tokens.set_last(m.tokens);
+                self.media.set_last(m.media);
                 return Ok(None);
             }
         }
@@ -109,6 +115,7 @@ impl<'c> Stored<'c> {
         self.measures.push(m);
         self.est.push(m.est);
         self.tokens.push(m.tokens);
+        self.media.push(m.media);
         Ok(Some(m))
     }
 
@@ -121,6 +128,7 @@ impl<'c> Stored<'c> {
         let mut known = KnownMeasures::new(&old, &old_measures);
         self.est = RunningSum::default();
         self.tokens = RunningSum::default();
+        self.media = RunningSum::default();
         // Moved, not cloned; `old` stays alive until the end, so no new object can reuse an old address.
         for (i, c) in contents.into_iter().enumerate() {
             let m = known.get(i, &c);
@@ -141,9 +149,11 @@ impl<'c> Stored<'c> {
         }
         self.est = RunningSum::default();
         self.tokens = RunningSum::default();
+        self.media = RunningSum::default();
         for m in &self.measures {
             self.est.push(m.est);
             self.tokens.push(m.tokens);
+            self.media.push(m.media);
         }
         Ok(())
     }
@@ -182,6 +192,16 @@ impl<'c> Stored<'c> {
             self.heuristic()
         } else {
             self.tokens.total()
+        }
+    }
+
+    /// The part of [`measured`](Self::measured) that is the history's media as the provider bills them (0
+    /// with the heuristic).
+    pub(super) fn media(&self) -> u64 {
+        if self.counting.is_heuristic() {
+            0
+        } else {
+            self.media.total()
         }
     }
 
@@ -285,13 +305,19 @@ mod tests {
             assert_eq!(stored.measured(), fresh.measured());
             let figures = |s: &Stored| s.measures.iter().map(|m| (m.est, m.tokens)).collect::<Vec<_>>();
             assert_eq!(figures(&stored), figures(&fresh));
-            assert_eq!(stored.measured_of(&new).await.unwrap(), tokens::o200k_count_history(&new));
-            assert_eq!(stored.measured(), tokens::o200k_count_history(&new));
+            assert_eq!(
+                stored.measured_of(&new).await.unwrap(),
+                tokens::o200k_count_history(&new, crate::tokens::ImageBilling::Gemini)
+            );
+            assert_eq!(stored.measured(), tokens::o200k_count_history(&new, crate::tokens::ImageBilling::Gemini));
             // Unchanged Contents are the same shared objects, not copies, and keep their serials: the shared
             // prefix with the history before is the first Content only.
             assert_eq!(object_id(&stored.contents[0]), object_id(&new[0]));
             assert_eq!(stored.serials()[0], serials_before[0]);
-            assert_eq!(stored.shared_prefix_tokens(&serials_before), tokens::o200k_count_history(&new[..1]));
+            assert_eq!(
+                stored.shared_prefix_tokens(&serials_before),
+                tokens::o200k_count_history(&new[..1], crate::tokens::ImageBilling::Gemini)
+            );
         });
     }
 }

@@ -30,7 +30,7 @@ pub async fn replay_prepared(
 ) -> ConversationResult {
     let token_limit = settings.token_limit.resolve(uncompressed.window_basis());
     let result = accounting::opening_result(&input, uncompressed, settings, token_limit);
-    let counting = match Counting::of(settings).map(|c| c.scaled(uncompressed.scale)) {
+    let counting = match Counting::of(settings, input.image_billing).map(|c| c.scaled(uncompressed.scale)) {
         Ok(c) => c,
         Err(e) => {
             return ConversationResult {

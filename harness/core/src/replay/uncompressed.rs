@@ -49,6 +49,8 @@ struct Pass {
     /// prefix it shares with the previous request (`None` for the first).
     turns: Vec<usize>,
     history: Vec<u64>,
+    /// Per request: the part of `history` that is media (billed by the provider, never scaled).
+    media: Vec<u64>,
     pending: Vec<u64>,
     shared: Vec<Option<u64>>,
 }
@@ -69,6 +71,7 @@ impl Pass {
             env,
             turns: Vec::new(),
             history: Vec::new(),
+            media: Vec::new(),
             pending: Vec::new(),
             shared: Vec::new(),
         };
@@ -78,6 +81,7 @@ impl Pass {
             if history::is_model(turn) {
                 pass.turns.push(i);
                 pass.history.push(stored.measured());
+                pass.media.push(stored.media());
                 pass.pending.push(stored.measured() - before_pending.min(stored.measured()));
                 pass.shared.push(previous.as_ref().map(|p| stored.shared_prefix_tokens(p)));
                 previous = Some(stored.serials());
@@ -90,26 +94,28 @@ impl Pass {
         Ok(pass)
     }
 
-    /// `(history, recorded)` of the requests before the agent's first compaction that have a recorded count.
-    fn recorded_pairs(&self, input: &ReplayInput<'_>) -> Vec<(u64, u64)> {
+    /// `(history, recorded, media)` of the requests before the agent's first compaction that have a recorded
+    /// count.
+    fn recorded_pairs(&self, input: &ReplayInput<'_>) -> Vec<(u64, u64, u64)> {
         let before = first_compaction_at(input);
         self.turns
             .iter()
-            .zip(&self.history)
+            .zip(self.history.iter().zip(&self.media))
             .filter(|(&turn, _)| turn < before)
-            .filter_map(|(&turn, &h)| Some((h, recorded_count(input, turn)?)))
+            .filter_map(|(&turn, (&h, &m))| Some((h, recorded_count(input, turn)?, m)))
             .collect()
     }
 
-    /// `(history the request carried, recorded)` of the requests of the first stretch of the recording whose
-    /// history the replay knows and that has recorded counts: before the agent's first compaction; else, for
-    /// a session that opens with a compaction (continued from an earlier one), from that compaction (the
-    /// history the agent continued from, then what followed) to the next.
+    /// `(history the request carried, recorded, the part of that history that is media)` of the requests of
+    /// the first stretch of the recording whose history the replay knows and that has recorded counts:
+    /// before the agent's first compaction; else, for a session that opens with a compaction (continued
+    /// from an earlier one), from that compaction (the history the agent continued from, then what followed)
+    /// to the next.
     async fn recorded_stretch(
         &self,
         input: &ReplayInput<'_>,
         counting: Counting<'_>,
-    ) -> Result<Vec<(u64, u64)>, CountError> {
+    ) -> Result<Vec<(u64, u64, u64)>, CountError> {
         let before = self.recorded_pairs(input);
         let mut compactions: Vec<_> = input.recorded_compactions.iter().collect();
         compactions.sort_by_key(|c| c.at);
@@ -126,7 +132,7 @@ impl Pass {
         let mut pairs = Vec::new();
         for (turn, content) in input.history.iter().enumerate().take(end).skip(start) {
             if history::is_model(content) {
-                pairs.extend(recorded_count(input, turn).map(|r| (stored.measured(), r)));
+                pairs.extend(recorded_count(input, turn).map(|r| (stored.measured(), r, stored.media())));
             }
             stored.push(content, None).await?;
         }
@@ -137,18 +143,25 @@ impl Pass {
 impl Uncompressed {
     /// Fails only when the tokenizer is a model's and a count fails.
     pub async fn new(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Result<Self, CountError> {
-        let unscaled = Counting::of(settings)?;
+        let unscaled = Counting::of(settings, input.image_billing)?;
         let mut pass = Pass::run(input, settings, unscaled).await?;
         let scale = match settings.token_scale {
             TokenScale::Factor(f) => f,
-            TokenScale::Recorded => calibrated_scale(&pass.recorded_stretch(input, unscaled).await?),
+            // The factor fits the text: media are the provider's own count on both sides (never scaled),
+            // so they come off the measured history and off the recorded request alike.
+            TokenScale::Recorded => {
+                let stretch = pass.recorded_stretch(input, unscaled).await?;
+                let text: Vec<(u64, u64)> =
+                    stretch.iter().map(|&(h, r, m)| (h.saturating_sub(m), r.saturating_sub(m))).collect();
+                calibrated_scale(&text)
+            }
         };
         let counting = unscaled.scaled(scale);
         if scale != 1.0 {
             pass = Pass::run(input, settings, counting).await?;
         }
         let first_recorded = match settings.overhead {
-            OverheadSource::Recorded => pass.recorded_stretch(input, counting).await?.first().copied(),
+            OverheadSource::Recorded => pass.recorded_stretch(input, counting).await?.first().map(|&(h, r, _)| (h, r)),
             OverheadSource::Measured => None,
         };
         let declared = overhead(input, settings, counting).await?;

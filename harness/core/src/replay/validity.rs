@@ -118,11 +118,15 @@ fn unpaired(calls: &[CallRef], responses: &[CallRef]) -> (Vec<usize>, Vec<usize>
     (left(&answered), left(&used))
 }
 
-/// A text part whose text is empty (and that carries nothing else a provider reads).
+/// A text part whose text is empty (and that carries nothing else a provider reads), or an image part
+/// without bytes (a provider rejects an empty image as it rejects an empty text).
 fn is_empty_text(p: &Value) -> bool {
-    history::part_text(p).is_some_and(|t| t.is_empty())
+    let empty_text = history::part_text(p).is_some_and(|t| t.is_empty())
         && history::function_call(p).is_none()
-        && history::function_response(p).is_none()
+        && history::function_response(p).is_none();
+    let empty_media = crate::tokens::images::is_media_part(p)
+        && p.get("inlineData").and_then(|d| d.get("data")).and_then(Value::as_str).is_none_or(str::is_empty);
+    empty_text || empty_media
 }
 
 /// Every violation of `request` (the Contents as sent), of `tokens` tokens, in a window of `token_limit`:

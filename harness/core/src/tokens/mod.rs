@@ -1,10 +1,12 @@
 //! Token counting: the reference heuristic with its historical variants, and a real BPE tokenizer.
 
 mod estimate;
+pub mod images;
 mod tiktoken;
 
 pub use estimate::{
     estimate_history, estimate_parts, Estimator, DEFAULT_CHARS_PER_TOKEN, IMAGE_TOKEN_ESTIMATE,
     MAX_CHARS_FOR_FULL_HEURISTIC, NON_ASCII_TOKENS_PER_CHAR, PDF_TOKEN_ESTIMATE,
 };
-pub use tiktoken::{o200k_count_history, o200k_count_text, render_for_tokenizer};
+pub use images::ImageBilling;
+pub use tiktoken::{o200k_count_history, o200k_count_history_text, o200k_count_text, render_for_tokenizer};

@@ -1,6 +1,7 @@
 //! A real tokenizer (OpenAI o200k, embedded in `tiktoken-rs`) to measure what a request really costs,
 //! independently of the reference's character heuristic.
 
+use super::images::{self, ImageBilling};
 use crate::history::{self, Content};
 use crate::json::{self, Value};
 use crate::memo::DigestMemo;
@@ -64,18 +65,35 @@ fn safe_cut(b: &[u8], from: usize) -> Option<usize> {
 }
 
 /// The text a chat template would put on the wire for one part: text as is, calls and responses as JSON.
+/// A medium (an `inlineData` image or PDF) puts nothing: its provider bills it by its own rule
+/// ([`super::images`]), not as the JSON of its base64; media nested in a `functionResponse.parts` are left
+/// out of the response's JSON likewise.
 pub fn render_for_tokenizer(part: &Value, out: &mut String) {
+    if images::is_media_part(part) {
+        return;
+    }
     if let Some(t) = history::part_text(part) {
         out.push_str(&t.to_str_lossy());
+    } else if let Some(fr) = history::function_response(part) {
+        let nested = fr.get("parts").and_then(Value::as_array);
+        if nested.is_some_and(|ps| ps.iter().any(images::is_media_part)) {
+            let wrapped = Value::object([("role", Value::str("user")), ("parts", Value::Array(vec![part.clone()]))]);
+            let stripped = images::without_media(&wrapped).unwrap_or(wrapped);
+            let inner = history::parts(&stripped).first().and_then(history::function_response).unwrap_or(fr);
+            json::write_compact(inner, json::Numbers::Js, out);
+        } else {
+            json::write_compact(fr, json::Numbers::Js, out);
+        }
     } else {
-        let v = history::function_call(part).or_else(|| history::function_response(part)).unwrap_or(part);
+        let v = history::function_call(part).unwrap_or(part);
         json::write_compact(v, json::Numbers::Js, out);
     }
     out.push('\n');
 }
 
-/// o200k tokens of a history, plus 4 tokens per Content for role markers (as OpenAI's chat format counts).
-pub fn o200k_count_history(history: &[Content]) -> u64 {
+/// o200k tokens of a history's text, plus 4 tokens per Content for role markers (as OpenAI's chat format
+/// counts); media count nothing here ([`o200k_count_history`] adds them).
+pub fn o200k_count_history_text(history: &[Content]) -> u64 {
     let mut total = 0;
     let mut buf = String::new();
     for c in history {
@@ -89,6 +107,12 @@ pub fn o200k_count_history(history: &[Content]) -> u64 {
         total += 4 + o200k_count_text(&buf);
     }
     total
+}
+
+/// o200k tokens of a history ([`o200k_count_history_text`]) plus the tokens its media cost as `billing`'s
+/// provider bills them.
+pub fn o200k_count_history(history: &[Content], billing: ImageBilling) -> u64 {
+    o200k_count_history_text(history) + history.iter().map(|c| images::content_media_tokens(c, billing)).sum::<u64>()
 }
 
 #[cfg(test)]

@@ -4,7 +4,10 @@
 //!
 //! Lines form a tree through `parentUuid` (edits and retries branch it); the conversation is the chain
 //! from the last message back to the root. `content` is a string or blocks: `text`, `thinking`,
-//! `tool_use {id, name, input}` and `tool_result {tool_use_id, content, is_error?}`. Assistant
+//! `tool_use {id, name, input}`, `tool_result {tool_use_id, content, is_error?}` (its content a string or
+//! blocks, among them images), and `image` / `document` blocks `{source: {type: "base64", media_type,
+//! data}}`, which become `inlineData` parts (a tool result's right after its functionResponse, which keeps
+//! the result's text). Assistant
 //! `usage.input_tokens + cache_creation_input_tokens + cache_read_input_tokens` is the prompt size.
 //!
 //! Compaction (`/compact` or auto-compact) writes a `system` line with `subtype: "compact_boundary"`
@@ -443,10 +446,17 @@ fn content_parts(
                 let (part, orphan) = tool_result_part(block, &bat, file, b)?;
                 orphans += usize::from(orphan);
                 parts.push(part);
+                // The result's images right after its functionResponse, as Gemini CLI sends a tool's images.
+                if let Some(Value::Array(inner)) = block.get("content") {
+                    for (j, item) in inner.iter().enumerate() {
+                        let iat = bat.key("content").index(j);
+                        if matches!(item.get("type").and_then(Value::as_str), Some("image" | "document")) {
+                            parts.extend(media_block(item, &iat, file, &mut imported.warnings)?);
+                        }
+                    }
+                }
             }
-            Some("image") | Some("document") => {
-                parts.push(crate::history::text_part("[image]"));
-            }
+            Some("image") | Some("document") => parts.extend(media_block(block, &bat, file, &mut imported.warnings)?),
             Some(other) => imported
                 .warnings
                 .push(format!("{file}: {}: content block type {other:?} is not known to this importer; skipped", bat)),
@@ -454,6 +464,47 @@ fn content_parts(
         }
     }
     Ok((parts, orphans))
+}
+
+/// An `image` or `document` block (in a user turn, or in a tool result's content): a base64 source becomes
+/// an `inlineData` part with its media type (an image, or a PDF document), a plain-text document its text;
+/// a source the recording holds no bytes of (a URL, a file id) the text `[image]` / `[document]`.
+fn media_block(
+    block: &Value,
+    bat: &JsonPath,
+    file: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Value>, DatasetError> {
+    let kind = opt_str(block, "type", bat, file)?.unwrap_or_default();
+    let sat = bat.key("source");
+    let source = block.get("source").filter(|s| s.as_object().is_some());
+    let source_type = match source {
+        Some(s) => opt_str(s, "type", &sat, file)?,
+        None => None,
+    };
+    let part = match (source, source_type.as_deref()) {
+        (Some(s), Some("base64")) => {
+            let mime = opt_str(s, "media_type", &sat, file)?.unwrap_or_else(|| {
+                if kind == "document" {
+                    "application/pdf".into()
+                } else {
+                    "image/png".into()
+                }
+            });
+            let data = opt_str(s, "data", &sat, file)?.unwrap_or_default();
+            super::media_part(&mime, &data, bat, file, warnings)
+        }
+        (Some(s), Some("text")) => {
+            let text = opt_str(s, "data", &sat, file)?.unwrap_or_default();
+            if text.is_empty() {
+                return Ok(Vec::new());
+            }
+            crate::history::text_part(&text)
+        }
+        _ if kind == "document" => crate::history::text_part("[document]"),
+        _ => crate::history::text_part(super::IMAGE_WITHOUT_DATA),
+    };
+    Ok(vec![part])
 }
 
 /// A `tool_use` block as a functionCall part.

@@ -2,8 +2,11 @@
 //! `{timestamp, type, payload}` with `type` ∈ `session_meta`, `response_item`, `event_msg`,
 //! `turn_context`, `compacted`. The model's context is the `response_item`s: `message {role, content:
 //! [{type: input_text|output_text, text}]}`, `function_call {name, arguments, call_id}`,
-//! `function_call_output {call_id, output}`, `custom_tool_call` / `custom_tool_call_output`,
-//! `local_shell_call`, `reasoning {summary: [{text}]}`. `event_msg` `token_count` events carry the
+//! `function_call_output {call_id, output}` (`output` a string or content items, `input_image` among them:
+//! `view_image` returns its image so), `custom_tool_call` / `custom_tool_call_output`,
+//! `local_shell_call`, `reasoning {summary: [{text}]}`. A user message's `input_image {image_url:
+//! "data:image/png;base64,…"}` items and a tool output's become `inlineData` parts (a tool output's right
+//! after its functionResponse, which keeps the output's text). `event_msg` `token_count` events carry the
 //! prompt size (`info.last_token_usage.input_tokens`) of the request just answered.
 //!
 //! A `compacted` line is the agent's own compaction: `{message, replacement_history?}`, the summary and
@@ -53,7 +56,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<Imported, DatasetError> {
         if !matches!(kind, "session_meta" | "response_item" | "event_msg" | "turn_context") {
             *unknown_kinds.entry(kind.to_string()).or_insert(0usize) += 1;
         }
-        convert_line(&record, file, &mut b, &mut system, &mut extra).map_err(|e| e.on_line(n + 1))?;
+        convert_line(&record, file, &mut b, &mut system, &mut extra, &mut warnings).map_err(|e| e.on_line(n + 1))?;
         any = true;
     }
     if !any {
@@ -158,6 +161,7 @@ fn convert_line(
     b: &mut HistoryBuilder,
     system: &mut Vec<String>,
     extra: &mut Value,
+    warnings: &mut Vec<String>,
 ) -> Result<(), DatasetError> {
     let root = JsonPath::root();
     as_object(record, &root, file)?;
@@ -177,7 +181,7 @@ fn convert_line(
             }
             Ok(())
         }
-        "response_item" => response_item(payload, &at, file, b, system),
+        "response_item" => response_item(payload, &at, file, b, system, warnings),
         "event_msg" => {
             let is_token_count = payload.get("type").and_then(Value::as_str) == Some("token_count");
             if is_token_count {
@@ -209,19 +213,67 @@ fn note_context_window(payload: &Value, extra: &mut Value) {
     }
 }
 
+/// Whether a content list holds an `input_image` item.
+fn has_images(content: &Value) -> bool {
+    content
+        .as_array()
+        .is_some_and(|items| items.iter().any(|i| i.get("type").and_then(Value::as_str) == Some("input_image")))
+}
+
+/// A content list's items as parts, in order: each run of text items one text part (joined as
+/// [`content_text`] joins them), each `input_image` an `inlineData` part (its `image_url` a base64 data URL;
+/// an image by URL, whose bytes the rollout does not hold, the text `[image]`).
+fn message_parts(
+    content: &Value,
+    at: &JsonPath,
+    file: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Value>, DatasetError> {
+    let items = super::as_array(content, at, file)?;
+    let mut parts = Vec::new();
+    let mut run: Vec<Value> = Vec::new();
+    let flush = |run: &mut Vec<Value>, parts: &mut Vec<Value>| -> Result<(), DatasetError> {
+        let text = content_text(&Value::Array(std::mem::take(run)), at, file)?;
+        if !text.trim().is_empty() {
+            parts.push(crate::history::text_part(&text));
+        }
+        Ok(())
+    };
+    for (i, item) in items.iter().enumerate() {
+        if item.get("type").and_then(Value::as_str) != Some("input_image") {
+            run.push(item.clone());
+            continue;
+        }
+        flush(&mut run, &mut parts)?;
+        let iat = at.index(i);
+        let url = opt_str(item, "image_url", &iat, file)?.unwrap_or_default();
+        parts.push(match super::data_url(&url) {
+            Some((mime, data)) => super::media_part(mime, data, &iat, file, warnings),
+            None => crate::history::text_part(super::IMAGE_WITHOUT_DATA),
+        });
+    }
+    flush(&mut run, &mut parts)?;
+    Ok(parts)
+}
+
 fn response_item(
     p: &Value,
     at: &JsonPath,
     file: &str,
     b: &mut HistoryBuilder,
     system: &mut Vec<String>,
+    warnings: &mut Vec<String>,
 ) -> Result<(), DatasetError> {
     as_object(p, at, file)?;
     let kind = req_str(p, "type", at, file)?;
     match kind.as_str() {
         "message" => {
-            let text = content_text(p.get("content").unwrap_or(&Value::Null), &at.key("content"), file)?;
+            let content = p.get("content").unwrap_or(&Value::Null);
+            let text = content_text(content, &at.key("content"), file)?;
             match req_str(p, "role", at, file)?.as_str() {
+                "user" if has_images(content) => {
+                    b.push("user", message_parts(content, &at.key("content"), file, warnings)?)
+                }
                 "user" => b.push_text("user", &text),
                 "assistant" => b.push_text("model", &text),
                 "developer" | "system" => system.push(text),
@@ -257,23 +309,38 @@ fn response_item(
         "function_call_output" | "custom_tool_call_output" => {
             let id = req_str(p, "call_id", at, file)?;
             let name = b.call_name(&id).map(str::to_string);
-            // `output` is a string, or `{content, success?}` in some versions.
-            let output = match p.get("output") {
-                Some(Value::Object(_)) => {
-                    let o = p.get("output").unwrap_or(&Value::Null);
-                    content_text(o.get("content").unwrap_or(&Value::Null), &at.key("output").key("content"), file)?
+            // `output` is a string, a list of content items (`input_text`, `input_image`: a tool's images, as
+            // `view_image` returns them), or `{content, success?}` in some versions.
+            let (items, iat) = match p.get("output") {
+                Some(o @ Value::Object(_)) => {
+                    (o.get("content").unwrap_or(&Value::Null), at.key("output").key("content"))
                 }
-                Some(v) => content_text(v, &at.key("output"), file)?,
-                None => String::new(),
+                Some(v) => (v, at.key("output")),
+                None => (&Value::Null, at.key("output")),
+            };
+            let output = content_text(items, &iat, file)?;
+            // The output's images right after its functionResponse (which keeps its text), as Gemini CLI
+            // sends a tool's images.
+            let images: Vec<Value> = if has_images(items) {
+                message_parts(items, &iat, file, warnings)?.into_iter().filter(|p| p.get("text").is_none()).collect()
+            } else {
+                Vec::new()
             };
             match name {
                 Some(name) => {
                     let response = Value::object([("output", Value::str(&output))]);
-                    b.push("user", vec![function_response_part(Some(&id), &name, response)]);
+                    let mut parts = vec![function_response_part(Some(&id), &name, response)];
+                    parts.extend(images);
+                    b.push("user", parts);
                 }
                 // Its call is not in the rollout (a resumed session): kept as text, since a
                 // functionResponse must answer a functionCall.
-                None => b.push_text("user", &format!("{}\n{output}", super::claude_code::ORPHAN_RESULT)),
+                None => {
+                    let mut parts =
+                        vec![crate::history::text_part(&format!("{}\n{output}", super::claude_code::ORPHAN_RESULT))];
+                    parts.extend(images);
+                    b.push("user", parts);
+                }
             }
         }
         // Web searches and other server-side items are not part of the replayable text.

@@ -313,6 +313,34 @@ pub(crate) fn function_response_part(id: Option<&str>, name: &str, response: Val
     Value::object([("functionResponse", resp)])
 }
 
+/// An image (or PDF) as the canonical history holds it: a Gemini `inlineData` part `{"inlineData":
+/// {"mimeType", "data"}}` with the base64 as recorded. An image whose size its header does not give is
+/// kept too, with a warning naming where it is: the replay counts it as the most its provider bills for one
+/// image ([`crate::tokens::images`]).
+pub(crate) fn media_part(mime: &str, data: &str, at: &JsonPath, file: &str, warnings: &mut Vec<String>) -> Value {
+    let part =
+        Value::object([("inlineData", Value::object([("mimeType", Value::str(mime)), ("data", Value::str(data))]))]);
+    if let Some(m) = crate::tokens::images::media_of(&part) {
+        if m.kind == crate::tokens::images::MediaKind::Image(None) {
+            warnings.push(format!(
+                "{file}: {at}: an image ({mime}) whose size its header does not give; counted as the most its provider bills for one image"
+            ));
+        }
+    }
+    part
+}
+
+/// The MIME type and base64 of a `data:<mime>;base64,<data>` URL (Codex's `input_image.image_url`).
+pub(crate) fn data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (head, data) = rest.split_once(',')?;
+    let mime = head.strip_suffix(";base64")?;
+    Some((if mime.is_empty() { "application/octet-stream" } else { mime }, data))
+}
+
+/// The text part an image stands as when the recording holds no bytes of it (a URL or file reference).
+pub(crate) const IMAGE_WITHOUT_DATA: &str = "[image]";
+
 /// Builds a Gemini history from turns of any role order: consecutive same-role turns are merged (the API
 /// wants alternation), empty turns dropped, and tool call ids remembered so responses can be named.
 #[derive(Default)]

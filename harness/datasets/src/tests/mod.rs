@@ -1,6 +1,7 @@
 //! Dataset tests: importers on real files and fixtures, malformed input, the canonical file, validation.
 
 mod compactions;
+mod images;
 mod importers;
 mod malformed;
 mod manifest;
@@ -42,6 +43,8 @@ pub(super) fn outline(c: &Conversation) -> String {
                     format!("call:{}", call.get("name").and_then(Value::as_str).unwrap_or("?"))
                 } else if let Some(r) = crate::history::function_response(p) {
                     format!("response:{}", r.get("name").and_then(Value::as_str).unwrap_or("?"))
+                } else if crate::tokens::images::is_media_part(p) {
+                    "image".into()
                 } else if crate::history::is_thought(p) {
                     "thought".into()
                 } else {

@@ -20,8 +20,9 @@ pub(super) fn shared_dir() -> PathBuf {
     }
 }
 
-/// What an independent reader says of each session: (content characters, compactions), by file stem.
-fn reading(tool: &str, files: &[PathBuf]) -> BTreeMap<String, (u64, u64)> {
+/// What an independent reader says of each session: (content characters, compactions, image and document
+/// blocks: `None` where the reader does not count them), by file stem.
+fn reading(tool: &str, files: &[PathBuf]) -> BTreeMap<String, (u64, u64, Option<u64>)> {
     // `claude_chain.py` walks one parent per line and so leaves parallel tool calls off its chain; our
     // supplement (`harness/tests/data/claude_chain_parallel.py`) adds them back with the reader's own counting.
     let script = if tool == "claude_chain.py" {
@@ -41,7 +42,8 @@ fn reading(tool: &str, files: &[PathBuf]) -> BTreeMap<String, (u64, u64)> {
     map.iter()
         .map(|(k, r)| {
             let n = |key: &str| r.get(key).and_then(Value::as_f64).unwrap_or(-1.0) as u64;
-            (k.to_string(), (n("chars"), n("compactions")))
+            let images = r.get("images").and_then(Value::as_f64).map(|n| n as u64);
+            (k.to_string(), (n("chars"), n("compactions"), images))
         })
         .collect()
 }
@@ -88,7 +90,11 @@ fn check_against_reader(dir: &str, tool: &str) -> (usize, usize) {
             raw::import_file(path, &name, &raw::RawOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let [c] = imported.conversations.as_slice() else { panic!("{name}: one conversation per session") };
         assert!(!c.history.is_empty(), "{name}: no turns");
-        let (chars, expected_compactions) = expected[&stem];
+        let (chars, expected_compactions, expected_images) = expected[&stem];
+        let images = image_parts(c);
+        if expected_images.is_some_and(|n| n != images) {
+            problems.push(format!("{name}: {images} image parts imported, {expected_images:?} blocks on the chain"));
+        }
         let got = content_chars(c);
         let ratio = got as f64 / chars as f64;
         if !(0.95..=1.05).contains(&ratio) {
@@ -110,6 +116,42 @@ fn check_against_reader(dir: &str, tool: &str) -> (usize, usize) {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     (files.len(), compactions)
+}
+
+/// The image and document parts of a conversation's history (each an `inlineData` part).
+fn image_parts(c: &Conversation) -> u64 {
+    history::all_parts(&c.history).filter(|p| crate::tokens::images::is_media_part(p)).count() as u64
+}
+
+/// Issue #36, part 5: a real session's screenshots stay in the history as image parts, as many as the raw
+/// file's main chain holds image blocks (counted apart by `claude_chain_parallel.py`, the independent reader
+/// plus the parallel calls it passes by), every one of them a PNG whose size is read.
+#[test]
+fn a_real_session_keeps_its_images_as_image_parts() {
+    let name = "cipher-box--12f1f541-2a05-4a60-a551-14b836a1ad82.jsonl.gz";
+    let path = shared_dir().join("datasets-raw/agent-sessions/claude-code").join(name);
+    if !path.is_file() {
+        eprintln!("SKIPPED a_real_session_keeps_its_images_as_image_parts: {} is absent", path.display());
+        return;
+    }
+    let (_, imported) = raw::import_file(&path, name, &raw::RawOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let [c] = imported.conversations.as_slice() else { panic!("one conversation") };
+    let stem = name.split('.').next().unwrap();
+    let (_, _, blocks) = reading("claude_chain.py", std::slice::from_ref(&path))[stem];
+    assert_eq!(blocks, Some(9), "the reader's count");
+    assert_eq!(image_parts(c), 9);
+    let media: Vec<_> = c.history.iter().flat_map(crate::tokens::images::content_media).collect();
+    assert!(
+        media.iter().all(|m| matches!(m.kind, crate::tokens::images::MediaKind::Image(Some(_)))),
+        "every size is read: {media:?}"
+    );
+    // Each is a tool result's, right after its functionResponse.
+    for content in c.history.iter().filter(|h| crate::tokens::images::has_media(h)) {
+        let parts = history::parts(content);
+        for (i, _) in parts.iter().enumerate().filter(|(_, p)| crate::tokens::images::is_media_part(p)) {
+            assert!(i > 0 && history::function_response(&parts[i - 1]).is_some(), "an image after its result");
+        }
+    }
 }
 
 #[test]

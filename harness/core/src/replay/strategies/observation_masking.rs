@@ -119,6 +119,43 @@ impl MaskingSession {
     }
 }
 
+impl MaskingSession {
+    /// The part indices of Content `ci`'s outputs, read again from its rewritten parts (dropped images moved
+    /// the outputs after them).
+    fn reindex(&mut self, ci: usize, c: &Content) {
+        let at: Vec<usize> = history::parts(c)
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| history::function_response(p).is_some())
+            .map(|(i, _)| i)
+            .collect();
+        let mine = self.outputs.iter_mut().filter(|o| o.content == ci);
+        for (o, i) in mine.zip(at) {
+            o.part = i;
+        }
+    }
+}
+
+/// Drops the media parts (images) that follow a masked tool output, up to the next other part: they are
+/// that output's (a tool result's images come right after its functionResponse). Returns whether any was.
+fn drop_masked_media(c: &mut Content) -> bool {
+    let Some(Value::Array(parts)) = c.get_mut("parts") else { return false };
+    let before = parts.len();
+    let mut in_masked = false;
+    parts.retain(|p| {
+        if let Some(fr) = history::function_response(p) {
+            in_masked = fr.get("response").is_some_and(|r| r.get("masked").is_some());
+            true
+        } else if crate::tokens::images::is_media_part(p) {
+            !in_masked
+        } else {
+            in_masked = false;
+            true
+        }
+    });
+    parts.len() != before
+}
+
 #[async_trait]
 impl CompressorSession for MaskingSession {
     async fn before_request(
@@ -145,12 +182,17 @@ impl CompressorSession for MaskingSession {
             let Some(Value::Array(parts)) = c.get_mut("parts") else { continue };
             let Some(fr) = parts[o.part].get_mut("functionResponse") else { continue };
             fr.insert("response", Value::object([("output", Value::str(&text)), ("masked", Value::Bool(true))]));
+            // The output's images (nested, or the media parts right after it) go with it.
+            fr.as_object_mut().map(|m| m.shift_remove("parts".as_bytes()));
         }
         self.first_unmasked = self.first_unmasked.max(mask_count);
         if edits.is_empty() {
             return Ok(TurnOutcome::noop(orig));
         }
-        for (ci, c) in &edits {
+        for (ci, c) in edits.iter_mut() {
+            if drop_masked_media(c) {
+                self.reindex(*ci, c);
+            }
             self.estimates[*ci] = Estimator::Current.content_raw(c);
         }
         // Summed in order, as the reference sums a history: the same figure as estimating the new history.
@@ -214,5 +256,49 @@ mod tests {
         assert!(texts[..4].iter().all(|t| t.contains("(3 lines)") && t.contains("masked")), "{texts:?}");
         assert!(texts[4..].iter().all(|t| t.contains("file")), "{texts:?}");
         assert_eq!(Estimator::Current.history(&stored), session.estimates.iter().sum::<f64>().floor() as u64);
+    }
+
+    /// A tool result's images (the media parts right after its functionResponse) go with the masked output;
+    /// a second output of the same Content is still found and masked later; the user's own images stay.
+    #[test]
+    fn masking_an_output_drops_its_images() {
+        let img = r#"{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAgAAAAFACAYAAAA"}}"#;
+        let call = parse_str(r#"{"role":"model","parts":[{"functionCall":{"name":"shot","args":{}}},{"functionCall":{"name":"shot","args":{}}}]}"#).unwrap();
+        let resp = parse_str(&format!(
+            r#"{{"role":"user","parts":[{{"functionResponse":{{"name":"shot","response":{{"output":"a"}}}}}},{img},{{"functionResponse":{{"name":"shot","response":{{"output":"b"}}}}}},{img}]}}"#
+        ))
+        .unwrap();
+        let user = parse_str(&format!(r#"{{"role":"user","parts":[{{"text":"look"}},{img}]}}"#)).unwrap();
+        let model = ScriptedModel::new(["unused"]);
+        let stored = vec![user, call, resp];
+        let mut session = MaskingSession::new(MaskingParams { keep_last: 1, placeholder: "[gone]".into() });
+        fn turn(stored: &[Content], changed_from: usize) -> TurnInput<'_> {
+            TurnInput {
+                stored,
+                pending: &[],
+                last_prompt_tokens: 100,
+                force: false,
+                prompt_id: "t".into(),
+                changed_from,
+                turn: stored.len(),
+            }
+        }
+        let out = futures::executor::block_on(session.before_request(turn(&stored, 0), &model)).unwrap();
+        let [(2, edited)] = out.edits.as_slice() else { panic!("{:?}", out.edits) };
+        let kinds: Vec<&str> = history::parts(edited)
+            .iter()
+            .map(|p| if crate::tokens::images::is_media_part(p) { "image" } else { "response" })
+            .collect();
+        assert_eq!(kinds, ["response", "response", "image"], "the first output's image went with it");
+        let mut after = stored.clone();
+        after[2] = edited.clone();
+        // Nothing new: the second output is still the last one kept.
+        let again = futures::executor::block_on(session.before_request(turn(&after, 3), &model)).unwrap();
+        assert!(again.edits.is_empty());
+        session.params.keep_last = 0;
+        let last = futures::executor::block_on(session.before_request(turn(&after, 3), &model)).unwrap();
+        let [(2, edited)] = last.edits.as_slice() else { panic!("{:?}", last.edits) };
+        assert_eq!(history::parts(edited).len(), 2, "both outputs masked, both images gone");
+        assert!(crate::tokens::images::has_media(&after[0]), "the user's own image stays");
     }
 }

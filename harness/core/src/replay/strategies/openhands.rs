@@ -108,7 +108,11 @@ pub fn kept_range(len: usize, max_size: usize, keep_first: usize, with_summary: 
 fn event_text(c: &Content) -> String {
     let text = history::visible_text(c);
     if text.is_empty() {
-        json::to_string(c)
+        // An event of calls, results or images: its JSON, each image as what it is, never its base64.
+        match crate::tokens::images::with_media_described(c, None) {
+            Some(described) => json::to_string(&described),
+            None => json::to_string(c),
+        }
     } else {
         text
     }

@@ -195,7 +195,7 @@ mod tests {
         // The requests before the compaction are the uncompressed ones; the one after holds summary + prompt.
         let none = replay_with(&h, &[], &crate::replay::strategies::none::spec()).0;
         assert_eq!(r.request_tokens[..2], none.request_tokens[..2]);
-        assert_eq!(r.request_tokens[2], crate::tokens::o200k_count_history(&expected[..1]));
+        assert_eq!(r.request_tokens[2], crate::tokens::o200k_count_history(&expected[..1], Default::default()));
         assert!(r.request_tokens[3] < none.request_tokens[3]);
     }
 
