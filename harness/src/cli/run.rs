@@ -98,16 +98,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     );
     // One failed conversation does not withhold the report of the others: it is written, names the failed
     // ones, and the run still exits as incomplete.
-    let incomplete = (summary.failed > 0).then(|| {
-        let failed = crate::report::failed_conversations(&sweep::collect(&out, &plan));
-        for f in failed.iter().take(20) {
-            eprintln!("failed: {} ({} cells): {}", f.conversation, f.cells, f.reason);
-        }
-        if failed.len() > 20 {
-            eprintln!("failed: … and {} more conversations", failed.len() - 20);
-        }
-        (summary.failed, failed.len())
-    });
+    let incomplete = (summary.failed > 0).then(|| (summary.failed, list_failed(&out, &plan)));
     if args.shard.is_some() {
         eprintln!("next: `compactbench merge --out DIR <shard dirs>`, then `compactbench report DIR`");
     } else if !args.no_report {
@@ -128,6 +119,18 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// Prints the conversations whose cells hold an error (at most 20, then a count) and returns how many.
+fn list_failed(run_dir: &Path, plan: &crate::data::Plan) -> usize {
+    let failed = crate::report::failed_conversations(&sweep::collect(run_dir, plan));
+    for f in failed.iter().take(20) {
+        eprintln!("failed: {} ({} cells): {}", f.conversation, f.cells, f.reason);
+    }
+    if failed.len() > 20 {
+        eprintln!("failed: … and {} more conversations", failed.len() - 20);
+    }
+    failed.len()
 }
 
 /// Join shard run directories into one.
@@ -159,9 +162,17 @@ pub fn merge(args: MergeArgs) -> Result<(), Failure> {
             merged.total
         )));
     }
-    // A complete merge ends as a complete run does: with its report.
+    // A complete merge ends as a complete run does: with its report, written also when some conversations
+    // failed (named, and the merge exits incomplete, as `run` does).
     let report = super::view::report_with_view(&args.out, || Ok(crate::report::build(&args.out, false)?))?;
     eprintln!("{}", crate::report::written_line(&report));
+    let failed = list_failed(&args.out, &plan);
+    if failed > 0 {
+        return Err(Failure::Incomplete(format!(
+            "{failed} conversations (listed above) recorded an error in the shards; the report of the others was \
+             written; run the shards again to retry transient failures, or with --retry-failed to retry all"
+        )));
+    }
     Ok(())
 }
 

@@ -217,4 +217,23 @@ fn a_run_with_a_failed_conversation_still_writes_the_report_of_the_others() {
     let conversations = std::fs::read_to_string(out.join("results/conversations.csv")).unwrap();
     assert!(conversations.contains("session-1") && conversations.contains("live"), "{conversations}");
     assert!(!conversations.contains("report") && !conversations.contains("notes"), "{conversations}");
+
+    // The same run in two shards, merged: the merge writes the report of the others too, names the failed
+    // conversation and exits incomplete, as the run does.
+    let bin = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_compactbench")).args(args).current_dir(repo()).output().unwrap()
+    };
+    let shards: Vec<String> = (1..=2).map(|i| dir.path().join(format!("shard{i}")).display().to_string()).collect();
+    for (i, shard) in shards.iter().enumerate() {
+        let spec = format!("{}/2", i + 1);
+        let out = bin(&["run", "--quiet", "--config", cfg.to_str().unwrap(), "--out", shard, "--shard", &spec]);
+        assert!(out.status.code().is_some_and(|c| c == 0 || c == compactbench::exit::EXIT_INCOMPLETE), "{out:?}");
+    }
+    let merged = dir.path().join("merged");
+    let out = bin(&["merge", "--out", merged.to_str().unwrap(), &shards[0], &shards[1]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(compactbench::exit::EXIT_INCOMPLETE), "{stderr}");
+    assert!(stderr.contains("failed: damaged") && stderr.contains("the report of the others was written"), "{stderr}");
+    let main = std::fs::read_to_string(merged.join("report.md")).expect("the merge writes the report");
+    assert!(main.contains("## Conversations that failed"), "{main}");
 }
