@@ -77,7 +77,7 @@ pub struct CompareArgs {
 }
 
 pub fn run_compare(args: CompareArgs) -> Result<(), Failure> {
-    let md = report::across::write(&args.run_dirs, &args.out)?;
+    let md = report::compare_runs::write(&args.run_dirs, &args.out)?;
     crate::outln!("{md}")?;
     eprintln!("wrote {}", args.out.display());
     Ok(())

@@ -844,7 +844,7 @@ mod tests {
             status: CompressionStatus::Compressed,
             request_tokens_before: before,
             request_tokens_after: after,
-            reduction: crate::replay::metrics::reduction(before, after),
+            reduction: crate::replay::results::reduction(before, after),
             ..Default::default()
         };
         let mut c = cell("a", 1, 0, 1, &[]);

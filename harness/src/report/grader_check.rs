@@ -10,7 +10,7 @@
 //! Where labels exist, the per-kind table draws no conclusion from the other kinds and pools its `all` row
 //! over the gradable ones ([`kept_parts`]); without a labels file nothing is gated.
 
-use super::{default_points, kinds, Table};
+use super::{default_points, probe_kinds, Table};
 use crate::data::{CellResult, Plan};
 use crate::metrics::{self, Parts};
 use crate::probes::figures::conversation_tally_of_kind;
@@ -359,7 +359,7 @@ pub fn tally(
 pub fn kept_parts(c: &CellResult, kinds: &[&str]) -> Option<Parts> {
     let (mut num, mut den) = (0.0, 0.0);
     for k in kinds {
-        if let Some((h, n)) = conversation_tally_of_kind(c, kinds::FIGURE, Some(k)) {
+        if let Some((h, n)) = conversation_tally_of_kind(c, probe_kinds::FIGURE, Some(k)) {
             num += h;
             den += n;
         }

@@ -7,20 +7,20 @@
 //! sentences computed from the data, `plot_list` the plots, `markdown` assembles the pages: `report.md` (one
 //! page of what matters) and, linked from it, `details.md` and `probes.md`.
 
-pub mod across;
 pub mod aggregate;
+pub mod claims;
+pub mod compare_runs;
 mod findings;
 pub mod gate;
 pub mod grader_check;
 mod kept_by;
-pub mod kinds;
 mod markdown;
 mod plot_list;
 pub mod plots;
+pub mod probe_kinds;
 mod probe_section;
 pub mod rework;
 pub mod summary;
-pub mod supports;
 pub mod systems;
 mod tables;
 
@@ -174,8 +174,8 @@ pub fn build_with_progress(
             .map_err(|source| ReportError::Results { path: results.join("rework.csv"), source })?;
     }
     stage("claims".into(), 0.46);
-    let claims = supports::claims(&plan, &cells);
-    supports::write_claims(&claims, &results)
+    let claims = claims::claims(&plan, &cells);
+    claims::write_claims(&claims, &results)
         .map_err(|source| ReportError::Results { path: results.join("claims.csv"), source })?;
     stage("plots".into(), 0.47);
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));

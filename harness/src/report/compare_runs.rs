@@ -1,6 +1,6 @@
 //! `compactbench compare`: one table across runs of the same strategies on different corpora (one run per
 //! agent, each in its own window and with its own prices), and the paired differences against the reference
-//! pooled over every run's conversations, judged as a report's claims are ([`super::supports::judge`], with
+//! pooled over every run's conversations, judged as a report's claims are ([`super::claims::judge`], with
 //! each run left out in turn in place of each source). Only like is pooled with like: a strategy is pooled
 //! when it is the same algorithm in every run; the agent's own compaction (the strategy of role
 //! [`Role::Recorded`]) is a different algorithm per agent, so it keeps one row per run, over that run's
@@ -9,7 +9,7 @@
 
 use super::aggregate::reference_point;
 use super::grader_check::{self, Gradability};
-use super::{default_points, supports, Table};
+use super::{claims, default_points, Table};
 use crate::data::{CellResult, Plan};
 use crate::metrics::{self, Figure, Level, Parts};
 use crate::replay::registry;
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub const COMPARED: [&str; 3] = ["tokens_vs_none", "early_only_retention", KEPT];
 
 /// The figure a run's labels restrict to the gradable kinds.
-const KEPT: &str = super::kinds::FIGURE;
+const KEPT: &str = super::probe_kinds::FIGURE;
 
 /// One run: its name, the agent whose sessions it replays, plan and cells, and the probe kinds its grader is
 /// trusted on (`None`: no labels to check it against, every kind counts).
@@ -119,9 +119,9 @@ fn pct(m: &metrics::Metric, f: Option<Figure>) -> String {
 /// A paired difference with its verdict; `by_run` leaves each run out in turn.
 fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> String {
     let run = |c: &str| c.split_once('/').map_or(c, |(run, _)| run).to_string();
-    let Some(j) = supports::judge_pairs(m, a, b, Some(&run)) else { return "–".into() };
+    let Some(j) = claims::judge_pairs(m, a, b, Some(&run)) else { return "–".into() };
     let d = j.difference;
-    let mark = if j.verdict == supports::Verdict::Established { " ✓" } else { "" };
+    let mark = if j.verdict == claims::Verdict::Established { " ✓" } else { "" };
     format!("{:+.1} [{:+.1}, {:+.1}]{mark} (n={})", d.value * 100.0, d.low * 100.0, d.high * 100.0, d.n)
 }
 

@@ -2,7 +2,7 @@
 //! decision, recall): `kept_at_compressions` restricted to one kind, each strategy's figure with its own
 //! number of (probe, compression) pairs (a strategy that did not act at a compaction has fewer), with paired
 //! differences against the agent's own compaction (`recorded`) and against the reference, judged as the
-//! report's claims are ([`super::supports::judge`]). With `replay.compress_at = "recorded"` every strategy
+//! report's claims are ([`super::claims::judge`]). With `replay.compress_at = "recorded"` every strategy
 //! compresses at the agent's own points, so these pairs are the same compactions on both sides.
 //!
 //! Where the run's grader is checked against human labels ([`super::grader_check`]), a kind it is not
@@ -11,7 +11,7 @@
 
 use super::aggregate::reference_point;
 use super::grader_check::{self, Gradability, NOT_GRADABLE};
-use super::{default_points, supports, Table};
+use super::{claims, default_points, Table};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, Parts};
 use crate::probes::figures::conversation_tally_of_kind;
@@ -42,9 +42,9 @@ fn parts(cells: &[CellResult], p: &ConfigPoint, kinds: Option<&[&str]>) -> Vec<(
 }
 
 fn difference(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> String {
-    let Some(j) = supports::judge_pairs(m, a, b, None) else { return "–".into() };
+    let Some(j) = claims::judge_pairs(m, a, b, None) else { return "–".into() };
     let d = j.difference;
-    let mark = if j.verdict == supports::Verdict::Established { " ✓" } else { "" };
+    let mark = if j.verdict == claims::Verdict::Established { " ✓" } else { "" };
     if d.low < d.high {
         format!("{:+.1} [{:+.1}, {:+.1}]{mark}", d.value * 100.0, d.low * 100.0, d.high * 100.0)
     } else {
@@ -94,7 +94,7 @@ pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) 
     let points: Vec<&ConfigPoint> = default_points(plan)
         .into_iter()
         .map(|i| &plan.points[i])
-        .filter(|p| p.strategy.role() != Some(Role::NoCompression) && supports::acted(cells, p))
+        .filter(|p| p.strategy.role() != Some(Role::NoCompression) && claims::acted(cells, p))
         .collect();
     let recorded = points.iter().copied().find(|p| p.strategy.role() == Some(Role::Recorded));
     let reference = reference_point(plan);
