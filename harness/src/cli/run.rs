@@ -1,11 +1,13 @@
 //! `compactbench run`, `replay` and `merge`.
 
 use super::Failure;
+use crate::data::store;
+use crate::data::ConfigPoint;
 use crate::datasets;
 use crate::llm::CacheMode;
 use crate::replay;
 use crate::report::summary::{summarize, table, TableOptions};
-use crate::sweep::{self, runner, SweepConfig};
+use crate::sweep::{runner, SweepConfig};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -54,7 +56,7 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// Writes `summary.json` and returns the terminal table.
 pub fn write_summary(run_dir: &Path, plan: &crate::data::Plan, wide: bool) -> Result<String, Failure> {
-    let cells = sweep::collect(run_dir, plan);
+    let cells = store::collect(run_dir, plan);
     let summaries = summarize(plan, &cells);
     let mut bytes = serde_json::to_vec_pretty(&summaries)?;
     bytes.push(b'\n');
@@ -99,7 +101,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     // One failed conversation does not withhold the report of the others: it is written, names the failed
     // ones, and the run still exits as incomplete.
     let incomplete = (summary.failed > 0).then(|| {
-        let failed = crate::report::failed_conversations(&sweep::collect(&out, &plan));
+        let failed = crate::report::failed_conversations(&store::collect(&out, &plan));
         for f in failed.iter().take(20) {
             eprintln!("failed: {} ({} cells): {}", f.conversation, f.cells, f.reason);
         }
@@ -143,7 +145,7 @@ pub struct MergeArgs {
 
 pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     let merged = runner::merge(&args.out, &args.shards)?;
-    let plan = runner::load_plan(&args.out)?;
+    let plan = store::load_plan(&args.out)?;
     crate::outln!("{}", write_summary(&args.out, &plan, false)?)?;
     eprintln!("{}: merged {} of {} cells", args.out.display(), merged.copied, merged.total);
     for (shard, cell, why) in merged.damaged.iter().take(20) {
@@ -216,7 +218,7 @@ pub fn replay_one(args: ReplayArgs) -> Result<(), Failure> {
 
 /// The config point `replay` runs: `--point` by id, else the first point of `--strategy` (default: the
 /// reference strategy).
-fn replay_point(config: &SweepConfig, args: &ReplayArgs) -> Result<sweep::ConfigPoint, Failure> {
+fn replay_point(config: &SweepConfig, args: &ReplayArgs) -> Result<ConfigPoint, Failure> {
     let points = config.points()?;
     let point = match &args.point {
         Some(id) => points.iter().find(|p| &p.id == id),
@@ -245,7 +247,7 @@ fn load_replay_conversation(path: &Path) -> Result<datasets::Conversation, Failu
 /// The config's replay settings at the point's window, with the config's tokenizer model when it names one.
 fn replay_settings(
     config: &SweepConfig,
-    point: &sweep::ConfigPoint,
+    point: &ConfigPoint,
     opts: &crate::llm::BackendOptions,
 ) -> Result<replay::ReplaySettings, Failure> {
     let mut settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
@@ -261,7 +263,7 @@ fn replay_settings(
 /// Prints a replay as a heading, the table of its compression events and a line of totals.
 fn print_replay(
     id: &str,
-    point: &sweep::ConfigPoint,
+    point: &ConfigPoint,
     settings: &replay::ReplaySettings,
     result: &replay::ConversationResult,
 ) -> Result<(), Failure> {

@@ -10,11 +10,11 @@
 use super::aggregate::reference_point;
 use super::grader_check::{self, Gradability};
 use super::{claims, default_points, Table};
+use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, Plan};
 use crate::metrics::{self, Figure, Level, Parts};
 use crate::replay::registry;
 use crate::replay::strategy::Role;
-use crate::sweep;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -53,9 +53,9 @@ fn agent_of(dir: &Path, plan: &Plan) -> String {
 }
 
 impl Run {
-    pub fn load(dir: &Path) -> Result<Run, sweep::runner::RunError> {
-        let plan = sweep::runner::load_plan(dir)?;
-        let cells = sweep::collect(dir, &plan);
+    pub fn load(dir: &Path) -> Result<Run, StoreError> {
+        let plan = store::load_plan(dir)?;
+        let cells = store::collect(dir, &plan);
         let gradable = grader_check::gradable_kinds(&plan, &cells);
         Ok(Run { name: plan.name.clone(), agent: agent_of(dir, &plan), plan, cells, gradable })
     }

@@ -30,11 +30,11 @@ pub use markdown::{DETAILS, MAIN, MAIN_SECTIONS, PROBES};
 pub use plot_list::{draw_plots, PlotList};
 pub use tables::{comparisons, corpus, scopes_tables, sources_table, split_variants_table, triggers_table, Table};
 
+use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics;
 use crate::replay::strategy::Role;
 use crate::report::summary::{summarize, table, TableOptions};
-use crate::sweep;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -121,7 +121,7 @@ pub fn written_line(out: &ReportOutput) -> String {
 pub enum ReportError {
     /// The run directory has no readable plan.
     #[error(transparent)]
-    Plan(#[from] sweep::runner::RunError),
+    Plan(#[from] StoreError),
     /// The cells could not be turned into tables (a damaged cell that passed the loader's checks).
     #[error("{}: aggregation: {source}", .run_dir.display())]
     Aggregate { run_dir: PathBuf, source: polars::error::PolarsError },
@@ -156,8 +156,8 @@ pub fn build_with_progress(
 ) -> Result<ReportOutput, ReportError> {
     let mut stage = |name: String, done_share: f64| progress(&Stage { name, done_share });
     stage("reading cells".into(), 0.0);
-    let plan = sweep::runner::load_plan(run_dir)?;
-    let cells = sweep::collect(run_dir, &plan);
+    let plan = store::load_plan(run_dir)?;
+    let cells = store::collect(run_dir, &plan);
     stage(format!("figures of {} cells by scope", cells.len()), 0.01);
     let scopes = aggregate::scope_figures(&plan, &cells);
     stage("results files".into(), 0.25);
