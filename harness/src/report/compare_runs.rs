@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub const COMPARED: [&str; 3] = ["tokens_vs_none", "early_only_retention", KEPT];
 
 /// The figure a run's labels restrict to the gradable kinds.
-const KEPT: &str = super::probe_kinds::FIGURE;
+const KEPT: &str = grader_check::KEPT_FIGURE;
 
 /// One run: its name, the agent whose sessions it replays, plan and cells, and the probe kinds its grader is
 /// trusted on (`None`: no labels to check it against, every kind counts).

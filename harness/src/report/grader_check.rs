@@ -10,7 +10,7 @@
 //! Where labels exist, the per-kind table draws no conclusion from the other kinds and pools its `all` row
 //! over the gradable ones ([`kept_parts`]); without a labels file nothing is gated.
 
-use super::{default_points, probe_kinds, Table};
+use super::{default_points, Table};
 use crate::data::{CellResult, Plan};
 use crate::metrics::{self, Parts};
 use crate::probes::figures::conversation_tally_of_kind;
@@ -21,6 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The figure the per-kind tables (`probe_kinds`, `compare`) restrict by kind, and [`kept_parts`] pools over
+/// the gradable kinds.
+pub const KEPT_FIGURE: &str = "kept_at_compressions";
 /// Format tag of a labels file.
 pub const LABELS_FORMAT: &str = "compactbench.labels/1";
 /// The least agreement with the labels at which a kind is gradable offline.
@@ -359,7 +362,7 @@ pub fn tally(
 pub fn kept_parts(c: &CellResult, kinds: &[&str]) -> Option<Parts> {
     let (mut num, mut den) = (0.0, 0.0);
     for k in kinds {
-        if let Some((h, n)) = conversation_tally_of_kind(c, probe_kinds::FIGURE, Some(k)) {
+        if let Some((h, n)) = conversation_tally_of_kind(c, KEPT_FIGURE, Some(k)) {
             num += h;
             den += n;
         }

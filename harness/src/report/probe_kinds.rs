@@ -10,15 +10,12 @@
 //! the gradable kinds only (named in the row).
 
 use super::aggregate::reference_point;
-use super::grader_check::{self, Gradability, NOT_GRADABLE};
+use super::grader_check::{self, Gradability, KEPT_FIGURE, NOT_GRADABLE};
 use super::{claims, default_points, Table};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, Parts};
 use crate::probes::figures::conversation_tally_of_kind;
 use crate::replay::strategy::Role;
-
-/// The figure the table restricts by kind.
-pub const FIGURE: &str = "kept_at_compressions";
 
 /// The probe kinds in table order; `all` is every kind.
 const KINDS: [&str; 6] = ["artifact", "constraint", "continuation", "decision", "recall", "all"];
@@ -31,7 +28,7 @@ fn parts(cells: &[CellResult], p: &ConfigPoint, kinds: Option<&[&str]>) -> Vec<(
         .filter_map(|c| {
             let parts = match kinds {
                 None => {
-                    let (hits, n) = conversation_tally_of_kind(c, FIGURE, None)?;
+                    let (hits, n) = conversation_tally_of_kind(c, KEPT_FIGURE, None)?;
                     Parts { num: hits, den: n }
                 }
                 Some(k) => grader_check::kept_parts(c, k)?,
@@ -90,7 +87,7 @@ fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
 /// The table, or `None` when no point scored probes at a compression. With `gradable` (the run's grader
 /// checked against human labels), kinds it is not trusted on draw no difference and `all` pools the others.
 pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) -> Option<Table> {
-    let m = metrics::metric(FIGURE)?;
+    let m = metrics::metric(KEPT_FIGURE)?;
     let points: Vec<&ConfigPoint> = default_points(plan)
         .into_iter()
         .map(|i| &plan.points[i])

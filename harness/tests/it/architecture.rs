@@ -54,7 +54,8 @@ fn logic_with_reexports(text: &str) -> String {
 }
 
 /// Paths written in `text` as `crate::…`, `super::…` or `self::…`, resolved against `module`; brace groups
-/// of `use` lines are expanded one level (`use crate::a::{b, c::D}`).
+/// of `use` lines are expanded one level (`use crate::a::{b, c::D}`, and right after the prefix:
+/// `use crate::{a, b::C}`, `use super::{b, c}`).
 fn referenced_paths(module: &str, text: &str) -> Vec<Vec<String>> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
@@ -81,6 +82,19 @@ fn referenced_paths(module: &str, text: &str) -> Vec<Vec<String>> {
             i += 7;
         }
         loop {
+            // A brace group, right after the prefix (`use crate::{a, b}`) or after a module (`crate::a::{b, c}`).
+            if i < bytes.len() && bytes[i] == '{' {
+                let close = bytes[i..].iter().position(|&c| c == '}').map_or(bytes.len(), |p| i + p);
+                let group: String = bytes[i + 1..close].iter().collect();
+                for item in group.split(',') {
+                    let mut p = base.clone();
+                    p.extend(item.trim().split("::").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
+                    out.push(p);
+                }
+                i = close;
+                base.clear();
+                break;
+            }
             let start = i;
             while i < bytes.len() && ident(bytes[i]) {
                 i += 1;
@@ -90,18 +104,6 @@ fn referenced_paths(module: &str, text: &str) -> Vec<Vec<String>> {
             }
             if i + 1 < bytes.len() && bytes[i] == ':' && bytes[i + 1] == ':' {
                 i += 2;
-                if i < bytes.len() && bytes[i] == '{' {
-                    let close = bytes[i..].iter().position(|&c| c == '}').map_or(bytes.len(), |p| i + p);
-                    let group: String = bytes[i + 1..close].iter().collect();
-                    for item in group.split(',') {
-                        let mut p = base.clone();
-                        p.extend(item.trim().split("::").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
-                        out.push(p);
-                    }
-                    i = close;
-                    base.clear();
-                    break;
-                }
                 continue;
             }
             break;
@@ -305,8 +307,14 @@ fn the_cycle_check_follows_reexports() {
 fn the_cycle_check_sees_a_ring_and_resolves_paths() {
     let paths = referenced_paths(
         "replay::strategies::gemini",
-        "use crate::replay::{strategy::Knob, window};\nsuper::common::call(x)",
+        "use crate::replay::{strategy::Knob, window};\nsuper::common::call(x)\nuse crate::{json, tokens::Tokenizer};\nuse super::{exec, common::Params};",
     );
+    // A group right after the prefix names each item, not the prefix alone.
+    assert!(paths.contains(&vec!["json".into()]), "{paths:?}");
+    assert!(paths.contains(&vec!["tokens".into(), "Tokenizer".into()]), "{paths:?}");
+    assert!(paths.contains(&vec!["replay".into(), "strategies".into(), "exec".into()]), "{paths:?}");
+    assert!(paths.contains(&vec!["replay".into(), "strategies".into(), "common".into(), "Params".into()]), "{paths:?}");
+    assert!(!paths.contains(&vec!["replay".into(), "strategies".into()]), "{paths:?}");
     assert!(paths.contains(&vec!["replay".into(), "strategy".into(), "Knob".into()]), "{paths:?}");
     assert!(paths.contains(&vec!["replay".into(), "window".into()]), "{paths:?}");
     assert!(paths.contains(&vec!["replay".into(), "strategies".into(), "common".into(), "call".into()]), "{paths:?}");
@@ -473,7 +481,7 @@ fn the_store_check_finds_a_planted_sweep_import() {
         ("sweep/mod.rs", "pub mod runner;\npub use runner::load_plan;\n"),
         ("sweep/runner.rs", "pub use crate::data::store::load_plan;\npub fn run() {}\n"),
         ("report/mod.rs", "pub mod gate;\nuse crate::data::store;\npub fn f() { store::load_plan() }\n"),
-        ("report/gate.rs", "use crate::sweep::runner;\npub fn g() { runner::run() }\n"),
+        ("report/gate.rs", "use crate::{data, sweep::runner};\npub fn g() { runner::run() }\n"),
         ("view/mod.rs", "use crate::sweep;\npub fn h() { sweep::load_plan() }\n"),
     ];
     for (name, text) in files {
