@@ -5,8 +5,10 @@ use crate::data::store;
 use crate::data::ConfigPoint;
 use crate::datasets;
 use crate::llm::CacheMode;
+use crate::metrics::{percent, PercentStyle, Share};
 use crate::replay;
 use crate::report::summary::{summarize, table, TableOptions};
+use crate::report::Table;
 use crate::sweep::{runner, SweepConfig};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -279,14 +281,19 @@ fn print_replay(
     )?;
     crate::outln!("{}", events_table(&result.events))?;
     crate::outln!(
-        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow guard refusals {}, requests over the window {}, invalid requests {}{}{}",
+        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {} of no compression ({}), overflow guard refusals {}, requests over the window {}, invalid requests {}{}{}",
         result.requests,
         result.peak_request_tokens,
         result.none_peak_request_tokens,
         result.request_tokens_total,
         result.summarizer_tokens_total(),
-        100.0 * (result.request_tokens_total + result.summarizer_tokens_total()) as f64
-            / result.none_request_tokens_total.max(1) as f64,
+        percent(
+            Some(Share::Of(
+                (result.request_tokens_total + result.summarizer_tokens_total()) as f64,
+                result.none_request_tokens_total.max(1) as f64
+            )),
+            PercentStyle::TABLE
+        ),
         result.none_request_tokens_total,
         result.overflow_guard_refusals,
         result.overflow_requests,
@@ -298,11 +305,10 @@ fn print_replay(
 }
 
 /// One row per compression event.
-fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
-    let mut b = tabled::builder::Builder::default();
+fn events_table(events: &[replay::CompressionEvent]) -> String {
     // Events are numbered by request index everywhere (results' `request` column, the timeline plot's x axis);
     // the recorded Content index (`turn`) is shown next to it.
-    b.push_record([
+    let header = [
         "request",
         "turn",
         "status",
@@ -311,7 +317,10 @@ fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
         "summarised/kept",
         "reference's count before → after",
         "flags",
-    ]);
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
     for e in events {
         let mut flags = Vec::new();
         if e.forced {
@@ -325,18 +334,16 @@ fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
         }
         let invalid = e.request_violations.iter().map(|v| format!("invalid: {v}")).collect::<Vec<_>>();
         flags.extend(invalid.iter().map(String::as_str));
-        b.push_record([
+        rows.push(vec![
             e.request.to_string(),
             e.turn.to_string(),
             e.status.name().to_string(),
             format!("{} → {}", e.request_tokens_before, e.request_tokens_after),
-            format!("{:.1}%", e.reduction * 100.0),
+            percent(Some(Share::Fraction(e.reduction)), PercentStyle::TABLE),
             format!("{}/{}", e.summarized_contents, e.kept_contents),
             format!("{} → {}", e.reference_original_tokens, e.reference_new_tokens),
             flags.join(", "),
         ]);
     }
-    let mut t = b.build();
-    t.with(tabled::settings::Style::sharp());
-    t
+    Table { header, rows }.terminal()
 }

@@ -768,7 +768,7 @@ pub fn point_figures(plan: &Plan, cells: &[CellResult], source: Option<&str>) ->
 mod format;
 mod paired;
 
-pub use format::{format_figure, format_value, glossary_markdown};
+pub use format::{format_figure, format_value, glossary_markdown, percent, PercentStyle, Share};
 pub use paired::{leave_group_out, paired_difference, paired_fragility, Fragility};
 
 #[cfg(test)]

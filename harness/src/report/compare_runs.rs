@@ -12,7 +12,7 @@ use super::grader_check::{self, Gradability};
 use super::{claims, default_points, Table};
 use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, Plan};
-use crate::metrics::{self, Figure, Level, Parts};
+use crate::metrics::{self, Figure, Level, Parts, PercentStyle};
 use crate::replay::registry;
 use crate::replay::strategy::Role;
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,15 +104,16 @@ impl Run {
     }
 }
 
-/// A figure with its interval, and its n where that counts probes (each row its own).
-fn pct(m: &metrics::Metric, f: Option<Figure>) -> String {
+/// A share figure with its interval, and its n where that counts probes (each row its own).
+fn share_cell(m: &metrics::Metric, f: Option<Figure>) -> String {
     let n = |f: &Figure| if m.level == Level::Probe { format!(" (n={})", f.n) } else { String::new() };
+    let value = |f: &Figure| metrics::percent(Some(metrics::Share::Fraction(f.value)), PercentStyle::TABLE);
     match f {
         Some(f) if f.low < f.high => {
-            format!("{:.1}% [{:.1}, {:.1}]{}", f.value * 100.0, f.low * 100.0, f.high * 100.0, n(&f))
+            format!("{} [{:.1}, {:.1}]{}", value(&f), f.low * 100.0, f.high * 100.0, n(&f))
         }
-        Some(f) => format!("{:.1}%{}", f.value * 100.0, n(&f)),
-        None => "–".into(),
+        Some(f) => format!("{}{}", value(&f), n(&f)),
+        None => metrics::percent(None, PercentStyle::TABLE),
     }
 }
 
@@ -166,7 +167,7 @@ pub fn per_run_table(runs: &[Run]) -> Table {
                 vec![run.name.clone(), strategy.clone(), convs.to_string(), run.compressions(&strategy).to_string()];
             for m in COMPARED.iter().filter_map(|n| metrics::metric(n)) {
                 let f = parts.get(m.name).and_then(|p| metrics::figure(m, &p.iter().map(|x| x.1).collect::<Vec<_>>()));
-                row.push(pct(m, f));
+                row.push(share_cell(m, f));
             }
             for name in ["early_only_retention", "kept_at_compressions"] {
                 let d = match (metrics::metric(name), parts.get(name), reference.get(name)) {

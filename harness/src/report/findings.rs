@@ -4,7 +4,7 @@
 
 use super::{aggregate, claims};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics;
+use crate::metrics::{self, percent, PercentStyle, Share};
 use crate::replay::strategies::gemini::THRESHOLD;
 use crate::replay::strategy::Role;
 use crate::report::summary::summarize;
@@ -40,10 +40,10 @@ fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeF
     {
         if let (Some(p), Some(a)) = (pooled.figures.get("tokens_vs_none"), actionable.figures.get("tokens_vs_none")) {
             out.push(format!(
-                "The reference's tokens vs none is {:.1} % pooled over {} conversations and {:.1} % [{:.1}, {:.1}] over the {} it can act on.",
-                p.value * 100.0,
+                "The reference's tokens vs none is {} pooled over {} conversations and {} [{:.1}, {:.1}] over the {} it can act on.",
+                percent(Some(Share::Fraction(p.value)), PercentStyle::PROSE),
                 pooled.conversations,
-                a.value * 100.0,
+                percent(Some(Share::Fraction(a.value)), PercentStyle::PROSE),
                 a.low * 100.0,
                 a.high * 100.0,
                 actionable.conversations

@@ -22,13 +22,15 @@ mod probe_section;
 pub mod rework;
 pub mod summary;
 pub mod systems;
+mod table;
 mod tables;
 
 // The builders keep their paths under `report::` (callers and the sibling modules name them there).
 pub use findings::findings;
 pub use markdown::{DETAILS, MAIN, MAIN_SECTIONS, PROBES};
 pub use plot_list::{draw_plots, PlotList};
-pub use tables::{comparisons, corpus, scopes_tables, sources_table, split_variants_table, triggers_table, Table};
+pub use table::Table;
+pub use tables::{comparisons, corpus, scopes_tables, sources_table, split_variants_table, triggers_table};
 
 use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, ConfigPoint, Plan};

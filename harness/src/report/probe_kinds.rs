@@ -13,7 +13,7 @@ use super::aggregate::reference_point;
 use super::grader_check::{self, Gradability, KEPT_FIGURE, NOT_GRADABLE};
 use super::{claims, default_points, Table};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, Parts};
+use crate::metrics::{self, percent, Parts, PercentStyle, Share};
 use crate::probes::figures::conversation_tally_of_kind;
 use crate::replay::strategy::Role;
 
@@ -126,7 +126,13 @@ pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) 
                 p.strategy.kind().to_string(),
                 kind.label.clone(),
                 compressions.to_string(),
-                format!("{:.1}% [{:.1}, {:.1}] (n={})", f.value * 100.0, f.low * 100.0, f.high * 100.0, f.n),
+                format!(
+                    "{} [{:.1}, {:.1}] (n={})",
+                    percent(Some(Share::Fraction(f.value)), PercentStyle::TABLE),
+                    f.low * 100.0,
+                    f.high * 100.0,
+                    f.n
+                ),
             ];
             if let Some(b) = &base_recorded {
                 row.push(if Some(*p) == recorded { "–".into() } else { judged(&mine, b) });
