@@ -116,8 +116,9 @@ pub struct ConfigPoint {
     pub strategy: StrategySpec,
     /// Model spec of the summarizer (`None` for strategies without one).
     pub summarizer: Option<String>,
-    /// Simulated context window (tokens, or a fraction of each conversation's uncompressed peak: the
-    /// strategy's own window is then set per conversation by `replay::spec_with_token_limit`).
+    /// Simulated context window (tokens, or relative to each conversation, e.g. a fraction of its
+    /// uncompressed peak: the strategy's own window is then resolved per conversation by
+    /// `replay::replay_spec`, through `StrategySpec::with_token_limit`).
     pub token_limit: TokenLimit,
     /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
     pub slice: Option<String>,
