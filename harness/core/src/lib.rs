@@ -5,7 +5,12 @@
 //! `Content[]` helpers), [`tokens`] and [`models`] (counting and model tables), [`compress`] (the port of
 //! `ChatCompressionService` and its historical variants), [`llm`] (the one model interface the compressor
 //! calls), [`replay`] (strategies and the turn-by-turn replay) and [`inspect`] (one compression, explained).
-//! Everything here is a pure function over data; files, network and clocks stay in the callers.
+//! Most of it is functions over data, with no network (models are reached through the [`llm`] trait, which the caller
+//! implements) and no clock read into any result (the date the environment context names is an input). The exceptions,
+//! so a caller knows where I/O happens: [`history::load_history`] and [`compress::prompts::PromptFile::load`] read
+//! files, [`compress::truncate::FsToolOutputStore`] writes the tool outputs the truncation saves,
+//! [`fsutil::write_atomic`] writes a file atomically, and the `exec:` strategy ([`replay::strategies::exec`]) spawns
+//! the user's program and times its answers out.
 
 pub mod compress;
 pub mod fsutil;

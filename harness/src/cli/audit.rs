@@ -86,7 +86,7 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
         wrap_model: None,
     };
     super::run::runtime()?.block_on(runner::run(&config, &plan, &opts))?;
-    let cells = sweep::collect(&out, &plan);
+    let cells = crate::data::store::collect(&out, &plan);
     let mut report = audit::read(&dirs, &out, &plan, &cells, &base_dir);
     let view = crate::view::write_beside_report(&out)?;
     report.view = Some(view.path.clone());

@@ -4,6 +4,7 @@
 
 use crate::audit::AuditError;
 use crate::compress::CompressError;
+use crate::data::store::StoreError;
 use crate::datasets::manifest::ManifestError;
 use crate::datasets::DatasetError;
 use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INCOMPLETE, EXIT_REGRESSION};
@@ -38,6 +39,9 @@ pub enum Failure {
 
     #[error(transparent)]
     Run(#[from] RunError),
+    /// A run directory whose plan cannot be read (`report`, `merge`).
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error(transparent)]
     Report(#[from] ReportError),
     #[error(transparent)]
@@ -121,8 +125,9 @@ impl Failure {
             Failure::Incomplete(_) => EXIT_INCOMPLETE,
             Failure::Regression(_) => EXIT_REGRESSION,
             Failure::Run(e) => run_code(e),
+            Failure::Store(e) => store_code(e),
             Failure::Report(e) => match e {
-                ReportError::Plan(r) => run_code(r),
+                ReportError::Plan(r) => store_code(r),
                 ReportError::Aggregate { .. } => EXIT_BAD_INPUT,
                 ReportError::Results { .. } | ReportError::Write(_) => EXIT_FAILURE,
             },
@@ -131,7 +136,7 @@ impl Failure {
                 GateError::Rules { .. } | GateError::Plan(_) => EXIT_BAD_INPUT,
             },
             Failure::View(e) => match e {
-                ViewError::Plan(r) => run_code(r),
+                ViewError::Plan(r) => store_code(r),
                 ViewError::Gate(GateError::Rules { .. } | GateError::Plan(_)) | ViewError::NothingInCommon { .. } => {
                     EXIT_BAD_INPUT
                 }
@@ -208,15 +213,23 @@ impl Failure {
 fn run_code(e: &RunError) -> i32 {
     match e {
         RunError::Io(_) | RunError::Write(_) | RunError::Locked { .. } | RunError::Panicked(_) => EXIT_FAILURE,
+        RunError::Store(e) => store_code(e),
         RunError::Config(_)
         | RunError::Grid(_)
         | RunError::Dataset(_)
-        | RunError::TooLarge { .. }
+        | RunError::TooLarge(_)
         | RunError::PlanMismatch { .. }
-        | RunError::BadPlan { .. }
         | RunError::ShardsDiffer { .. }
         | RunError::NoShards
         | RunError::BadOption(_) => EXIT_BAD_INPUT,
+    }
+}
+
+/// A run directory whose plan cannot be used is 2; a cell that cannot be serialised is 3.
+fn store_code(e: &StoreError) -> i32 {
+    match e {
+        StoreError::BadPlan { .. } | StoreError::TooLarge(_) => EXIT_BAD_INPUT,
+        StoreError::Encode(_) => EXIT_FAILURE,
     }
 }
 
@@ -237,6 +250,7 @@ macro_rules! outln {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::plan::PlanTooLarge;
     use crate::exit::EXIT_SUCCESS;
     use std::io::{Error as IoError, ErrorKind};
 
@@ -261,6 +275,7 @@ mod tests {
             Failure::Incomplete(_) => "Incomplete",
             Failure::Regression(_) => "Regression",
             Failure::Run(_) => "Run",
+            Failure::Store(_) => "Store",
             Failure::Report(_) => "Report",
             Failure::Gate(_) => "Gate",
             Failure::View(_) => "View",
@@ -291,14 +306,21 @@ mod tests {
     /// Every variant, and every variant of the errors they wrap, with its documented status.
     fn table() -> Vec<(Failure, i32)> {
         let (bad, fail) = (EXIT_BAD_INPUT, EXIT_FAILURE);
-        let run_errors = || -> Vec<(RunError, i32)> {
+        let too_large = || PlanTooLarge { cells: 1 << 40, points: 1, conversations: 1, repeats: 1, limit: 1 };
+        let store_errors = || -> Vec<(StoreError, i32)> {
             vec![
+                (StoreError::BadPlan { path: "r".into(), reason: "damaged".into() }, bad),
+                (StoreError::TooLarge(too_large()), bad),
+                (StoreError::Encode("not serialisable".into()), fail),
+            ]
+        };
+        let run_errors = || -> Vec<(RunError, i32)> {
+            let mut rows = vec![
                 (RunError::Config("no datasets".into()), bad),
                 (RunError::Grid(StrategyError::Unknown { name: "x".into(), known: "none".into() }), bad),
                 (RunError::Dataset(DatasetError::whole("a.json", "empty")), bad),
-                (RunError::TooLarge { cells: 1 << 40, points: 1, conversations: 1, repeats: 1, limit: 1 }, bad),
+                (RunError::TooLarge(too_large()), bad),
                 (RunError::PlanMismatch { path: "r".into() }, bad),
-                (RunError::BadPlan { path: "r".into(), reason: "damaged".into() }, bad),
                 (RunError::Io(io()), fail),
                 (RunError::Write(write_error()), fail),
                 (RunError::Locked { path: "r".into(), holder: "pid 1".into() }, fail),
@@ -306,7 +328,9 @@ mod tests {
                 (RunError::ShardsDiffer { shard: "a".into(), first: "b".into() }, bad),
                 (RunError::NoShards, bad),
                 (RunError::BadOption("--shard 3/2".into()), bad),
-            ]
+            ];
+            rows.extend(store_errors().into_iter().map(|(e, code)| (RunError::Store(e), code)));
+            rows
         };
         let llm_errors = || -> Vec<(LlmError, i32)> {
             vec![
@@ -413,18 +437,21 @@ mod tests {
         for (e, code) in run_errors() {
             rows.push((Failure::Run(e), code));
         }
+        for (e, code) in store_errors() {
+            rows.push((Failure::Store(e), code));
+        }
         // A report that cannot read its run's plan fails as the run would; the gate refuses it with 2.
-        for (e, code) in run_errors() {
+        for (e, code) in store_errors() {
             rows.push((Failure::Report(ReportError::Plan(e)), code));
         }
-        for (e, _) in run_errors() {
+        for (e, _) in store_errors() {
             rows.push((Failure::Gate(GateError::Plan(e)), bad));
         }
         // A page of a run whose plan cannot be read fails as the run would; `--compare` refuses it with 2.
-        for (e, code) in run_errors() {
+        for (e, code) in store_errors() {
             rows.push((Failure::View(ViewError::Plan(e)), code));
         }
-        for (e, _) in run_errors() {
+        for (e, _) in store_errors() {
             rows.push((Failure::View(ViewError::Gate(GateError::Plan(e))), bad));
         }
         for (e, code) in llm_errors() {
@@ -441,7 +468,7 @@ mod tests {
             assert_ne!(f.exit_code(), EXIT_SUCCESS);
         }
         let covered: std::collections::BTreeSet<&str> = rows.iter().map(|(f, _)| variant(f)).collect();
-        assert_eq!(covered.len(), 29, "a variant without a row: {covered:?}");
+        assert_eq!(covered.len(), 30, "a variant without a row: {covered:?}");
     }
 
     #[test]

@@ -40,8 +40,8 @@ pub fn stage_printer_for(command: &'static str, quiet: bool) -> impl FnMut(&repo
 
 pub fn run_report(args: ReportArgs) -> Result<(), Failure> {
     // Named before the report is built: the report covers only verified cells.
-    let plan = crate::sweep::runner::load_plan(&args.run_dir)?;
-    let stored = crate::sweep::load_cells(&args.run_dir, &plan);
+    let plan = crate::data::store::load_plan(&args.run_dir)?;
+    let stored = crate::data::store::load_cells(&args.run_dir, &plan);
     for line in stored.problems(&args.run_dir, 50) {
         eprintln!("warning: {line}");
     }
@@ -77,7 +77,7 @@ pub struct CompareArgs {
 }
 
 pub fn run_compare(args: CompareArgs) -> Result<(), Failure> {
-    let md = report::across::write(&args.run_dirs, &args.out)?;
+    let md = report::compare_runs::write(&args.run_dirs, &args.out)?;
     crate::outln!("{md}")?;
     eprintln!("wrote {}", args.out.display());
     Ok(())

@@ -1,11 +1,15 @@
 //! `compactbench run`, `replay` and `merge`.
 
 use super::Failure;
+use crate::data::store;
+use crate::data::ConfigPoint;
 use crate::datasets;
 use crate::llm::CacheMode;
+use crate::metrics::{percent, PercentStyle, Share};
 use crate::replay;
 use crate::report::summary::{summarize, table, TableOptions};
-use crate::sweep::{self, runner, SweepConfig};
+use crate::report::Table;
+use crate::sweep::{runner, SweepConfig};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -54,7 +58,7 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// Writes `summary.json` and returns the terminal table.
 pub fn write_summary(run_dir: &Path, plan: &crate::data::Plan, wide: bool) -> Result<String, Failure> {
-    let cells = sweep::collect(run_dir, plan);
+    let cells = store::collect(run_dir, plan);
     let summaries = summarize(plan, &cells);
     let mut bytes = serde_json::to_vec_pretty(&summaries)?;
     bytes.push(b'\n');
@@ -123,7 +127,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
 /// Prints the conversations whose cells hold an error (at most 20, then a count) and returns how many.
 fn list_failed(run_dir: &Path, plan: &crate::data::Plan) -> usize {
-    let failed = crate::report::failed_conversations(&sweep::collect(run_dir, plan));
+    let failed = crate::report::failed_conversations(&store::collect(run_dir, plan));
     for f in failed.iter().take(20) {
         eprintln!("failed: {} ({} cells): {}", f.conversation, f.cells, f.reason);
     }
@@ -146,7 +150,7 @@ pub struct MergeArgs {
 
 pub fn merge(args: MergeArgs) -> Result<(), Failure> {
     let merged = runner::merge(&args.out, &args.shards)?;
-    let plan = runner::load_plan(&args.out)?;
+    let plan = store::load_plan(&args.out)?;
     crate::outln!("{}", write_summary(&args.out, &plan, false)?)?;
     eprintln!("{}: merged {} of {} cells", args.out.display(), merged.copied, merged.total);
     for (shard, cell, why) in merged.damaged.iter().take(20) {
@@ -227,7 +231,7 @@ pub fn replay_one(args: ReplayArgs) -> Result<(), Failure> {
 
 /// The config point `replay` runs: `--point` by id, else the first point of `--strategy` (default: the
 /// reference strategy).
-fn replay_point(config: &SweepConfig, args: &ReplayArgs) -> Result<sweep::ConfigPoint, Failure> {
+fn replay_point(config: &SweepConfig, args: &ReplayArgs) -> Result<ConfigPoint, Failure> {
     let points = config.points()?;
     let point = match &args.point {
         Some(id) => points.iter().find(|p| &p.id == id),
@@ -256,7 +260,7 @@ fn load_replay_conversation(path: &Path) -> Result<datasets::Conversation, Failu
 /// The config's replay settings at the point's window, with the config's tokenizer model when it names one.
 fn replay_settings(
     config: &SweepConfig,
-    point: &sweep::ConfigPoint,
+    point: &ConfigPoint,
     opts: &crate::llm::BackendOptions,
 ) -> Result<replay::ReplaySettings, Failure> {
     let mut settings = replay::ReplaySettings { token_limit: point.token_limit, ..config.replay.clone() };
@@ -272,7 +276,7 @@ fn replay_settings(
 /// Prints a replay as a heading, the table of its compression events and a line of totals.
 fn print_replay(
     id: &str,
-    point: &sweep::ConfigPoint,
+    point: &ConfigPoint,
     settings: &replay::ReplaySettings,
     result: &replay::ConversationResult,
 ) -> Result<(), Failure> {
@@ -288,14 +292,19 @@ fn print_replay(
     )?;
     crate::outln!("{}", events_table(&result.events))?;
     crate::outln!(
-        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {:.1}% of no compression ({}), overflow guard refusals {}, requests over the window {}, invalid requests {}{}{}",
+        "{} requests, peak request {} tokens (uncompressed {}), request tokens {} + summarizer tokens {} = {} of no compression ({}), overflow guard refusals {}, requests over the window {}, invalid requests {}{}{}",
         result.requests,
         result.peak_request_tokens,
         result.none_peak_request_tokens,
         result.request_tokens_total,
         result.summarizer_tokens_total(),
-        100.0 * (result.request_tokens_total + result.summarizer_tokens_total()) as f64
-            / result.none_request_tokens_total.max(1) as f64,
+        percent(
+            Some(Share::Of(
+                (result.request_tokens_total + result.summarizer_tokens_total()) as f64,
+                result.none_request_tokens_total.max(1) as f64
+            )),
+            PercentStyle::TABLE
+        ),
         result.none_request_tokens_total,
         result.overflow_guard_refusals,
         result.overflow_requests,
@@ -307,11 +316,10 @@ fn print_replay(
 }
 
 /// One row per compression event.
-fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
-    let mut b = tabled::builder::Builder::default();
+fn events_table(events: &[replay::CompressionEvent]) -> String {
     // Events are numbered by request index everywhere (results' `request` column, the timeline plot's x axis);
     // the recorded Content index (`turn`) is shown next to it.
-    b.push_record([
+    let header = [
         "request",
         "turn",
         "status",
@@ -320,7 +328,10 @@ fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
         "summarised/kept",
         "reference's count before → after",
         "flags",
-    ]);
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
     for e in events {
         let mut flags = Vec::new();
         if e.forced {
@@ -334,18 +345,16 @@ fn events_table(events: &[replay::CompressionEvent]) -> tabled::Table {
         }
         let invalid = e.request_violations.iter().map(|v| format!("invalid: {v}")).collect::<Vec<_>>();
         flags.extend(invalid.iter().map(String::as_str));
-        b.push_record([
+        rows.push(vec![
             e.request.to_string(),
             e.turn.to_string(),
             e.status.name().to_string(),
             format!("{} → {}", e.request_tokens_before, e.request_tokens_after),
-            format!("{:.1}%", e.reduction * 100.0),
+            percent(Some(Share::Fraction(e.reduction)), PercentStyle::TABLE),
             format!("{}/{}", e.summarized_contents, e.kept_contents),
             format!("{} → {}", e.reference_original_tokens, e.reference_new_tokens),
             flags.join(", "),
         ]);
     }
-    let mut t = b.build();
-    t.with(tabled::settings::Style::sharp());
-    t
+    Table { header, rows }.terminal()
 }

@@ -21,7 +21,7 @@ pub struct CellResult {
     /// [`Plan::digest`] of the plan the cell was run under: a cell copied from another run is not used.
     #[serde(default)]
     pub plan: String,
-    /// `sha256:` of the stored file with this field empty (see [`cell_bytes`]): a damaged or hand-edited
+    /// `sha256:` of the stored file with this field empty (see [`super::store::cell_bytes`]): a damaged or hand-edited
     /// cell is detected, named and redone, never used. Always the last field.
     #[serde(default)]
     pub digest: String,

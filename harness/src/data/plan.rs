@@ -116,8 +116,9 @@ pub struct ConfigPoint {
     pub strategy: StrategySpec,
     /// Model spec of the summarizer (`None` for strategies without one).
     pub summarizer: Option<String>,
-    /// Simulated context window (tokens, or a fraction of each conversation's uncompressed peak: the
-    /// strategy's own window is then set per conversation by `replay::spec_with_token_limit`).
+    /// Simulated context window (tokens, or relative to each conversation, e.g. a fraction of its
+    /// uncompressed peak: the strategy's own window is then resolved per conversation by
+    /// `replay::replay_spec`, through `StrategySpec::with_token_limit`).
     pub token_limit: TokenLimit,
     /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
     pub slice: Option<String>,
@@ -159,6 +160,23 @@ pub fn is_identity_axis(axis: &str) -> bool {
     axis == STRATEGY_AXIS || axis == SUMMARIZER_AXIS
 }
 
+/// Largest plan a run accepts, in cells; checked before any cell list is allocated.
+pub const MAX_PLAN_CELLS: u64 = 1_000_000;
+
+/// A plan larger than [`MAX_PLAN_CELLS`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the plan has {cells} cells ({points} configurations, {conversations} conversations, {repeats} repeat(s)), \
+     more than the limit of {limit}; lower `repeats`, the grid or `max_conversations`"
+)]
+pub struct PlanTooLarge {
+    pub cells: u128,
+    pub points: usize,
+    pub conversations: usize,
+    pub repeats: u32,
+    pub limit: u64,
+}
+
 impl Plan {
     /// A point's number in reports (1-based, in plan order): the `#` by which every table of a report names
     /// its points.
@@ -176,6 +194,21 @@ impl Plan {
                 of_source.min(p.max_conversations.unwrap_or(usize::MAX)) as u128 * u128::from(self.repeats)
             })
             .sum()
+    }
+
+    /// Refuses plans larger than [`MAX_PLAN_CELLS`], before anything is allocated for them.
+    pub fn check_size(&self) -> Result<(), PlanTooLarge> {
+        let cells = self.cell_count();
+        if cells > u128::from(MAX_PLAN_CELLS) {
+            return Err(PlanTooLarge {
+                cells,
+                points: self.points.len(),
+                conversations: self.conversations.len(),
+                repeats: self.repeats,
+                limit: MAX_PLAN_CELLS,
+            });
+        }
+        Ok(())
     }
 
     /// The plan as stored in `plan.json`.

@@ -1,12 +1,58 @@
-//! How figures are printed, and the glossary (`harness/docs/metrics.md`) generated from [`super::METRICS`].
+//! How figures are printed (a share as a percentage: [`percent`], the only place that writes one), and the
+//! glossary (`harness/docs/metrics.md`) generated from [`super::METRICS`].
 
 use super::{Figure, Level, Metric, Unit, METRICS};
 use serde::Serialize;
 
+/// A share to print with [`percent`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Share {
+    /// A fraction of 1: `0.123` is 12.3 %.
+    Fraction(f64),
+    /// `part` of `whole`, printed as 100 × part ÷ whole, which stays exact where the fraction does not (23 of
+    /// 80 is 28.75, printed 28.8 %; the fraction 0.2875 × 100 is 28.749… and would print 28.7 %).
+    Of(f64, f64),
+}
+
+/// How [`percent`] writes a share: the places that print one differ in the digits, the space before `%`
+/// and what stands for no value, each kept as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PercentStyle {
+    /// Digits after the decimal point.
+    pub decimals: usize,
+    /// A space before `%`.
+    pub spaced: bool,
+    /// What is printed where there is no share.
+    pub missing: &'static str,
+}
+
+impl PercentStyle {
+    /// Table cells, pages and the terminal: `12.3%`, `–` for no value.
+    pub const TABLE: PercentStyle = PercentStyle { decimals: 1, spaced: false, missing: "–" };
+    /// The run summary's tables (what `run` and `report` print, the headline tables): `12.3%`, `-` for no
+    /// value, as every other empty cell of those tables (their per-kind table drops a column that holds `-`
+    /// only).
+    pub const SUMMARY_TABLE: PercentStyle = PercentStyle { missing: "-", ..PercentStyle::TABLE };
+    /// Sentences: `12.3 %`.
+    pub const PROSE: PercentStyle = PercentStyle { spaced: true, ..PercentStyle::TABLE };
+    /// Sentences, in whole percent (thresholds, a share of the weight): `90 %`.
+    pub const PROSE_WHOLE: PercentStyle = PercentStyle { decimals: 0, ..PercentStyle::PROSE };
+}
+
+/// A share as a percentage, in `style`: the one percent formatter of the reports, the view and the CLI.
+pub fn percent(share: Option<Share>, style: PercentStyle) -> String {
+    let value = match share {
+        None => return style.missing.to_string(),
+        Some(Share::Fraction(v)) => v * 100.0,
+        Some(Share::Of(part, whole)) => 100.0 * part / whole,
+    };
+    format!("{:.*}{}%", style.decimals, value, if style.spaced { " " } else { "" })
+}
+
 /// A value in a metric's unit, for tables.
 pub fn format_value(m: &Metric, v: f64) -> String {
     match m.unit {
-        Unit::Share => format!("{:.1}%", v * 100.0),
+        Unit::Share => percent(Some(Share::Fraction(v)), PercentStyle::TABLE),
         Unit::Count | Unit::Tokens => format!("{}", v.round() as i64),
         Unit::Usd => format!("{v:.4}"),
         Unit::PerHundred => format!("{v:.1}"),
@@ -89,5 +135,24 @@ impl<T: Serialize> SerdeName for T {
             Ok(serde_json::Value::String(s)) => s,
             _ => String::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each style prints as the call sites it replaced did.
+    #[test]
+    fn percent_prints_each_style_as_before() {
+        let share = |v| Some(Share::Fraction(v));
+        assert_eq!(percent(share(0.123), PercentStyle::TABLE), "12.3%");
+        assert_eq!(percent(None, PercentStyle::TABLE), "–");
+        assert_eq!(percent(None, PercentStyle::SUMMARY_TABLE), "-");
+        assert_eq!(percent(share(0.4751), PercentStyle::PROSE), "47.5 %");
+        assert_eq!(percent(share(0.9), PercentStyle::PROSE_WHOLE), "90 %");
+        // A count of a total rounds from 100 × part ÷ whole, as the first-prompt table and `replay` did.
+        assert_eq!(percent(Some(Share::Of(23.0, 80.0)), PercentStyle::TABLE), "28.8%");
+        assert_eq!(percent(share(23.0 / 80.0), PercentStyle::TABLE), "28.7%");
     }
 }

@@ -768,7 +768,7 @@ pub fn point_figures(plan: &Plan, cells: &[CellResult], source: Option<&str>) ->
 mod format;
 mod paired;
 
-pub use format::{format_figure, format_value, glossary_markdown};
+pub use format::{format_figure, format_value, glossary_markdown, percent, PercentStyle, Share};
 pub use paired::{leave_group_out, paired_difference, paired_fragility, Fragility};
 
 #[cfg(test)]
@@ -844,7 +844,7 @@ mod tests {
             status: CompressionStatus::Compressed,
             request_tokens_before: before,
             request_tokens_after: after,
-            reduction: crate::replay::metrics::reduction(before, after),
+            reduction: crate::replay::results::reduction(before, after),
             ..Default::default()
         };
         let mut c = cell("a", 1, 0, 1, &[]);

@@ -2,9 +2,9 @@
 //! reference point, unsplittable conversations, hidden inflation, and the paired probe comparisons (in
 //! `probes.md`). What repeats across points is said once, with the count of points it holds for.
 
-use super::{aggregate, supports};
+use super::{aggregate, claims};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics;
+use crate::metrics::{self, percent, PercentStyle, Share};
 use crate::replay::strategies::gemini::THRESHOLD;
 use crate::replay::strategy::Role;
 use crate::report::summary::summarize;
@@ -40,10 +40,10 @@ fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeF
     {
         if let (Some(p), Some(a)) = (pooled.figures.get("tokens_vs_none"), actionable.figures.get("tokens_vs_none")) {
             out.push(format!(
-                "The reference's tokens vs none is {:.1} % pooled over {} conversations and {:.1} % [{:.1}, {:.1}] over the {} it can act on.",
-                p.value * 100.0,
+                "The reference's tokens vs none is {} pooled over {} conversations and {} [{:.1}, {:.1}] over the {} it can act on.",
+                percent(Some(Share::Fraction(p.value)), PercentStyle::PROSE),
                 pooled.conversations,
-                a.value * 100.0,
+                percent(Some(Share::Fraction(a.value)), PercentStyle::PROSE),
                 a.low * 100.0,
                 a.high * 100.0,
                 actionable.conversations
@@ -173,7 +173,7 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
 
 /// Early-only retention of each reference point against each baseline at the same threshold (a baseline
 /// swept over the reference's trigger knob): the paired difference over the same conversations and probes
-/// (cluster bootstrap), judged as the claims are ([`supports::judge`]); overlapping marginal intervals
+/// (cluster bootstrap), judged as the claims are ([`claims::judge`]); overlapping marginal intervals
 /// decide nothing. The pairs of one baseline with one verdict (and reason) make one line, with their count.
 pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     use std::fmt::Write;
@@ -182,17 +182,17 @@ pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     type Pairs = Vec<(String, usize)>;
     let mut groups: Vec<((String, String), Pairs)> = Vec::new();
     let number = |p: &ConfigPoint| plan.point_number(&p.id).map(|n| format!("#{n}")).unwrap_or_else(|| p.id.clone());
-    let parts = |p: &ConfigPoint| supports::point_parts(plan, cells, p).remove(m.name);
+    let parts = |p: &ConfigPoint| claims::point_parts(plan, cells, p).remove(m.name);
     let main = |role: Role| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.role() == Some(role));
     let threshold = |p: &ConfigPoint| p.axes.get(THRESHOLD).cloned();
     let mut out = String::new();
     for d in main(Role::Baseline).filter(|d| threshold(d).is_some()) {
         let Some(dp) = parts(d) else { continue };
         for g in main(Role::Reference).filter(|g| threshold(g) == threshold(d)) {
-            let Some(j) = parts(g).and_then(|gp| supports::judge_pairs(m, &gp, &dp, None)) else { continue };
+            let Some(j) = parts(g).and_then(|gp| claims::judge_pairs(m, &gp, &dp, None)) else { continue };
             let diff = j.difference;
             let verdict = match j.verdict {
-                supports::Verdict::Established => j.verdict.name().to_string(),
+                claims::Verdict::Established => j.verdict.name().to_string(),
                 v => format!("{} ({})", v.name(), j.reason),
             };
             let pair = format!(

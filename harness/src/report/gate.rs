@@ -3,11 +3,10 @@
 //! tolerance), so noise does not fail the build.
 
 use super::Table;
+use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{conversation_values, point_pricing};
 use crate::stats::{bootstrap_mean, Estimate};
-use crate::sweep;
-use crate::sweep::runner::RunError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -248,7 +247,7 @@ pub enum GateError {
     #[error("{}: {message}", .path.display())]
     Rules { path: std::path::PathBuf, message: String },
     #[error(transparent)]
-    Plan(#[from] RunError),
+    Plan(#[from] StoreError),
 }
 
 /// At most this many lines per kind of completeness problem.
@@ -296,8 +295,8 @@ fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> 
     if bplan.probes != cplan.probes {
         problems.push("plan differs: the probe settings ([probes]) are not the baseline's".into());
     }
-    let bstored = sweep::load_cells(baseline, bplan);
-    let cstored = sweep::load_cells(current, cplan);
+    let bstored = store::load_cells(baseline, bplan);
+    let cstored = store::load_cells(current, cplan);
     for (which, dir, stored) in [("current run", current, &cstored), ("baseline", baseline, &bstored)] {
         let missing = stored.missing.iter().map(|c| dir.join(c.relative_path()).display().to_string()).collect();
         problems.extend(listed(&format!("cell missing from the {which}"), missing));
@@ -324,8 +323,8 @@ pub fn compare_with_progress(
 ) -> Result<GateReport, GateError> {
     let mut stage = |name: &str, done_share: f64| progress(&super::Stage { name: name.into(), done_share });
     stage("reading and verifying the cells of both runs", 0.0);
-    let bplan = sweep::runner::load_plan(baseline)?;
-    let cplan = sweep::runner::load_plan(current)?;
+    let bplan = store::load_plan(baseline)?;
+    let cplan = store::load_plan(current)?;
     let (completeness, [bcells, ccells]) = completeness(baseline, &bplan, current, &cplan);
     stage("per-conversation figures", GATE_READ_SHARE);
     let (bi, ci) = (values_by_cell(&bplan, &bcells), values_by_cell(&cplan, &ccells));

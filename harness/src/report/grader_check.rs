@@ -10,9 +10,9 @@
 //! Where labels exist, the per-kind table draws no conclusion from the other kinds and pools its `all` row
 //! over the gradable ones ([`kept_parts`]); without a labels file nothing is gated.
 
-use super::{default_points, kinds, Table};
+use super::{default_points, Table};
 use crate::data::{CellResult, Plan};
-use crate::metrics::{self, Parts};
+use crate::metrics::{self, percent, Parts, PercentStyle, Share};
 use crate::probes::figures::conversation_tally_of_kind;
 use crate::probes::ProbeKind;
 use serde::Deserialize;
@@ -21,6 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The figure the per-kind tables (`probe_kinds`, `compare`) restrict by kind, and [`kept_parts`] pools over
+/// the gradable kinds.
+pub const KEPT_FIGURE: &str = "kept_at_compressions";
 /// Format tag of a labels file.
 pub const LABELS_FORMAT: &str = "compactbench.labels/1";
 /// The least agreement with the labels at which a kind is gradable offline.
@@ -136,7 +139,10 @@ impl Agreement {
         if self.pairs < MIN_PAIRS {
             Some(format!("{} labelled pairs, fewer than {MIN_PAIRS}", self.pairs))
         } else if !self.gradable() {
-            Some(format!("agreement below {:.0} %", AGREEMENT_FLOOR * 100.0))
+            Some(format!(
+                "agreement below {}",
+                percent(Some(Share::Fraction(AGREEMENT_FLOOR)), PercentStyle::PROSE_WHOLE)
+            ))
         } else {
             None
         }
@@ -359,7 +365,7 @@ pub fn tally(
 pub fn kept_parts(c: &CellResult, kinds: &[&str]) -> Option<Parts> {
     let (mut num, mut den) = (0.0, 0.0);
     for k in kinds {
-        if let Some((h, n)) = conversation_tally_of_kind(c, kinds::FIGURE, Some(k)) {
+        if let Some((h, n)) = conversation_tally_of_kind(c, KEPT_FIGURE, Some(k)) {
             num += h;
             den += n;
         }
@@ -368,7 +374,10 @@ pub fn kept_parts(c: &CellResult, kinds: &[&str]) -> Option<Parts> {
 }
 
 fn rate(v: Option<f64>, num: usize, den: usize) -> String {
-    v.map_or_else(|| "–".into(), |v| format!("{:.1}% ({num}/{den})", v * 100.0))
+    match v {
+        Some(v) => format!("{} ({num}/{den})", percent(Some(Share::Fraction(v)), PercentStyle::TABLE)),
+        None => percent(None, PercentStyle::TABLE),
+    }
 }
 
 fn agreement_cells(a: &Agreement) -> [String; 4] {
@@ -447,8 +456,8 @@ fn unused_list(items: &[Unused]) -> String {
 pub fn markdown(labels: &Labels) -> String {
     let mut md = String::new();
     let rule = format!(
-        "A kind is *gradable offline* when the grader agrees with the labels on at least {:.0} % of at least {MIN_PAIRS} labelled pairs",
-        AGREEMENT_FLOOR * 100.0
+        "A kind is *gradable offline* when the grader agrees with the labels on at least {} of at least {MIN_PAIRS} labelled pairs",
+        percent(Some(Share::Fraction(AGREEMENT_FLOOR)), PercentStyle::PROSE_WHOLE)
     );
     match labels {
         Labels::Unset => return md,
@@ -517,10 +526,10 @@ pub fn main_line(labels: &Labels, probes_page: &str) -> Option<String> {
         Labels::Checked(c) => {
             let g = Gradability { kinds: c.by_kind.clone() };
             Some(format!(
-                "Grader against human labels ({anchor}): agreement {} over {} labelled pairs; gradable offline (agreement ≥ {:.0} % over ≥ {MIN_PAIRS} pairs): {} of {} kinds ({}); kept at compressions per kind and over all kinds counts those only; {} stale labels.",
+                "Grader against human labels ({anchor}): agreement {} over {} labelled pairs; gradable offline (agreement ≥ {} over ≥ {MIN_PAIRS} pairs): {} of {} kinds ({}); kept at compressions per kind and over all kinds counts those only; {} stale labels.",
                 rate(c.all.agreement(), c.all.agree, c.all.pairs),
                 c.all.pairs,
-                AGREEMENT_FLOOR * 100.0,
+                percent(Some(Share::Fraction(AGREEMENT_FLOOR)), PercentStyle::PROSE_WHOLE),
                 g.gradable().len(),
                 c.by_kind.len(),
                 g.gradable_list(),

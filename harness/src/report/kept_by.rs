@@ -4,6 +4,7 @@
 
 use super::{default_points, Table};
 use crate::data::{CellResult, KeptBy, Plan};
+use crate::metrics::{percent, PercentStyle, Share};
 use crate::probes::figures::{cell_rows, strategy_of, Moment};
 
 const RULES: [KeptBy; 4] = [KeptBy::Exact, KeptBy::Path, KeptBy::BareName, KeptBy::Terms];
@@ -44,9 +45,9 @@ pub fn first_prompt_table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
         .to_vec();
     let share = |kept: usize, n: usize| {
         if n == 0 {
-            "–".to_string()
+            percent(None, PercentStyle::TABLE)
         } else {
-            format!("{:.1}% (n={n})", 100.0 * kept as f64 / n as f64)
+            format!("{} (n={n})", percent(Some(Share::Of(kept as f64, n as f64)), PercentStyle::TABLE))
         }
     };
     let mut rows = Vec::new();

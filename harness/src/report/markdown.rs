@@ -6,8 +6,8 @@
 use super::findings::probe_comparisons;
 use super::tables::{configuration_slices, configuration_table, pareto_key_table};
 use super::{
-    aggregate, cell_count, comparisons, corpus, findings, grader_check, kinds, scopes_tables, sources_table,
-    split_variants_table, supports, systems, triggers_table, varying_axes, Against, PlotList,
+    aggregate, cell_count, claims, comparisons, corpus, findings, grader_check, probe_kinds, scopes_tables,
+    sources_table, split_variants_table, systems, triggers_table, varying_axes, Against, PlotList,
 };
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::report::summary::{notable_points, short_table, summarize, table_at, Notable, PointSummary, TableOptions};
@@ -48,7 +48,7 @@ pub(super) fn pages(
     plan: &Plan,
     cells: &[CellResult],
     scopes: &[aggregate::ScopeFigures],
-    claims: &[supports::Claim],
+    claims: &[claims::Claim],
     plots: &PlotList,
     options: PageOptions,
 ) -> Pages {
@@ -71,7 +71,7 @@ fn main_page(
     cells: &[CellResult],
     summaries: &[PointSummary],
     scopes: &[aggregate::ScopeFigures],
-    claims: &[supports::Claim],
+    claims: &[claims::Claim],
     labels: &grader_check::Labels,
     PageOptions { wide, compactions_page }: PageOptions,
 ) -> String {
@@ -102,7 +102,7 @@ fn main_page(
     }
     md.push_str("- `results/`: every figure with its n and interval, `{events,conversations,points,scopes}.{parquet,csv,json}`, `claims.{csv,json}`, `probes.{csv,parquet}`; raw cells: `cells/`.\n\n");
     failed_section(&mut md, cells);
-    md.push_str(&supports::markdown(plan, cells, claims));
+    md.push_str(&claims::markdown(plan, cells, claims));
     if let Some(line) = grader_check::main_line(labels, PROBES) {
         let _ = writeln!(md, "{line}\n");
     }
@@ -316,7 +316,7 @@ fn findings_section(md: &mut String, plan: &Plan, cells: &[CellResult], scopes: 
 /// Retention at the compression points by probe kind (when the run has probes); with `gradable`, the kinds
 /// the grader is not trusted on are marked and draw no difference.
 fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: Option<&grader_check::Gradability>) {
-    if let Some(t) = kinds::table(plan, cells, gradable) {
+    if let Some(t) = probe_kinds::table(plan, cells, gradable) {
         md.push_str("## At the compression points, by probe kind\n\n");
         md.push_str("*Kept at compressions* (`kept_at_compressions`): over (probe, compression) pairs, probes whose evidence lies before the compression, the share whose gold the history holds right after it (0 from the conversation's first request over the window on); per kind, for each strategy's default point that compressed. n: that strategy's own probe × compression pairs (a strategy that did not act at a compaction has fewer); *compressions*: that point's compressions in the conversations scored. Δ: paired by conversation against the agent's own compaction (`recorded`, where the plan has it) and against the reference, 95 % cluster-bootstrap intervals; ✓ marks an established difference (interval excludes 0 and no one conversation, left out, turns its sign). With `compress_at = \"recorded\"` every strategy compresses at the agent's own points, so both sides are the same compactions.");
         if let Some(g) = gradable {

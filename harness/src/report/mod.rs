@@ -7,34 +7,36 @@
 //! sentences computed from the data, `plot_list` the plots, `markdown` assembles the pages: `report.md` (one
 //! page of what matters) and, linked from it, `details.md` and `probes.md`.
 
-pub mod across;
 pub mod aggregate;
+pub mod claims;
+pub mod compare_runs;
 mod findings;
 pub mod gate;
 pub mod grader_check;
 mod kept_by;
-pub mod kinds;
 mod markdown;
 mod plot_list;
 pub mod plots;
+pub mod probe_kinds;
 mod probe_section;
 pub mod rework;
 pub mod summary;
-pub mod supports;
 pub mod systems;
+mod table;
 mod tables;
 
 // The builders keep their paths under `report::` (callers and the sibling modules name them there).
 pub use findings::findings;
 pub use markdown::{DETAILS, MAIN, MAIN_SECTIONS, PROBES};
 pub use plot_list::{draw_plots, PlotList};
-pub use tables::{comparisons, corpus, scopes_tables, sources_table, split_variants_table, triggers_table, Table};
+pub use table::Table;
+pub use tables::{comparisons, corpus, scopes_tables, sources_table, split_variants_table, triggers_table};
 
+use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics;
 use crate::replay::strategy::Role;
 use crate::report::summary::{summarize, table, TableOptions};
-use crate::sweep;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -121,7 +123,7 @@ pub fn written_line(out: &ReportOutput) -> String {
 pub enum ReportError {
     /// The run directory has no readable plan.
     #[error(transparent)]
-    Plan(#[from] sweep::runner::RunError),
+    Plan(#[from] StoreError),
     /// The cells could not be turned into tables (a damaged cell that passed the loader's checks).
     #[error("{}: aggregation: {source}", .run_dir.display())]
     Aggregate { run_dir: PathBuf, source: polars::error::PolarsError },
@@ -156,8 +158,8 @@ pub fn build_with_progress(
 ) -> Result<ReportOutput, ReportError> {
     let mut stage = |name: String, done_share: f64| progress(&Stage { name, done_share });
     stage("reading cells".into(), 0.0);
-    let plan = sweep::runner::load_plan(run_dir)?;
-    let cells = sweep::collect(run_dir, &plan);
+    let plan = store::load_plan(run_dir)?;
+    let cells = store::collect(run_dir, &plan);
     stage(format!("figures of {} cells by scope", cells.len()), 0.01);
     let scopes = aggregate::scope_figures(&plan, &cells);
     stage("results files".into(), 0.25);
@@ -174,8 +176,8 @@ pub fn build_with_progress(
             .map_err(|source| ReportError::Results { path: results.join("rework.csv"), source })?;
     }
     stage("claims".into(), 0.46);
-    let claims = supports::claims(&plan, &cells);
-    supports::write_claims(&claims, &results)
+    let claims = claims::claims(&plan, &cells);
+    claims::write_claims(&claims, &results)
         .map_err(|source| ReportError::Results { path: results.join("claims.csv"), source })?;
     stage("plots".into(), 0.47);
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));

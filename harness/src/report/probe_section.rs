@@ -2,6 +2,7 @@
 //! moment) and the Markdown section of probe figures. The figures themselves are `probes::figures`'.
 
 use crate::data::CellResult;
+use crate::metrics::{percent, PercentStyle, Share};
 use crate::probes::figures::*;
 
 /// Writes `results/probes.{csv,parquet}`: one row per point × conversation × probe × moment.
@@ -47,10 +48,11 @@ pub fn write_probe_rows(
 }
 
 fn fmt_rate(r: &Rate) -> String {
+    let value = |v: f64| percent(Some(Share::Fraction(v)), PercentStyle::TABLE);
     match (r.value, r.ci_low, r.ci_high) {
-        (Some(v), Some(l), Some(h)) => format!("{:.1}% [{:.1}, {:.1}] (n={})", v * 100.0, l * 100.0, h * 100.0, r.n),
-        (Some(v), _, _) => format!("{:.1}% (n={})", v * 100.0, r.n),
-        _ => "–".into(),
+        (Some(v), Some(l), Some(h)) => format!("{} [{:.1}, {:.1}] (n={})", value(v), l * 100.0, h * 100.0, r.n),
+        (Some(v), _, _) => format!("{} (n={})", value(v), r.n),
+        _ => percent(None, PercentStyle::TABLE),
     }
 }
 
@@ -85,14 +87,14 @@ pub fn markdown_sections(
     let mut md = String::from("## Probes\n\n");
     md.push_str(&format!(
         "*Early-only retention*: share of each conversation's early-only probes (gold only before the final stretch \
-         of {:.0} % of the recording's text, never restated later) whose gold is in the final history; `none` is 1.0 \
+         of {} of the recording's text, never restated later) whose gold is in the final history; `none` is 1.0 \
          by construction. *At-risk retention*: over (probe, compression) pairs where the strategy no longer holds \
          the evidence verbatim and no gold survives verbatim, the share the snapshot still holds. *Retention*: \
          unconditional, at the end. *Retrieval accuracy*: the `extractive` answerer's passage contains a gold. \
          *Verification gain*: retained with the verified minus the first-pass summary, over probes at verified \
          compressions. Pooled rates, n = probes (or probe × compression pairs), 95 % bootstrap intervals over \
          conversations. Points are numbered as in the headline table.\n\n",
-        FINAL_STRETCH_SHARE * 100.0
+        percent(Some(Share::Fraction(FINAL_STRETCH_SHARE)), PercentStyle::PROSE_WHOLE)
     ));
     md.push_str("| # | early-only retention ↑ | at-risk retention ↑ | retention (end) ↑ |\n|---|---|---|---|\n");
     for (id, f) in &figs {

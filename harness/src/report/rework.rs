@@ -5,6 +5,7 @@
 
 use super::Table;
 use crate::data::{CellResult, Plan};
+use crate::metrics::{percent, PercentStyle, Share};
 use crate::replay::strategy::Role;
 use crate::rework::figures::{
     cache_check, cache_requests, compaction_cost, ordinal_figures, rework_figures, CacheRequest, Figure,
@@ -146,10 +147,6 @@ fn short_id(id: &str) -> String {
     }
 }
 
-fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.1}%", v * 100.0))
-}
-
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".into(), |v| format!("{v:.digits$}"))
 }
@@ -238,7 +235,7 @@ pub fn markdown(plan: &Plan, reading: &[SourceReading]) -> String {
             ),
             format!("{} (n={})", num(f.turns_to_first_edit, 0), f.with_edit),
             num(f.tokens_to_first_edit, 0),
-            pct(f.reread_share_to_first_edit),
+            percent(f.reread_share_to_first_edit.map(Share::Fraction), PercentStyle::TABLE),
         ]);
     }
     md.push_str(&t.markdown());
@@ -268,8 +265,8 @@ pub fn markdown(plan: &Plan, reading: &[SourceReading]) -> String {
         t.rows.push(vec![
             s.source.clone(),
             format!("{} / {}", f.named_pairs, f.not_named_pairs),
-            pct(f.named_rate),
-            pct(f.not_named_rate),
+            percent(f.named_rate.map(Share::Fraction), PercentStyle::TABLE),
+            percent(f.not_named_rate.map(Share::Fraction), PercentStyle::TABLE),
             figure(&f.named_minus_not_raw, 100.0, " pp", true),
             figure(&f.named_minus_not, 100.0, " pp", true),
         ]);
@@ -302,9 +299,9 @@ pub fn markdown(plan: &Plan, reading: &[SourceReading]) -> String {
                 ordinal,
                 o.compactions.to_string(),
                 num(o.summary_tokens_median, 0),
-                pct(o.edited_named_share),
-                pct(o.previous_files_dropped_share),
-                pct(o.previous_prompts_dropped_share),
+                percent(o.edited_named_share.map(Share::Fraction), PercentStyle::TABLE),
+                percent(o.previous_files_dropped_share.map(Share::Fraction), PercentStyle::TABLE),
+                percent(o.previous_prompts_dropped_share.map(Share::Fraction), PercentStyle::TABLE),
             ]);
         }
     }
@@ -390,7 +387,7 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
             c.requests.to_string(),
             c.median_abs_error.map_or("–".into(), |v| format!("{:.2} pp", v * 100.0)),
             c.mean_error.map_or("–".into(), |v| format!("{:+.2} pp", v * 100.0)),
-            pct(c.within_10pp),
+            percent(c.within_10pp.map(Share::Fraction), PercentStyle::TABLE),
             format!(
                 "{} (n={})",
                 c.after_compaction_median_abs_error.map_or("–".into(), |v| format!("{:.1} pp", v * 100.0)),

@@ -1,6 +1,8 @@
 //! The run's summary (per config point), printed after `run` and written as `summary.json`.
 
+use super::table::Table;
 use crate::data::{CellResult, Plan};
+use crate::metrics::{percent, PercentStyle, Share};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -333,21 +335,6 @@ fn constants_line(constant: &[String]) -> String {
     }
 }
 
-fn render(header: &[String], rows: &[Vec<String>], markdown: bool) -> String {
-    let mut builder = tabled::builder::Builder::default();
-    builder.push_record(header.to_vec());
-    for r in rows {
-        builder.push_record(r.clone());
-    }
-    let mut t = builder.build();
-    if markdown {
-        t.with(tabled::settings::Style::markdown());
-    } else {
-        t.with(tabled::settings::Style::sharp());
-    }
-    t.to_string()
-}
-
 /// Wraps prose at word boundaries to [`TABLE_WIDTH`] columns.
 fn wrap(text: &str) -> String {
     let mut out = String::new();
@@ -377,7 +364,7 @@ fn fit(header: Vec<String>, rows: Vec<Vec<String>>, priority: Vec<u8>, markdown:
     let mut keep: Vec<bool> = vec![true; header.len()];
     loop {
         let pick = |v: &[String]| v.iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| x.clone()).collect::<Vec<_>>();
-        let text = render(&pick(&header), &rows.iter().map(|r| pick(r)).collect::<Vec<_>>(), markdown);
+        let text = Table { header: pick(&header), rows: rows.iter().map(|r| pick(r)).collect() }.render(markdown);
         let dropped = keep.iter().filter(|k| !**k).count();
         if wide || width(&text) <= TABLE_WIDTH {
             return (text, dropped);
@@ -576,14 +563,11 @@ fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions, view: &Vi
     out
 }
 
-fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "-".into())
-}
-
 /// Probe figures per point and kind: retention at the end / over events, answer containment, F1, judge.
 /// Points are keyed by `#` (their settings are in the table above). Figure columns without a value anywhere
 /// are left out; the rightmost go first when the table is too wide.
 fn kind_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String {
+    let share = |v: Option<f64>| percent(v.map(Share::Fraction), PercentStyle::SUMMARY_TABLE);
     let mut header: Vec<String> = vec!["#".into(), "strategy".into()];
     let fixed = header.len() + 2;
     header.extend(
@@ -597,9 +581,12 @@ fn kind_table(numbered: &[(usize, PointSummary)], opts: TableOptions) -> String 
             row.extend([
                 kind.clone(),
                 f.probes.to_string(),
-                pct(f.retention_end),
-                f.retention_events.map_or_else(|| "-".into(), |v| format!("{:.1}% (n={})", v * 100.0, f.events)),
-                pct(f.accuracy_end),
+                share(f.retention_end),
+                match f.retention_events {
+                    Some(v) => format!("{} (n={})", share(Some(v)), f.events),
+                    None => share(None),
+                },
+                share(f.accuracy_end),
                 f.f1_end.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into()),
                 f.judge_end.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into()),
             ]);

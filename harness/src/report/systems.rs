@@ -6,12 +6,9 @@
 use super::Table;
 use crate::compress::CompressionStatus;
 use crate::data::{CellResult, ConfigPoint, Plan};
+use crate::metrics::{percent, PercentStyle, Share};
 use crate::replay::strategy::Role;
 use crate::report::summary::{summarize, PointSummary};
-
-fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "–".into())
-}
 
 /// The axis values that tell this point from the other points of its strategy (`–` when it has no other).
 fn variant(p: &ConfigPoint, plan: &Plan) -> String {
@@ -73,8 +70,8 @@ fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<St
         variant.to_string(),
         s.conversations.to_string(),
         total("failed"),
-        pct(s.figure("tokens_vs_none").map(|f| f.value)),
-        pct(s.figure("early_only_retention").map(|f| f.value)),
+        percent(s.figure("tokens_vs_none").map(|f| Share::Fraction(f.value)), PercentStyle::TABLE),
+        percent(s.figure("early_only_retention").map(|f| Share::Fraction(f.value)), PercentStyle::TABLE),
         compressions.to_string(),
         s.figure("storm_events").map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "–".into()),
         total("overflow_requests"),

@@ -1,45 +1,12 @@
-//! The report's tables: the [`Table`] type (one definition, rendered for the terminal or as Markdown), the
-//! formats of its cells, and the builders of each table the report's pages show.
+//! The report's tables: the formats of their cells and the builders of each table the report's pages show
+//! (the [`Table`] type itself is `table.rs`).
 
+use super::table::Table;
 use super::{aggregate, default_points, Against};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics;
+use crate::metrics::{self, percent, PercentStyle, Share};
 use crate::replay::strategy::Role;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A table defined once and rendered for the terminal or as Markdown.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Table {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn build(&self) -> tabled::Table {
-        let mut b = tabled::builder::Builder::default();
-        b.push_record(self.header.clone());
-        for r in &self.rows {
-            b.push_record(r.clone());
-        }
-        b.build()
-    }
-
-    pub fn terminal(&self) -> String {
-        let mut t = self.build();
-        t.with(tabled::settings::Style::sharp());
-        t.to_string()
-    }
-
-    pub fn markdown(&self) -> String {
-        let mut t = self.build();
-        t.with(tabled::settings::Style::markdown());
-        t.to_string()
-    }
-}
-
-pub(super) fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_else(|| "–".into())
-}
 
 /// A paired difference in percentage points with its interval.
 fn pp_ci(f: Option<metrics::Figure>) -> String {
@@ -199,7 +166,10 @@ pub fn sources_table(plan: &Plan, cells: &[CellResult]) -> Table {
                 cs.len().to_string(),
                 unsplittable.to_string(),
                 format!("{compressing} of {splittable}"),
-                pct((splittable > 0).then(|| compressing as f64 / splittable as f64)),
+                percent(
+                    (splittable > 0).then(|| Share::Fraction(compressing as f64 / splittable as f64)),
+                    PercentStyle::TABLE,
+                ),
                 windows.get(windows.len() / 2).map(u64::to_string).unwrap_or_default(),
                 sources.into_iter().collect::<Vec<_>>().join("; "),
             ]
@@ -301,7 +271,17 @@ pub fn corpus(plan: &Plan, cells: &[CellResult]) -> Table {
 pub(super) fn pareto_key_table(key: &[(usize, String, f64, f64)]) -> Table {
     Table {
         header: ["#", "configuration", "cost vs none ↓", "quality ↑"].map(String::from).to_vec(),
-        rows: key.iter().map(|(i, l, x, y)| vec![i.to_string(), l.clone(), pct(Some(*x)), pct(Some(*y))]).collect(),
+        rows: key
+            .iter()
+            .map(|(i, l, x, y)| {
+                vec![
+                    i.to_string(),
+                    l.clone(),
+                    percent(Some(Share::Fraction(*x)), PercentStyle::TABLE),
+                    percent(Some(Share::Fraction(*y)), PercentStyle::TABLE),
+                ]
+            })
+            .collect(),
     }
 }
 

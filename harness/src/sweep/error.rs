@@ -14,15 +14,14 @@ pub enum RunError {
     Grid(#[from] crate::replay::StrategyError),
     #[error(transparent)]
     Dataset(#[from] datasets::DatasetError),
-    #[error(
-        "the plan has {cells} cells ({points} configurations, {conversations} conversations, {repeats} repeat(s)), \
-         more than the limit of {limit}; lower `repeats`, the grid or `max_conversations`"
-    )]
-    TooLarge { cells: u128, points: usize, conversations: usize, repeats: u32, limit: u64 },
+    /// A plan larger than a run accepts.
+    #[error(transparent)]
+    TooLarge(#[from] crate::data::plan::PlanTooLarge),
     #[error("{}: the run directory holds another plan (different config or corpus); use a new --out", .path.display())]
     PlanMismatch { path: PathBuf },
-    #[error("{}: {reason}", .path.display())]
-    BadPlan { path: PathBuf, reason: String },
+    /// A run directory's plan that cannot be read, or a cell that cannot be given its stored form.
+    #[error(transparent)]
+    Store(#[from] crate::data::store::StoreError),
     /// A read or directory operation failed (the message names the path).
     #[error("{0}")]
     Io(#[from] std::io::Error),

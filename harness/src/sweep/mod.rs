@@ -1,4 +1,5 @@
-//! Sweeps: a grid of compressor settings over a corpus, run as resumable, shardable cells.
+//! Sweeps: a grid of compressor settings over a corpus, run as resumable, shardable cells. A finished run
+//! is read through `crate::data::store`.
 
 pub mod config;
 pub mod error;
@@ -7,6 +8,5 @@ pub mod planner;
 pub mod runner;
 pub mod store;
 
-pub use crate::data::{Cell, CellResult, ConfigPoint, Plan};
 pub use config::SweepConfig;
-pub use runner::{collect, load_cells, make_plan, merge, run, CellState, RunError, RunOptions, Shard, StoredCells};
+pub use runner::{make_plan, merge, run, RunError, RunOptions, Shard};

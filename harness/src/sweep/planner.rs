@@ -7,26 +7,6 @@ use crate::data::{Plan, PlannedConversation};
 use crate::datasets;
 use std::path::{Path, PathBuf};
 
-/// Largest plan a run accepts, in cells; checked before any cell list is allocated.
-pub const MAX_PLAN_CELLS: u64 = 1_000_000;
-
-impl Plan {
-    /// Refuses plans larger than [`MAX_PLAN_CELLS`], before anything is allocated for them.
-    pub fn check_size(&self) -> Result<(), RunError> {
-        let cells = self.cell_count();
-        if cells > u128::from(MAX_PLAN_CELLS) {
-            return Err(RunError::TooLarge {
-                cells,
-                points: self.points.len(),
-                conversations: self.conversations.len(),
-                repeats: self.repeats,
-                limit: MAX_PLAN_CELLS,
-            });
-        }
-        Ok(())
-    }
-}
-
 /// `I/N`: the I-th of N shards (1-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {

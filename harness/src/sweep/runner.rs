@@ -5,12 +5,9 @@ use super::config::SweepConfig;
 pub use super::error::RunError;
 pub use super::models::{backend_options, ModelWrapper, WrapModelFn};
 use super::models::{run_counter, Models, Unavailable, Watched, WatchedCounter};
-pub use super::planner::{make_plan, BadShard, Shard, MAX_PLAN_CELLS};
-use super::store::remove_orphaned_temp_files;
-pub use super::store::{
-    cell_bytes, collect, ensure_plan, load_cells, load_plan, lock_run_dir, plan_path, read_cell, write_cell,
-    CellDamage, CellState, RunLock, StoredCells, LOCK_FILE,
-};
+pub use super::planner::{make_plan, BadShard, Shard};
+use super::store::{ensure_plan, lock_run_dir, remove_orphaned_temp_files, write_cell};
+use crate::data::store::{load_plan, read_cell, CellDamage, CellState};
 use crate::data::{Cell, CellResult, ConfigPoint, Plan, PlannedConversation, ProbeResults, ProbesConfig};
 use crate::datasets::{self, Conversation};
 use crate::fsutil::write_atomic;

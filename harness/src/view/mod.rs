@@ -13,8 +13,8 @@ mod payload;
 pub mod recording;
 pub mod spans;
 
+use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, Plan};
-use crate::sweep::{self, runner::RunError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -29,7 +29,7 @@ const LISTED_PROBLEMS: usize = 20;
 pub enum ViewError {
     /// A run directory without a readable plan.
     #[error(transparent)]
-    Plan(#[from] RunError),
+    Plan(#[from] StoreError),
     /// `--compare`: the gate could not pair the runs.
     #[error(transparent)]
     Gate(#[from] crate::report::gate::GateError),
@@ -72,8 +72,8 @@ struct LoadedRun {
 }
 
 fn load_run(dir: &Path) -> Result<LoadedRun, ViewError> {
-    let plan = sweep::runner::load_plan(dir)?;
-    let stored = sweep::load_cells(dir, &plan);
+    let plan = store::load_plan(dir)?;
+    let stored = store::load_cells(dir, &plan);
     // Relative to the run directory: the page holds no path of its own run.
     let problems = stored.problems(Path::new(""), LISTED_PROBLEMS);
     Ok(LoadedRun { dir: dir.to_path_buf(), plan, cells: stored.cells, problems })

@@ -54,7 +54,8 @@ fn logic_with_reexports(text: &str) -> String {
 }
 
 /// Paths written in `text` as `crate::…`, `super::…` or `self::…`, resolved against `module`; brace groups
-/// of `use` lines are expanded one level (`use crate::a::{b, c::D}`).
+/// of `use` lines are expanded one level (`use crate::a::{b, c::D}`, and right after the prefix:
+/// `use crate::{a, b::C}`, `use super::{b, c}`).
 fn referenced_paths(module: &str, text: &str) -> Vec<Vec<String>> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
@@ -81,6 +82,19 @@ fn referenced_paths(module: &str, text: &str) -> Vec<Vec<String>> {
             i += 7;
         }
         loop {
+            // A brace group, right after the prefix (`use crate::{a, b}`) or after a module (`crate::a::{b, c}`).
+            if i < bytes.len() && bytes[i] == '{' {
+                let close = bytes[i..].iter().position(|&c| c == '}').map_or(bytes.len(), |p| i + p);
+                let group: String = bytes[i + 1..close].iter().collect();
+                for item in group.split(',') {
+                    let mut p = base.clone();
+                    p.extend(item.trim().split("::").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
+                    out.push(p);
+                }
+                i = close;
+                base.clear();
+                break;
+            }
             let start = i;
             while i < bytes.len() && ident(bytes[i]) {
                 i += 1;
@@ -90,18 +104,6 @@ fn referenced_paths(module: &str, text: &str) -> Vec<Vec<String>> {
             }
             if i + 1 < bytes.len() && bytes[i] == ':' && bytes[i + 1] == ':' {
                 i += 2;
-                if i < bytes.len() && bytes[i] == '{' {
-                    let close = bytes[i..].iter().position(|&c| c == '}').map_or(bytes.len(), |p| i + p);
-                    let group: String = bytes[i + 1..close].iter().collect();
-                    for item in group.split(',') {
-                        let mut p = base.clone();
-                        p.extend(item.trim().split("::").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
-                        out.push(p);
-                    }
-                    i = close;
-                    base.clear();
-                    break;
-                }
                 continue;
             }
             break;
@@ -163,7 +165,8 @@ fn reexports(module: &str, text: &str) -> BTreeMap<String, Vec<String>> {
 }
 
 /// The module a path lands in: the longest prefix that names a module, followed through that module's
-/// re-exports (`crate::sweep::CellResult` → `sweep::runner` when `sweep` says `pub use runner::CellResult`).
+/// re-exports (`crate::sweep::RunError` → `sweep::error` when `sweep` says `pub use runner::RunError` and
+/// `runner` says `pub use super::error::RunError`).
 fn resolve(
     path: &[String],
     mods: &BTreeMap<String, PathBuf>,
@@ -304,8 +307,14 @@ fn the_cycle_check_follows_reexports() {
 fn the_cycle_check_sees_a_ring_and_resolves_paths() {
     let paths = referenced_paths(
         "replay::strategies::gemini",
-        "use crate::replay::{strategy::Knob, window};\nsuper::common::call(x)",
+        "use crate::replay::{strategy::Knob, window};\nsuper::common::call(x)\nuse crate::{json, tokens::Tokenizer};\nuse super::{exec, common::Params};",
     );
+    // A group right after the prefix names each item, not the prefix alone.
+    assert!(paths.contains(&vec!["json".into()]), "{paths:?}");
+    assert!(paths.contains(&vec!["tokens".into(), "Tokenizer".into()]), "{paths:?}");
+    assert!(paths.contains(&vec!["replay".into(), "strategies".into(), "exec".into()]), "{paths:?}");
+    assert!(paths.contains(&vec!["replay".into(), "strategies".into(), "common".into(), "Params".into()]), "{paths:?}");
+    assert!(!paths.contains(&vec!["replay".into(), "strategies".into()]), "{paths:?}");
     assert!(paths.contains(&vec!["replay".into(), "strategy".into(), "Knob".into()]), "{paths:?}");
     assert!(paths.contains(&vec!["replay".into(), "window".into()]), "{paths:?}");
     assert!(paths.contains(&vec!["replay".into(), "strategies".into(), "common".into(), "call".into()]), "{paths:?}");
@@ -435,4 +444,52 @@ fn the_binary_crate_imports_only_downwards() {
     }
     assert!(upwards.is_empty(), "imports that go up or sideways: {upwards:?}");
     assert!(graph.keys().any(|m| m.starts_with("data")), "the data layer exists");
+}
+
+/// Imports of the sweep by the modules under `report` and `view` (inline tests cut), as `from → to`.
+fn sweep_imports_of_readers(src: &Path) -> Vec<String> {
+    let top = |m: &str| m.split("::").next().unwrap_or_default().to_string();
+    let mut found = Vec::new();
+    for (from, targets) in module_graph(src) {
+        if !matches!(top(&from).as_str(), "report" | "view") {
+            continue;
+        }
+        found.extend(targets.iter().filter(|t| top(t) == "sweep").map(|t| format!("{from} → {t}")));
+    }
+    found
+}
+
+/// Issue #35: reports, the gate, `compare` and the view read a finished run through `data::store` (its plan,
+/// its verified cells), never through the sweep that wrote it: one path to each stored item.
+#[test]
+fn reports_and_the_view_read_runs_through_the_data_store_not_the_sweep() {
+    let found = sweep_imports_of_readers(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    assert!(found.is_empty(), "report/ and view/ import the sweep (read runs through crate::data::store): {found:?}");
+}
+
+#[test]
+fn the_store_check_finds_a_planted_sweep_import() {
+    let dir = std::env::temp_dir().join(format!("compactbench-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["data", "sweep", "report", "view"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    let files = [
+        ("lib.rs", "pub mod data;\npub mod report;\npub mod sweep;\npub mod view;\n"),
+        ("data/mod.rs", "pub mod store;\n"),
+        ("data/store.rs", "pub fn load_plan() {}\n"),
+        ("sweep/mod.rs", "pub mod runner;\npub use runner::load_plan;\n"),
+        ("sweep/runner.rs", "pub use crate::data::store::load_plan;\npub fn run() {}\n"),
+        ("report/mod.rs", "pub mod gate;\nuse crate::data::store;\npub fn f() { store::load_plan() }\n"),
+        ("report/gate.rs", "use crate::{data, sweep::runner};\npub fn g() { runner::run() }\n"),
+        ("view/mod.rs", "use crate::sweep;\npub fn h() { sweep::load_plan() }\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    assert_eq!(sweep_imports_of_readers(&dir), ["report::gate → sweep::runner", "view → sweep"]);
+    std::fs::write(dir.join("report/gate.rs"), "use crate::data::store;\npub fn g() { store::load_plan() }\n").unwrap();
+    std::fs::write(dir.join("view/mod.rs"), "#[cfg(test)]\nmod tests {\n    use crate::sweep;\n}\n").unwrap();
+    assert!(sweep_imports_of_readers(&dir).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }

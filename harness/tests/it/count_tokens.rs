@@ -9,7 +9,7 @@ use compactbench::history;
 use compactbench::json::Value;
 use compactbench::llm::{self, BackendOptions, CacheMode};
 use compactbench::replay::{self, strategies, CounterHandle, ModelCounter, ReplaySettings, Tokenizer};
-use compactbench::sweep::{runner, SweepConfig};
+use compactbench::sweep::SweepConfig;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -78,7 +78,7 @@ fn a_model_tokenizer_runs_offline_from_recorded_counts_and_a_missing_count_fails
     // Nothing recorded, `--cache replay`: every cell records the miss; the run finishes.
     let (plan, summary) = sweep(&config, &out, false);
     assert_eq!((summary.ran, summary.failed), (2, 2));
-    for c in runner::collect(&out, &plan) {
+    for c in compactbench::data::store::collect(&out, &plan) {
         let e = c.result.error.unwrap();
         assert_eq!(e.kind(), compactbench::replay::ReplayErrorKind::Tokenizer, "{e}");
         let e = e.to_string();
@@ -130,7 +130,7 @@ fn a_model_tokenizer_runs_offline_from_recorded_counts_and_a_missing_count_fails
     // outputs into Contents never counted, so its cell fails on the first of them and the run goes on.
     let (_, summary) = sweep(&config, &out, true);
     assert_eq!((summary.ran, summary.failed), (2, 1));
-    let cells = runner::collect(&out, &plan);
+    let cells = compactbench::data::store::collect(&out, &plan);
     let none = cell_of(&cells, "none", &plan);
     assert_eq!(none.error, None);
     assert_eq!(none.request_tokens, live.request_tokens);

@@ -7,7 +7,7 @@ use compactbench::data::{Cell, CellResult, Checkpoint, PlannedConversation, Prob
 use compactbench::probes::ProbeResults;
 use compactbench::replay::{CompressionEvent, ConversationResult};
 use compactbench::report::{self, grader_check};
-use compactbench::sweep::{runner, SweepConfig};
+use compactbench::sweep::SweepConfig;
 use std::path::Path;
 
 /// Recall probes `r0`…`r11` and decision probes `d0`…`d11`; the grader keeps the first six of each at the
@@ -178,7 +178,7 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     assert_eq!(g.gradable(), ["recall"]);
 
     // The per-kind table draws no difference from the decision probes and pools `all` over recall only.
-    let t = report::kinds::table(&plan, &cells, Some(&g)).unwrap();
+    let t = report::probe_kinds::table(&plan, &cells, Some(&g)).unwrap();
     let decision_rows: Vec<&Vec<String>> = t.rows.iter().filter(|r| r[2].starts_with("decision")).collect();
     assert_eq!(decision_rows.len(), 2, "{:?}", t.rows);
     for r in &decision_rows {
@@ -193,15 +193,15 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     let recall_reference = t.rows.iter().find(|r| r[1] == reference && r[2] == "recall").unwrap();
     assert!(recall_reference[4].starts_with("50.0% "), "{recall_reference:?}");
     // Without labels nothing is gated: `all` counts every kind.
-    let ungated = report::kinds::table(&plan, &cells, None).unwrap();
+    let ungated = report::probe_kinds::table(&plan, &cells, None).unwrap();
     let all = ungated.rows.iter().find(|r| r[1] == reference && r[2] == "all").unwrap();
     assert!(all[4].ends_with(&format!("(n={})", 2 * PER_KIND)), "{all:?}");
 
     // The report's pages: the section on the probes page, a line on the main page.
     let run = tmp.path().join("run");
-    runner::ensure_plan(&run, &plan).unwrap();
+    compactbench::sweep::store::ensure_plan(&run, &plan).unwrap();
     for c in &cells {
-        runner::write_cell(&run, c).unwrap();
+        compactbench::sweep::store::write_cell(&run, c).unwrap();
     }
     report::build(&run, false).unwrap();
     let probes = std::fs::read_to_string(run.join(report::PROBES)).unwrap();

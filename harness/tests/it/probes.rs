@@ -62,9 +62,9 @@ fn cell(
     point: &str,
     result: compactbench::replay::ConversationResult,
     probes: probes::ProbeResults,
-) -> compactbench::sweep::CellResult {
-    compactbench::sweep::CellResult {
-        cell: compactbench::sweep::Cell { point: point.into(), conversation: conv.meta.id.clone(), repeat: 0 },
+) -> compactbench::data::CellResult {
+    compactbench::data::CellResult {
+        cell: compactbench::data::Cell { point: point.into(), conversation: conv.meta.id.clone(), repeat: 0 },
         source: conv.meta.source.clone(),
         result,
         probes: Some(probes),

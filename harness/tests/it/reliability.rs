@@ -1,6 +1,7 @@
 //! Reliability: the gate refuses incomplete runs, damaged and failed cells are redone, the run directory is
 //! locked, limits and exit statuses hold, a closed pipe ends quietly.
 
+use compactbench::data::store;
 use compactbench::sweep::{self, runner};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -96,7 +97,7 @@ fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 fn gate_fails_a_run_missing_a_configuration_with_exit_4_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = copy_of_clean(&tmp, "missing");
-    let plan = runner::load_plan(&dir).unwrap();
+    let plan = store::load_plan(&dir).unwrap();
     let gone = &plan.points[1].id;
     std::fs::remove_dir_all(dir.join("cells").join(gone)).unwrap();
     let out = gate(&dir, &[]);
@@ -132,16 +133,16 @@ fn gate_names_conversations_and_configurations_in_one_run_only() {
 fn a_hand_edited_cell_is_named_by_report_and_gate_and_redone_by_run() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = copy_of_clean(&tmp, "edited");
-    let plan = runner::load_plan(&dir).unwrap();
+    let plan = store::load_plan(&dir).unwrap();
     let cell = &plan.cells()[0];
     let path = dir.join(cell.relative_path());
     let original = std::fs::read_to_string(&path).unwrap();
     let edited = original.replacen("\"requests\": ", "\"requests\": 1", 1);
     assert_ne!(edited, original);
     std::fs::write(&path, &edited).unwrap();
-    let stored = sweep::load_cells(&dir, &plan);
+    let stored = store::load_cells(&dir, &plan);
     assert_eq!(stored.damaged.len(), 1);
-    assert_eq!(stored.damaged[0].1, runner::CellDamage::DigestMismatch, "{:?}", stored.damaged);
+    assert_eq!(stored.damaged[0].1, store::CellDamage::DigestMismatch, "{:?}", stored.damaged);
     // report: builds from the others, names the cell, exits 4.
     let out = bin().args(["report", dir.to_str().unwrap()]).output().unwrap();
     let err = text(&out.stderr);
@@ -174,8 +175,8 @@ fn failed_cells_exit_4_transient_ones_are_retried_and_permanent_ones_with_retry_
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("recorded an error"), "{err}");
-    let plan = runner::load_plan(&dir).unwrap();
-    let failed: Vec<_> = sweep::collect(&dir, &plan).into_iter().filter(|c| c.result.error.is_some()).collect();
+    let plan = store::load_plan(&dir).unwrap();
+    let failed: Vec<_> = store::collect(&dir, &plan).into_iter().filter(|c| c.result.error.is_some()).collect();
     assert!(!failed.is_empty() && failed.iter().all(|c| c.transient_failure), "{failed:?}");
     // The next run redoes them (and only them).
     let out = run_into(&cfg, &dir, &[]);
@@ -212,19 +213,19 @@ fn a_refused_run_leaves_config_toml_alone_and_a_locked_directory_is_refused() {
 
     // A live holder: refused with exit 3, naming pid and host.
     let cfg = write_config(tmp.path(), "r.toml", CONFIG);
-    let lock = runner::lock_run_dir(&dir).unwrap();
+    let lock = sweep::store::lock_run_dir(&dir).unwrap();
     let out = run_into(&cfg, &dir, &[]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("in use by pid") && err.contains(&std::process::id().to_string()), "{err}");
     drop(lock);
-    assert!(!dir.join(runner::LOCK_FILE).exists(), "a released lock leaves no file");
+    assert!(!dir.join(sweep::store::LOCK_FILE).exists(), "a released lock leaves no file");
     // A stale lock file (its holder died, so nobody holds the flock): taken over.
-    std::fs::write(dir.join(runner::LOCK_FILE), "pid 4194303 on elsewhere\n").unwrap();
+    std::fs::write(dir.join(sweep::store::LOCK_FILE), "pid 4194303 on elsewhere\n").unwrap();
     let out = run_into(&cfg, &dir, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     // Issue #29: a finished run leaves no lock behind.
-    assert!(!dir.join(runner::LOCK_FILE).exists(), "run.lock left after a finished run");
+    assert!(!dir.join(sweep::store::LOCK_FILE).exists(), "run.lock left after a finished run");
 }
 
 /// Two lockers racing on one directory: exactly one holds it at a time, and the file a finished holder
@@ -234,11 +235,11 @@ fn the_lock_survives_its_file_being_removed_by_a_finished_holder() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     for _ in 0..50 {
-        let first = runner::lock_run_dir(&dir).unwrap();
-        assert!(runner::lock_run_dir(&dir).is_err(), "a second lock while the first is held");
+        let first = sweep::store::lock_run_dir(&dir).unwrap();
+        assert!(sweep::store::lock_run_dir(&dir).is_err(), "a second lock while the first is held");
         drop(first);
-        let second = runner::lock_run_dir(&dir).unwrap();
-        assert!(dir.join(runner::LOCK_FILE).exists());
+        let second = sweep::store::lock_run_dir(&dir).unwrap();
+        assert!(dir.join(sweep::store::LOCK_FILE).exists());
         drop(second);
     }
 }
@@ -550,8 +551,8 @@ verification = [false]
     }
     assert!(healed, "not complete after three re-runs:\n{}", outputs.join("\n---\n"));
     assert!(outputs.len() > 1, "the faults made no cell fail: the test tests nothing");
-    let plan = runner::load_plan(&dir).unwrap();
-    let cells = sweep::collect(&dir, &plan);
+    let plan = store::load_plan(&dir).unwrap();
+    let cells = store::collect(&dir, &plan);
     assert!(cells.iter().all(|c| c.result.error.is_none()));
     assert!(
         cells.iter().any(|c| c
@@ -726,10 +727,10 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
     let moved = tmp.path().join("moved");
     copy_dir(&baseline, &moved);
     std::fs::remove_dir_all(moved.join("cells")).unwrap();
-    for mut c in sweep::collect(&less, &less_plan) {
+    for mut c in store::collect(&less, &less_plan) {
         c.cell.point = plan.points[0].id.clone();
         c.plan = plan.digest();
-        runner::write_cell(&moved, &c).unwrap();
+        sweep::store::write_cell(&moved, &c).unwrap();
     }
     let r = gate::compare(&baseline, &moved, &rules).unwrap();
     assert!(r.complete(), "{:?}", r.completeness);

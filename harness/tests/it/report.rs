@@ -1,7 +1,8 @@
 //! Reports and the regression gate, on a real (small) sweep run once per test binary.
 
+use compactbench::data::{store, CellResult};
 use compactbench::report::{self, gate};
-use compactbench::sweep::{self, runner};
+use compactbench::sweep;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -47,14 +48,14 @@ fn baseline() -> &'static Path {
 }
 
 /// A copy of the baseline with every stored cell rewritten by `f`.
-fn planted(name: &str, f: impl Fn(&mut sweep::CellResult)) -> (tempfile::TempDir, PathBuf) {
+fn planted(name: &str, f: impl Fn(&mut CellResult)) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(name);
     copy_dir(baseline(), &dir);
-    let plan = runner::load_plan(&dir).unwrap();
-    for mut c in sweep::collect(&dir, &plan) {
+    let plan = store::load_plan(&dir).unwrap();
+    for mut c in store::collect(&dir, &plan) {
         f(&mut c);
-        runner::write_cell(&dir, &c).unwrap();
+        sweep::store::write_cell(&dir, &c).unwrap();
     }
     (tmp, dir)
 }
@@ -142,8 +143,8 @@ fn report_rebuilds_results_and_markdown() {
     // Rebuilding gives the same bytes.
     report::build(&dir, false).unwrap();
     assert_eq!(std::fs::read_to_string(&out.markdown_path).unwrap(), md);
-    let plan = runner::load_plan(&dir).unwrap();
-    let cells = sweep::collect(&dir, &plan);
+    let plan = store::load_plan(&dir).unwrap();
+    let cells = store::collect(&dir, &plan);
     insta::assert_snapshot!("headline_markdown", report::headline(&plan, &cells, false, true));
     let terminal = report::headline(&plan, &cells, false, false);
     insta::assert_snapshot!("headline_terminal", terminal);
@@ -330,7 +331,7 @@ fn the_main_page_leads_with_what_matters_and_links_the_rest() {
         assert!(main.lines().any(|l| l.starts_with(&format!("- [{page}]({page}): "))), "{page} not linked");
         assert!(dir.join(page).is_file(), "{page} not written");
     }
-    let plan = runner::load_plan(dir).unwrap();
+    let plan = store::load_plan(dir).unwrap();
     let rows: Vec<&str> =
         section(&main, "Headline").into_iter().filter(|l| l.starts_with("| ") && !l.starts_with("| #")).collect();
     let mut per_strategy: std::collections::BTreeMap<&str, usize> = Default::default();

@@ -101,7 +101,7 @@ fn a_strategy_defined_here_is_registered_validated_and_swept() {
     let _ = std::fs::remove_dir_all(&out);
     let (_, summary) = sweep(&config, &out, false);
     assert_eq!((summary.total_cells, summary.failed), (6, 0));
-    let cells: Vec<compactbench::sweep::CellResult> = std::fs::read_dir(out.join("cells").join(&mine[1].id))
+    let cells: Vec<compactbench::data::CellResult> = std::fs::read_dir(out.join("cells").join(&mine[1].id))
         .unwrap()
         .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
         .collect();
@@ -110,8 +110,8 @@ fn a_strategy_defined_here_is_registered_validated_and_swept() {
     assert!(cells.iter().any(|c| c.result.compressed_events() > 0), "no compression");
     // The report labels, heads and types its knobs from its declaration alone.
     assert_eq!(mine[1].short_label(), "test-keep-last trig=0.3 last=6");
-    let plan = compactbench::sweep::runner::load_plan(&out).unwrap();
-    let all = compactbench::sweep::collect(&out, &plan);
+    let plan = compactbench::data::store::load_plan(&out).unwrap();
+    let all = compactbench::data::store::collect(&out, &plan);
     let summaries = compactbench::report::summary::summarize(&plan, &all);
     let table = compactbench::report::summary::table(&summaries, Default::default());
     assert!(table.lines().any(|l| l.contains("last N")), "{table}");
@@ -158,10 +158,10 @@ fn external_config(extra_args: &str) -> SweepConfig {
     SweepConfig::parse(&text, "configs/external.toml").unwrap()
 }
 
-fn cells_of(out: &std::path::Path, strategy: &str, config: &SweepConfig) -> Vec<compactbench::sweep::CellResult> {
+fn cells_of(out: &std::path::Path, strategy: &str, config: &SweepConfig) -> Vec<compactbench::data::CellResult> {
     let points = config.points().unwrap();
     let p = points.iter().find(|p| p.strategy.kind() == strategy).unwrap();
-    let mut cells: Vec<compactbench::sweep::CellResult> = std::fs::read_dir(out.join("cells").join(&p.id))
+    let mut cells: Vec<compactbench::data::CellResult> = std::fs::read_dir(out.join("cells").join(&p.id))
         .unwrap()
         .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
         .collect();
@@ -336,7 +336,7 @@ fn a_compressor_that_orphans_responses_makes_invalid_requests_and_fails_the_gate
     for mut c in exec {
         c.result.invalid_requests = 0;
         c.result.events.iter_mut().for_each(|e| e.request_violations.clear());
-        compactbench::sweep::runner::write_cell(&valid, &c).unwrap();
+        compactbench::sweep::store::write_cell(&valid, &c).unwrap();
     }
     let rules = gate::Rules::load(&repo().join("configs/gate.toml")).unwrap();
     let r = gate::compare(&valid, &planted, &rules).unwrap();

@@ -208,14 +208,15 @@ fn view_of_a_directory_without_a_plan_is_bad_input_naming_the_file() {
 
 #[test]
 fn a_run_with_a_missing_cell_gets_a_page_that_names_it() {
-    use compactbench::sweep::{self, runner};
+    use compactbench::data::store;
+    use compactbench::sweep;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("partial");
-    let plan = runner::load_plan(&fixture().run).unwrap();
-    runner::ensure_plan(&dir, &plan).unwrap();
-    let cells = sweep::collect(&fixture().run, &plan);
+    let plan = store::load_plan(&fixture().run).unwrap();
+    sweep::store::ensure_plan(&dir, &plan).unwrap();
+    let cells = store::collect(&fixture().run, &plan);
     for c in &cells[1..] {
-        runner::write_cell(&dir, c).unwrap();
+        sweep::store::write_cell(&dir, c).unwrap();
     }
     let out = binary().args(["view", dir.to_str().unwrap()]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -233,17 +234,18 @@ fn a_run_with_a_missing_cell_gets_a_page_that_names_it() {
 fn regressed_run() -> &'static Path {
     static RUN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &RUN.get_or_init(|| {
-        use compactbench::sweep::{self, runner};
+        use compactbench::data::store;
+        use compactbench::sweep;
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("regressed");
-        let plan = runner::load_plan(&fixture().run).unwrap();
-        runner::ensure_plan(&dir, &plan).unwrap();
+        let plan = store::load_plan(&fixture().run).unwrap();
+        sweep::store::ensure_plan(&dir, &plan).unwrap();
         let reference = &plan.points[0].id;
-        for mut c in sweep::collect(&fixture().run, &plan) {
+        for mut c in store::collect(&fixture().run, &plan) {
             if &c.cell.point == reference {
                 c.result.request_tokens_total = (c.result.request_tokens_total as f64 * 1.10) as u64;
             }
-            runner::write_cell(&dir, &c).unwrap();
+            sweep::store::write_cell(&dir, &c).unwrap();
         }
         (tmp, dir)
     })
@@ -279,11 +281,11 @@ fn compare_names_the_regression_and_the_cells_behind_it() {
     assert!(flagged.iter().all(|c| c["current"].as_f64() > c["baseline"].as_f64()));
     // A run with nothing in common is refused.
     let tmp = tempfile::tempdir().unwrap();
-    let mut plan = compactbench::sweep::runner::load_plan(&fixture().run).unwrap();
+    let mut plan = compactbench::data::store::load_plan(&fixture().run).unwrap();
     for p in &mut plan.points {
         p.id = format!("other-{}", p.id);
     }
-    compactbench::sweep::runner::ensure_plan(tmp.path(), &plan).unwrap();
+    compactbench::sweep::store::ensure_plan(tmp.path(), &plan).unwrap();
     let out = binary()
         .args(["view", fixture().run.to_str().unwrap(), "--compare", tmp.path().to_str().unwrap()])
         .output()

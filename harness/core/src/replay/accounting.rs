@@ -2,7 +2,7 @@
 //! say, one request added at a time (sizes, cacheable prefix, overflow of the window, beside the `none`
 //! figures of the same request), closed with the totals.
 
-use super::metrics::ConversationResult;
+use super::results::ConversationResult;
 use super::uncompressed::Uncompressed;
 use super::{PromptCountSource, ReplayInput, ReplaySettings};
 use crate::compress::SplitVariant;

@@ -1,7 +1,7 @@
 //! One compression event as the results record it, from what the strategy answered and the request sizes
 //! on both sides.
 
-use super::metrics::{self, CompressionEvent};
+use super::results::{self, CompressionEvent};
 use super::strategy::TurnOutcome;
 use super::ReplaySettings;
 use crate::compress::CompressionStatus;
@@ -31,7 +31,7 @@ pub(super) fn build_event(
         reference_new_tokens: info.new_token_count,
         request_tokens_before: request_before,
         request_tokens_after: request_after,
-        reduction: metrics::reduction(request_before, request_after),
+        reduction: results::reduction(request_before, request_after),
         stored_contents_before: before_contents,
         stored_contents_after: outcome.replaced.as_ref().map(Vec::len).unwrap_or(before_contents),
         hidden_inflation: reported_smaller && request_after > request_before,
@@ -60,7 +60,7 @@ pub(super) fn build_event(
         if let (Some(first), Some(_)) = (&t.first_summary, &t.verified_summary) {
             let est = |s: &str| Estimator::Current.text(&crate::json::JsStr::new(s)) as i64;
             let final_text = t.final_summary.as_deref().unwrap_or(first);
-            e.verification = Some(metrics::verification_delta(first, final_text, est(final_text) - est(first)));
+            e.verification = Some(results::verification_delta(first, final_text, est(final_text) - est(first)));
         }
         if settings.keep_summaries {
             e.first_summary = t.first_summary.clone();

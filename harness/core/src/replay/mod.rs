@@ -18,12 +18,12 @@
 //!
 //! Where things are: the settings and a conversation's input are here; `counting` holds the tokenizer and
 //! the fixed part of every request, `stored` the stored history with its figures, `uncompressed` the first
-//! pass, `turns` the turn loop, `event` and `accounting` the figures it records, `observer` what watches
-//! it, and `run` the entry points.
+//! pass, `turns` the turn loop, `event` and `accounting` the figures it records, `results` what a replay
+//! returns (results and errors), `observer` what watches it, and `run` the entry points.
 
 pub mod counter;
-pub mod metrics;
 pub mod registry;
+pub mod results;
 pub mod strategies;
 pub mod strategy;
 pub mod validity;
@@ -41,11 +41,11 @@ mod uncompressed;
 pub use accounting::is_unsplittable;
 pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use counting::{calibrated_scale, request_overhead};
-pub use metrics::{
-    CompressionEvent, ConversationResult, ReplayError, ReplayErrorKind, StatusCounts, VerificationDelta,
-};
 pub use observer::{NoObserver, ReplayObserver};
 pub use registry::register;
+pub use results::{
+    CompressionEvent, ConversationResult, ReplayError, ReplayErrorKind, StatusCounts, VerificationDelta,
+};
 pub use run::{replay, replay_observed, replay_spec};
 pub use strategy::{
     CacheUsage, Compressor, CompressorSession, RecordedCompaction, SessionContext, Strategy, StrategyError,

@@ -1,7 +1,7 @@
 //! What watches a replay: the observer the probes implement, and the history a first-pass summary would
 //! have given.
 
-use super::metrics::CompressionEvent;
+use super::results::CompressionEvent;
 use crate::history::{self, Content};
 
 /// Watches a replay: probes score what the agent still knows at each compression and at the end.

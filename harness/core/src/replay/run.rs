@@ -1,8 +1,8 @@
 //! The entry points: one conversation replayed through a built strategy or a strategy spec, with or
 //! without an observer.
 
-use super::metrics::{ConversationResult, ReplayError};
 use super::observer::{NoObserver, ReplayObserver};
+use super::results::{ConversationResult, ReplayError};
 use super::strategy::{Compressor, StrategySpec};
 use super::turns::replay_prepared;
 use super::uncompressed::Uncompressed;

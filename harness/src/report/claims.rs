@@ -7,7 +7,7 @@
 use super::aggregate::{none_point, reference_point};
 use super::{default_points, Against};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, Figure, Fragility, Parts};
+use crate::metrics::{self, percent, Figure, Fragility, Parts, PercentStyle, Share};
 use crate::replay::strategy::Role;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -222,10 +222,10 @@ fn sentence_over(c: &Claim, scope: &str) -> String {
     if let Some(f) = &c.fragility {
         let _ = write!(
             s,
-            "; leave-one-out {} to {}; largest conversation {:.0} % of the weight",
+            "; leave-one-out {} to {}; largest conversation {} of the weight",
             pp(f.loo_low),
             pp(f.loo_high),
-            f.top_share * 100.0
+            percent(Some(Share::Fraction(f.top_share)), PercentStyle::PROSE_WHOLE)
         );
     }
     if !c.without_source.is_empty() {

@@ -1,4 +1,5 @@
-//! Per-event and per-conversation figures recorded by a replay.
+//! What a replay records: per-event and per-conversation results ([`ConversationResult`], [`CompressionEvent`]) and
+//! why a replay stopped ([`ReplayError`]).
 
 use crate::compress::CompressionStatus;
 use crate::replay::validity::Violation;

@@ -1,6 +1,6 @@
 //! `compactbench compare`: one table across runs of the same strategies on different corpora (one run per
 //! agent, each in its own window and with its own prices), and the paired differences against the reference
-//! pooled over every run's conversations, judged as a report's claims are ([`super::supports::judge`], with
+//! pooled over every run's conversations, judged as a report's claims are ([`super::claims::judge`], with
 //! each run left out in turn in place of each source). Only like is pooled with like: a strategy is pooled
 //! when it is the same algorithm in every run; the agent's own compaction (the strategy of role
 //! [`Role::Recorded`]) is a different algorithm per agent, so it keeps one row per run, over that run's
@@ -9,12 +9,12 @@
 
 use super::aggregate::reference_point;
 use super::grader_check::{self, Gradability};
-use super::{default_points, supports, Table};
+use super::{claims, default_points, Table};
+use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, Plan};
-use crate::metrics::{self, Figure, Level, Parts};
+use crate::metrics::{self, Figure, Level, Parts, PercentStyle};
 use crate::replay::registry;
 use crate::replay::strategy::Role;
-use crate::sweep;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub const COMPARED: [&str; 3] = ["tokens_vs_none", "early_only_retention", KEPT];
 
 /// The figure a run's labels restrict to the gradable kinds.
-const KEPT: &str = super::kinds::FIGURE;
+const KEPT: &str = grader_check::KEPT_FIGURE;
 
 /// One run: its name, the agent whose sessions it replays, plan and cells, and the probe kinds its grader is
 /// trusted on (`None`: no labels to check it against, every kind counts).
@@ -53,9 +53,9 @@ fn agent_of(dir: &Path, plan: &Plan) -> String {
 }
 
 impl Run {
-    pub fn load(dir: &Path) -> Result<Run, sweep::runner::RunError> {
-        let plan = sweep::runner::load_plan(dir)?;
-        let cells = sweep::collect(dir, &plan);
+    pub fn load(dir: &Path) -> Result<Run, StoreError> {
+        let plan = store::load_plan(dir)?;
+        let cells = store::collect(dir, &plan);
         let gradable = grader_check::gradable_kinds(&plan, &cells);
         Ok(Run { name: plan.name.clone(), agent: agent_of(dir, &plan), plan, cells, gradable })
     }
@@ -104,24 +104,25 @@ impl Run {
     }
 }
 
-/// A figure with its interval, and its n where that counts probes (each row its own).
-fn pct(m: &metrics::Metric, f: Option<Figure>) -> String {
+/// A share figure with its interval, and its n where that counts probes (each row its own).
+fn share_cell(m: &metrics::Metric, f: Option<Figure>) -> String {
     let n = |f: &Figure| if m.level == Level::Probe { format!(" (n={})", f.n) } else { String::new() };
+    let value = |f: &Figure| metrics::percent(Some(metrics::Share::Fraction(f.value)), PercentStyle::TABLE);
     match f {
         Some(f) if f.low < f.high => {
-            format!("{:.1}% [{:.1}, {:.1}]{}", f.value * 100.0, f.low * 100.0, f.high * 100.0, n(&f))
+            format!("{} [{:.1}, {:.1}]{}", value(&f), f.low * 100.0, f.high * 100.0, n(&f))
         }
-        Some(f) => format!("{:.1}%{}", f.value * 100.0, n(&f)),
-        None => "–".into(),
+        Some(f) => format!("{}{}", value(&f), n(&f)),
+        None => metrics::percent(None, PercentStyle::TABLE),
     }
 }
 
 /// A paired difference with its verdict; `by_run` leaves each run out in turn.
 fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> String {
     let run = |c: &str| c.split_once('/').map_or(c, |(run, _)| run).to_string();
-    let Some(j) = supports::judge_pairs(m, a, b, Some(&run)) else { return "–".into() };
+    let Some(j) = claims::judge_pairs(m, a, b, Some(&run)) else { return "–".into() };
     let d = j.difference;
-    let mark = if j.verdict == supports::Verdict::Established { " ✓" } else { "" };
+    let mark = if j.verdict == claims::Verdict::Established { " ✓" } else { "" };
     format!("{:+.1} [{:+.1}, {:+.1}]{mark} (n={})", d.value * 100.0, d.low * 100.0, d.high * 100.0, d.n)
 }
 
@@ -166,7 +167,7 @@ pub fn per_run_table(runs: &[Run]) -> Table {
                 vec![run.name.clone(), strategy.clone(), convs.to_string(), run.compressions(&strategy).to_string()];
             for m in COMPARED.iter().filter_map(|n| metrics::metric(n)) {
                 let f = parts.get(m.name).and_then(|p| metrics::figure(m, &p.iter().map(|x| x.1).collect::<Vec<_>>()));
-                row.push(pct(m, f));
+                row.push(share_cell(m, f));
             }
             for name in ["early_only_retention", "kept_at_compressions"] {
                 let d = match (metrics::metric(name), parts.get(name), reference.get(name)) {

@@ -2,7 +2,7 @@
 //! decision, recall): `kept_at_compressions` restricted to one kind, each strategy's figure with its own
 //! number of (probe, compression) pairs (a strategy that did not act at a compaction has fewer), with paired
 //! differences against the agent's own compaction (`recorded`) and against the reference, judged as the
-//! report's claims are ([`super::supports::judge`]). With `replay.compress_at = "recorded"` every strategy
+//! report's claims are ([`super::claims::judge`]). With `replay.compress_at = "recorded"` every strategy
 //! compresses at the agent's own points, so these pairs are the same compactions on both sides.
 //!
 //! Where the run's grader is checked against human labels ([`super::grader_check`]), a kind it is not
@@ -10,15 +10,12 @@
 //! the gradable kinds only (named in the row).
 
 use super::aggregate::reference_point;
-use super::grader_check::{self, Gradability, NOT_GRADABLE};
-use super::{default_points, supports, Table};
+use super::grader_check::{self, Gradability, KEPT_FIGURE, NOT_GRADABLE};
+use super::{claims, default_points, Table};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, Parts};
+use crate::metrics::{self, percent, Parts, PercentStyle, Share};
 use crate::probes::figures::conversation_tally_of_kind;
 use crate::replay::strategy::Role;
-
-/// The figure the table restricts by kind.
-pub const FIGURE: &str = "kept_at_compressions";
 
 /// The probe kinds in table order; `all` is every kind.
 const KINDS: [&str; 6] = ["artifact", "constraint", "continuation", "decision", "recall", "all"];
@@ -31,7 +28,7 @@ fn parts(cells: &[CellResult], p: &ConfigPoint, kinds: Option<&[&str]>) -> Vec<(
         .filter_map(|c| {
             let parts = match kinds {
                 None => {
-                    let (hits, n) = conversation_tally_of_kind(c, FIGURE, None)?;
+                    let (hits, n) = conversation_tally_of_kind(c, KEPT_FIGURE, None)?;
                     Parts { num: hits, den: n }
                 }
                 Some(k) => grader_check::kept_parts(c, k)?,
@@ -42,9 +39,9 @@ fn parts(cells: &[CellResult], p: &ConfigPoint, kinds: Option<&[&str]>) -> Vec<(
 }
 
 fn difference(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> String {
-    let Some(j) = supports::judge_pairs(m, a, b, None) else { return "–".into() };
+    let Some(j) = claims::judge_pairs(m, a, b, None) else { return "–".into() };
     let d = j.difference;
-    let mark = if j.verdict == supports::Verdict::Established { " ✓" } else { "" };
+    let mark = if j.verdict == claims::Verdict::Established { " ✓" } else { "" };
     if d.low < d.high {
         format!("{:+.1} [{:+.1}, {:+.1}]{mark}", d.value * 100.0, d.low * 100.0, d.high * 100.0)
     } else {
@@ -90,11 +87,11 @@ fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
 /// The table, or `None` when no point scored probes at a compression. With `gradable` (the run's grader
 /// checked against human labels), kinds it is not trusted on draw no difference and `all` pools the others.
 pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) -> Option<Table> {
-    let m = metrics::metric(FIGURE)?;
+    let m = metrics::metric(KEPT_FIGURE)?;
     let points: Vec<&ConfigPoint> = default_points(plan)
         .into_iter()
         .map(|i| &plan.points[i])
-        .filter(|p| p.strategy.role() != Some(Role::NoCompression) && supports::acted(cells, p))
+        .filter(|p| p.strategy.role() != Some(Role::NoCompression) && claims::acted(cells, p))
         .collect();
     let recorded = points.iter().copied().find(|p| p.strategy.role() == Some(Role::Recorded));
     let reference = reference_point(plan);
@@ -129,7 +126,13 @@ pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) 
                 p.strategy.kind().to_string(),
                 kind.label.clone(),
                 compressions.to_string(),
-                format!("{:.1}% [{:.1}, {:.1}] (n={})", f.value * 100.0, f.low * 100.0, f.high * 100.0, f.n),
+                format!(
+                    "{} [{:.1}, {:.1}] (n={})",
+                    percent(Some(Share::Fraction(f.value)), PercentStyle::TABLE),
+                    f.low * 100.0,
+                    f.high * 100.0,
+                    f.n
+                ),
             ];
             if let Some(b) = &base_recorded {
                 row.push(if Some(*p) == recorded { "–".into() } else { judged(&mine, b) });
