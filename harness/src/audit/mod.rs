@@ -138,7 +138,9 @@ fn toml_string(s: &str) -> String {
 }
 
 /// The sweep config of an audit (as text: it is stored in the run directory as `config.toml`, so `report`
-/// and `view` treat the directory as any run's). The replay is that of `configs/long-sessions.toml`; the
+/// and `view` treat the directory as any run's). Probes: the extractor's, derived in memory, and the
+/// hand-written ones stored under `probe_dir` for a directory of that name (the shared sessions' own,
+/// `datasets/probes/claude-code-long.manual.json`, when run from the repository). The replay is that of `configs/long-sessions.toml`; the
 /// model cache is off (the extractive summarizer and answerer call no model).
 pub fn config_text(dirs: &[AuditedDir], probe_dir: &Path, concurrency: usize) -> String {
     let datasets: Vec<String> = dirs
@@ -190,7 +192,7 @@ drop_keep_fraction = [0.3]
 [probes]
 enabled = true
 dir = {probe_dir}
-sources = ["auto"]
+sources = ["auto", "manual"]
 answerer = "extractive"
 injection = false
 answer_at_events = false
@@ -291,6 +293,8 @@ pub struct CompactionAudit {
 pub struct ProbeAtCompaction {
     pub probe: String,
     pub kind: ProbeKind,
+    /// `auto` (extracted from the session) or `manual` (hand-written).
+    pub origin: crate::data::ProbeOrigin,
     pub question: String,
     pub gold: String,
     /// Strategy label → kept, for the strategies that scored it there.
@@ -490,6 +494,7 @@ fn session_audit<'c>(
                         ProbeAtCompaction {
                             probe: score.probe.clone(),
                             kind: score.kind,
+                            origin: score.source,
                             question: probe.map(|p| clean.clean(&shorten(&p.question))).unwrap_or_default(),
                             gold: probe.map(|p| clean.clean(&shorten(&p.gold))).unwrap_or_default(),
                             kept: BTreeMap::new(),

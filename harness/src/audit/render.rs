@@ -65,7 +65,10 @@ fn compaction(out: &mut String, c: &CompactionAudit) {
         .probes
         .iter()
         .filter(|p| p.kept.get("agent") == Some(&false))
-        .map(|p| format!("[{}] {} → {}", p.kind.name(), p.question, p.gold))
+        .map(|p| {
+            let by = if p.origin == crate::data::ProbeOrigin::Manual { ", hand-written" } else { "" };
+            format!("[{}{by}] {} → {}", p.kind.name(), p.question, p.gold)
+        })
         .collect();
     let asked = c.probes.iter().filter(|p| p.kept.contains_key("agent")).count();
     if asked > 0 {

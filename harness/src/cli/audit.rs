@@ -61,8 +61,9 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
         }
     }
     let root = PathBuf::from(AUDIT_ROOT);
-    // Never written: probes are derived in memory; a path no probe file is found under.
-    let probe_dir = root.join("no-stored-probes");
+    // Read, never written: the extractor's probes are derived in memory; hand-written ones are found here
+    // for a directory of the same name (the shared sessions', from the repository's root).
+    let probe_dir = crate::data::ProbesConfig::default().dir;
     let concurrency = std::thread::available_parallelism().map_or(2, |n| n.get());
     let config_text = audit::config_text(&dirs, &probe_dir, concurrency);
     let config = SweepConfig::parse(&config_text, "audit config")?;

@@ -136,7 +136,8 @@ fn audit_of_the_shared_claude_code_sessions_lists_every_compaction() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = audit(dir.path(), &[raw.to_str().unwrap(), "--json", "--quiet", "--out", "run"]);
+    let run = dir.path().join("run");
+    let out = audit(&repo(), &[raw.to_str().unwrap(), "--json", "--quiet", "--out", run.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -161,6 +162,15 @@ fn audit_of_the_shared_claude_code_sessions_lists_every_compaction() {
         named += before - c["files_edited_not_named"].as_array().unwrap().len() as u64;
         assert!(c["time"].is_string() && c["tokens_before"].is_u64() && c["tokens_after"].is_u64(), "{c}");
     }
+    // The shared sessions' hand-written probes (datasets/probes, read from the repository's root) are scored
+    // beside the extracted ones.
+    let origins: Vec<&str> = sessions
+        .iter()
+        .flat_map(|s| s["compactions"].as_array().unwrap())
+        .flat_map(|c| c["probes"].as_array().unwrap())
+        .map(|p| p["origin"].as_str().unwrap())
+        .collect();
+    assert!(origins.contains(&"manual") && origins.contains(&"auto"), "{origins:?}");
     let (ind_named, ind_edited) =
         (ind["since_start"]["named"].as_f64().unwrap(), ind["since_start"]["edited"].as_f64().unwrap());
     let (ours, theirs) = (100.0 * named as f64 / edited as f64, 100.0 * ind_named / ind_edited);
