@@ -326,12 +326,70 @@ fn the_cycle_check_sees_a_ring_and_resolves_paths() {
     assert_eq!(cycles(&ring), vec![vec!["a".to_string(), "b".into(), "c".into()]]);
 }
 
+/// Issue #35: the children of `replay` import their siblings, never their parent. Every path a file under
+/// `replay/` (but `mod.rs`) writes that lands in `replay` itself, as `super::Name` or `crate::replay::Name`
+/// where `Name` is no module: an item `mod.rs` defines (an edge to `replay` in the module graph) or one it
+/// re-exports (`mod.rs` is the table of contents the rest of the workspace reads, not a place to import
+/// from). Re-exports count too; inline test modules and comments do not.
+fn imports_of_the_parent(src: &Path, parent: &str) -> Vec<String> {
+    let mods = modules(src);
+    let graph = module_graph(src);
+    let child = |m: &str| m.strip_prefix(parent).is_some_and(|rest| rest.starts_with("::"));
+    let mut found = Vec::new();
+    for (module, file) in mods.iter().filter(|(m, _)| child(m)) {
+        if graph[module].contains(parent) {
+            found.push(format!("{module}: an item defined in `{parent}`"));
+        }
+        let text = logic_with_reexports(&std::fs::read_to_string(file).unwrap());
+        for path in referenced_paths(module, &text) {
+            let n = (0..=path.len()).rev().find(|&n| mods.contains_key(&path[..n].join("::")));
+            if n.is_some_and(|n| path[..n].join("::") == parent && n < path.len()) {
+                found.push(format!("{module}: `{}`", path.join("::")));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_child_of_replay_imports_its_parent() {
+    let found = imports_of_the_parent(&Path::new(env!("CARGO_MANIFEST_DIR")).join("core/src"), "replay");
+    assert!(found.is_empty(), "import the sibling that defines it, not `replay`: {found:?}");
+}
+
+#[test]
+fn the_parent_check_finds_a_planted_import() {
+    let dir = std::env::temp_dir().join(format!("compactbench-parent-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("replay/deep")).unwrap();
+    let files = [
+        ("lib.rs", "pub mod replay;\n"),
+        ("replay/mod.rs", "pub mod a;\npub mod b;\npub mod deep;\npub use b::Thing;\npub struct Own;\n"),
+        ("replay/a.rs", "use super::b::Thing;\npub fn f(_: Thing) {}\n"),
+        ("replay/b.rs", "pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n"),
+        ("replay/deep/mod.rs", "use crate::replay::{a, b::Thing};\npub fn g(_: Thing) { a::f(Thing) }\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    assert!(imports_of_the_parent(&dir, "replay").is_empty());
+    // An item `mod.rs` defines, and one it re-exports, from a child and from a grandchild.
+    std::fs::write(dir.join("replay/a.rs"), "use super::{b, Own};\npub fn f(_: b::Thing, _: Own) {}\n").unwrap();
+    std::fs::write(dir.join("replay/deep/mod.rs"), "pub fn g(_: crate::replay::Thing) {}\n").unwrap();
+    let found = imports_of_the_parent(&dir, "replay");
+    assert_eq!(
+        found,
+        ["replay::a: an item defined in `replay`", "replay::a: `replay::Own`", "replay::deep: `replay::Thing`"],
+        "{found:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Places where a registered strategy's name is written as a string literal for another reason: the same
 /// word names something else there.
 const NOT_A_STRATEGY: [(&str, &str, &str); 4] = [
     ("src/probes/extract.rs", "aider", "a dataset source and format"),
-    ("core/src/replay/mod.rs", "recorded", "a prompt-count source"),
     ("core/src/replay/window.rs", "none", "a prompt-count origin"),
+    ("core/src/replay/window.rs", "recorded", "`FROM_RECORDING`: a setting taken from the recording"),
     ("src/audit/mod.rs", "recorded", "the replay settings' `recorded` window, trigger, overhead and scale"),
 ];
 

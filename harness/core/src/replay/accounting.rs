@@ -2,9 +2,10 @@
 //! say, one request added at a time (sizes, cacheable prefix, overflow of the window, beside the `none`
 //! figures of the same request), closed with the totals.
 
+use super::input::ReplayInput;
 use super::results::ConversationResult;
+use super::settings::{PromptCountSource, ReplaySettings, TokenScale};
 use super::uncompressed::Uncompressed;
-use super::{PromptCountSource, ReplayInput, ReplaySettings};
 use crate::compress::SplitVariant;
 use crate::history::{self, Content};
 use std::collections::BTreeMap;
@@ -60,7 +61,7 @@ pub(super) fn opening_result(
         none_peak_request_tokens: uncompressed.peak(),
         none_trigger_seen_peak_tokens: uncompressed.trigger_seen_peak(),
         first_request_tokens: uncompressed.first_request(),
-        token_scale: (uncompressed.scale != 1.0 || settings.token_scale != super::TokenScale::default())
+        token_scale: (uncompressed.scale != 1.0 || settings.token_scale != TokenScale::default())
             .then_some(uncompressed.scale),
         recorded_overhead_tokens: uncompressed.overhead_recorded.then_some(uncompressed.overhead),
         prompt_count_source,

@@ -2,7 +2,7 @@
 //! model's token counter (Gemini `countTokens`, the embedded model's tokenizer), through whatever stack the
 //! caller built around the model (the sweep: the record/replay cache and retries, as for any model call).
 //!
-//! The counter is runtime state next to [`ReplaySettings`](super::ReplaySettings): the plan stores only the
+//! The counter is runtime state next to [`ReplaySettings`](super::settings::ReplaySettings): the plan stores only the
 //! tokenizer's name, the caller supplies the counter ([`CounterHandle`]). A request's size is then the sum of
 //! its parts' counts (each Content, the system prompt, the tool declarations), which may differ from one
 //! count of the whole request by a few tokens per message.

@@ -2,14 +2,15 @@
 //! of every request, the system prompt and the tool declarations.
 
 use super::counter::{self, CountError, TokenCounter};
+use super::input::ReplayInput;
+use super::settings::ReplaySettings;
 use super::window::Tokenizer;
-use super::{ReplayInput, ReplaySettings};
 use crate::history::Content;
 use crate::tokens::images::{self, ImageBilling};
 use crate::tokens::{self, Estimator};
 
 /// How a replay counts: the tokenizer, with the counter a model tokenizer needs, the factor on its
-/// counts ([`TokenScale`](super::TokenScale), 1 unless set), and the rule that counts media (images, PDFs)
+/// counts ([`TokenScale`](super::settings::TokenScale), 1 unless set), and the rule that counts media (images, PDFs)
 /// as the agent's provider bills them ([`ImageBilling`], from the conversation's source format). Media
 /// are the provider's count, not the tokenizer's: the factor never applies to them.
 #[derive(Clone, Copy)]
@@ -97,7 +98,7 @@ impl<'c> Counting<'c> {
 }
 
 /// The agent's recorded usage where it measures the context the replay holds
-/// ([`PromptCountOrigin::counts_replayed_context`](super::PromptCountOrigin::counts_replayed_context)):
+/// ([`PromptCountOrigin::counts_replayed_context`](super::window::PromptCountOrigin::counts_replayed_context)):
 /// each request's recorded prompt tokens (a count of 0, a message the agent wrote itself, is none).
 pub(super) fn recorded_count(input: &ReplayInput<'_>, turn: usize) -> Option<u64> {
     if !input.prompt_count_origin.counts_replayed_context() {
@@ -113,7 +114,7 @@ pub(super) fn first_compaction_at(input: &ReplayInput<'_>) -> usize {
 }
 
 /// The factor that brings the replay's measured history onto the agent's recorded requests
-/// ([`TokenScale::Recorded`](super::TokenScale::Recorded)): over the requests before the agent's first
+/// ([`TokenScale::Recorded`](super::settings::TokenScale::Recorded)): over the requests before the agent's first
 /// compaction that have a recorded count, `(history_k, recorded_k)`, the least-squares slope through the
 /// first of them of the recorded growth over the measured growth, Σ Δm·Δr / Σ Δm². 1 where there are fewer
 /// than two such requests, the history does not grow, or the slope is not positive.
@@ -160,4 +161,16 @@ pub(super) async fn overhead(
         None => settings.tool_declaration_tokens,
     };
     Ok(system + tools)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calibrated_scale_is_the_slope_of_a_growing_count() {
+        assert_eq!(calibrated_scale(&[(10, 100), (20, 130), (40, 190)]), 3.0);
+        assert_eq!(calibrated_scale(&[(10, 100)]), 1.0, "one request: nothing to fit");
+        assert_eq!(calibrated_scale(&[(10, 100), (20, 90)]), 1.0, "a shrinking count is not a scale");
+    }
 }

@@ -2,8 +2,8 @@
 //! on both sides.
 
 use super::results::{self, CompressionEvent};
+use super::settings::ReplaySettings;
 use super::strategy::TurnOutcome;
-use super::ReplaySettings;
 use crate::compress::CompressionStatus;
 use crate::tokens::Estimator;
 

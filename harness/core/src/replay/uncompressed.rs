@@ -2,13 +2,14 @@
 //! replay proper reuses the figures), gives the `none` figures of every request, the peak a relative
 //! window is resolved against, and what the recorded usage says: the fixed part of every request
 //! ([`OverheadSource::Recorded`]), the factor on the tokenizer's counts ([`TokenScale::Recorded`]) and the
-//! window the agent ran in ([`TokenLimit::Recorded`](super::TokenLimit::Recorded)).
+//! window the agent ran in ([`TokenLimit::Recorded`](super::window::TokenLimit::Recorded)).
 
 use super::counter::CountError;
 use super::counting::{calibrated_scale, first_compaction_at, overhead, recorded_count, Counting};
+use super::input::ReplayInput;
+use super::settings::{OverheadSource, ReplaySettings, TokenScale};
 use super::stored::{Measure, Stored};
 use super::window::{recorded_window, WindowBasis};
-use super::{OverheadSource, ReplayInput, ReplaySettings, TokenScale};
 use crate::history;
 
 /// The conversation replayed without compression: every Content measured once (the replay reuses the

@@ -405,29 +405,30 @@ mod tests {
     }
 
     #[async_trait::async_trait]
-    impl crate::replay::CompressorSession for Rewrite {
+    impl crate::replay::strategy::CompressorSession for Rewrite {
         async fn before_request(
             &mut self,
             turn: crate::replay::strategy::TurnInput<'_>,
             _: &dyn crate::llm::LanguageModel,
-        ) -> Result<crate::replay::TurnOutcome, crate::replay::StrategyError> {
+        ) -> Result<crate::replay::strategy::TurnOutcome, crate::replay::strategy::StrategyError> {
             let orig = turn.last_prompt_tokens;
             if turn.stored.len() < 3 {
-                return Ok(crate::replay::TurnOutcome::noop(orig));
+                return Ok(crate::replay::strategy::TurnOutcome::noop(orig));
             }
             let kept: Vec<Content> =
                 turn.stored.iter().filter(|c| !(self.drop_calls && history::has_function_call(c))).cloned().collect();
             let status = crate::compress::CompressionStatus::Compressed;
-            Ok(crate::replay::TurnOutcome::replaced(orig, orig, status, kept))
+            Ok(crate::replay::strategy::TurnOutcome::replaced(orig, orig, status, kept))
         }
     }
 
-    fn replay_with(h: &[Content], drop_calls: bool) -> crate::replay::ConversationResult {
-        let compressor = move || Box::new(Rewrite { drop_calls }) as Box<dyn crate::replay::CompressorSession>;
-        let settings = crate::replay::ReplaySettings::default();
+    fn replay_with(h: &[Content], drop_calls: bool) -> crate::replay::results::ConversationResult {
+        let compressor =
+            move || Box::new(Rewrite { drop_calls }) as Box<dyn crate::replay::strategy::CompressorSession>;
+        let settings = crate::replay::settings::ReplaySettings::default();
         let llm = crate::llm::ScriptedModel::new(["unused"]);
-        let input = crate::replay::ReplayInput::history("t", h);
-        futures::executor::block_on(crate::replay::replay(input, &compressor, &settings, &llm))
+        let input = crate::replay::input::ReplayInput::history("t", h);
+        futures::executor::block_on(crate::replay::run::replay(input, &compressor, &settings, &llm))
     }
 
     /// The replay checks the request after every change of the history against the same request without

@@ -15,7 +15,7 @@ pub enum Tokenizer {
     /// The tokenizer of the model this spec names, through its backend's token counter (Gemini
     /// `countTokens`): the sizes the provider would bill. Each Content is counted alone and a request is the
     /// sum of its parts; the replay needs a [`TokenCounter`](super::counter::TokenCounter) for it
-    /// ([`ReplaySettings::counter`](super::ReplaySettings::counter)).
+    /// ([`ReplaySettings::counter`](super::settings::ReplaySettings::counter)).
     Model(String),
 }
 
@@ -66,6 +66,11 @@ impl<'de> Deserialize<'de> for Tokenizer {
         String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
     }
 }
+
+/// The value a setting takes where it comes from the conversation's recording (`token_limit`, `overhead`,
+/// `token_scale`, and the `recorded` prompt-count source). Here, with the window that parses it first, so that
+/// the settings (which hold a window) import it and this module imports nothing of theirs.
+pub const FROM_RECORDING: &str = "recorded";
 
 /// The simulated context window: a number of tokens, or a window relative to each conversation, so that one
 /// setting makes conversations of every size compress.
@@ -172,7 +177,7 @@ impl std::fmt::Display for TokenLimit {
             TokenLimit::Tokens(n) => write!(f, "{n}"),
             TokenLimit::PeakFraction(x) => write!(f, "peak:{}", crate::json::js_format(*x)),
             TokenLimit::FixedPlusGrowth(x) => write!(f, "overhead+peak:{}", crate::json::js_format(*x)),
-            TokenLimit::Recorded => f.write_str(super::FROM_RECORDING),
+            TokenLimit::Recorded => f.write_str(FROM_RECORDING),
         }
     }
 }
@@ -185,7 +190,7 @@ impl std::str::FromStr for TokenLimit {
             Ok(f) if f > 0.0 && f <= 10.0 => Ok(f),
             _ => Err(bad()),
         };
-        if s.trim() == super::FROM_RECORDING {
+        if s.trim() == FROM_RECORDING {
             return Ok(TokenLimit::Recorded);
         }
         if let Some(f) = s.trim().strip_prefix("overhead+peak:") {

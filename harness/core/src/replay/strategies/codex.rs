@@ -167,7 +167,7 @@ mod tests {
         let (stored, pending) = (&h[..6], &h[6..7]);
         let llm = Recorder::new("SUMMARY");
         let mut s = session_of("codex", serde_json::json!({}), 1000);
-        let turn = crate::replay::TurnInput { pending, turn: 7, ..turn(stored, 950) };
+        let turn = crate::replay::strategy::TurnInput { pending, turn: 7, ..turn(stored, 950) };
         let out = futures::executor::block_on(s.before_request(turn, &llm)).unwrap();
         assert_eq!(out.covers_until, Some(7));
         let sent: String = llm.sent()[0].contents.iter().map(crate::json::to_string).collect();

@@ -243,8 +243,8 @@ pub mod fixtures {
     }
 
     /// One request to a session, as the replay makes it.
-    pub fn turn(stored: &[Content], last_prompt_tokens: u64) -> crate::replay::TurnInput<'_> {
-        crate::replay::TurnInput {
+    pub fn turn(stored: &[Content], last_prompt_tokens: u64) -> crate::replay::strategy::TurnInput<'_> {
+        crate::replay::strategy::TurnInput {
             stored,
             pending: &[],
             last_prompt_tokens,
@@ -260,7 +260,7 @@ pub mod fixtures {
         name: &str,
         knobs: serde_json::Value,
         token_limit: u64,
-    ) -> Box<dyn crate::replay::CompressorSession> {
+    ) -> Box<dyn crate::replay::strategy::CompressorSession> {
         let def = crate::replay::registry::find(name).expect("registered");
         let mut params = crate::replay::strategy::Params::new();
         params.insert("token_limit".into(), token_limit.into());
@@ -276,11 +276,11 @@ pub mod fixtures {
     }
 
     pub fn run(
-        s: &mut dyn crate::replay::CompressorSession,
+        s: &mut dyn crate::replay::strategy::CompressorSession,
         stored: &[Content],
         last: u64,
         llm: &dyn LanguageModel,
-    ) -> crate::replay::TurnOutcome {
+    ) -> crate::replay::strategy::TurnOutcome {
         futures::executor::block_on(s.before_request(turn(stored, last), llm)).expect("no error")
     }
 }

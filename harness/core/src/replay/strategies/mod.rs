@@ -1,5 +1,5 @@
 //! The built-in strategies, one file each. To add one: write `NAME.rs` implementing
-//! [`Strategy`](crate::replay::Strategy) and add one line to [`builtin`] (see `harness/ARCHITECTURE.md`).
+//! [`Strategy`](crate::replay::strategy::Strategy) and add one line to [`builtin`] (see `harness/ARCHITECTURE.md`).
 
 pub mod aider;
 pub mod cline;
@@ -65,7 +65,7 @@ mod tests {
             for k in def.knobs() {
                 params.insert(k.name.into(), knobs.get(k.name).cloned().unwrap_or(k.default.clone()));
             }
-            crate::replay::StrategySpec { name: name.into(), params }
+            crate::replay::strategy::StrategySpec { name: name.into(), params }
         };
         let specs = [
             super::drop_oldest::spec(super::drop_oldest::DropOldestParams {

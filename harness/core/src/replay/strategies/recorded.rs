@@ -114,7 +114,11 @@ impl CompressorSession for RecordedSession {
 mod tests {
     use super::*;
     use crate::history::{self, Content};
-    use crate::replay::{replay_observed, CompressionEvent, ReplayInput, ReplayObserver, ReplaySettings};
+    use crate::replay::input::ReplayInput;
+    use crate::replay::observer::ReplayObserver;
+    use crate::replay::results::CompressionEvent;
+    use crate::replay::run::replay_observed;
+    use crate::replay::settings::ReplaySettings;
 
     /// The stored history after every event and at the end.
     #[derive(Default)]
@@ -124,7 +128,7 @@ mod tests {
     }
 
     #[async_trait]
-    impl crate::replay::ReplayObserver for Seen {
+    impl crate::replay::observer::ReplayObserver for Seen {
         async fn after_event(&mut self, _: usize, e: &CompressionEvent, stored: &[Content], _: Option<&[Content]>) {
             self.events.push((e.turn, stored.to_vec()));
         }
@@ -137,7 +141,7 @@ mod tests {
         h: &[Content],
         compactions: &[RecordedCompaction],
         spec: &StrategySpec,
-    ) -> (crate::replay::ConversationResult, Seen) {
+    ) -> (crate::replay::results::ConversationResult, Seen) {
         let input = ReplayInput { recorded_compactions: compactions, ..ReplayInput::history("c", h) };
         let settings = ReplaySettings::default();
         let strategy = spec.build().expect("builds");
