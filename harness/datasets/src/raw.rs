@@ -31,20 +31,15 @@ pub fn read_source_named(path: &Path, name: &str) -> Result<Vec<u8>, DatasetErro
 /// The first `limit` bytes of a source file (gunzipped as [`read_source`] does), cut after its last whole
 /// line when it is longer: enough to tell a JSON-lines session's format without reading all of it.
 pub fn read_source_prefix(path: &Path, name: &str, limit: usize) -> Result<Vec<u8>, DatasetError> {
+    use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(|e| DatasetError::io(name, e))?;
-    let mut head = [0u8; 2];
-    let mut peek = std::io::BufReader::new(file);
-    let magic = {
-        use std::io::BufRead;
-        let buf = peek.fill_buf().map_err(|e| DatasetError::io(name, e))?;
-        head[..buf.len().min(2)].copy_from_slice(&buf[..buf.len().min(2)]);
-        head == [0x1f, 0x8b]
-    };
+    let mut reader = std::io::BufReader::new(file);
+    let gzip = reader.fill_buf().map_err(|e| DatasetError::io(name, e))?.starts_with(&GZIP_MAGIC);
     let mut out = Vec::new();
-    let read = if magic {
-        flate2::read::MultiGzDecoder::new(peek).take(limit as u64 + 1).read_to_end(&mut out)
+    let read = if gzip {
+        flate2::read::MultiGzDecoder::new(reader).take(limit as u64 + 1).read_to_end(&mut out)
     } else {
-        peek.take(limit as u64 + 1).read_to_end(&mut out)
+        reader.take(limit as u64 + 1).read_to_end(&mut out)
     };
     read.map_err(|e| DatasetError::whole(name, format!("cannot read: {e}")))?;
     if out.len() > limit {
@@ -54,9 +49,20 @@ pub fn read_source_prefix(path: &Path, name: &str, limit: usize) -> Result<Vec<u
     Ok(out)
 }
 
+/// The first bytes of every gzip stream.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// `path` with a leading `~` read as the user's home directory, as a shell reads it (sessions live under
+/// `~/.claude`, `~/.codex`; a quoted argument or a config value reaches us unexpanded); `None` when it has no
+/// leading `~` or `$HOME` is unset.
+pub fn home_path(path: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix("~").ok()?;
+    Some(PathBuf::from(std::env::var_os("HOME")?).join(rest))
+}
+
 /// `bytes` unchanged, or decompressed when they start with the gzip magic bytes.
 pub fn gunzip_if_gzip(bytes: Vec<u8>, file: &str) -> Result<Vec<u8>, DatasetError> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
+    if !bytes.starts_with(&GZIP_MAGIC) {
         return Ok(bytes);
     }
     let mut out = Vec::with_capacity(bytes.len() * 6);

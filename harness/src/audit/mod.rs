@@ -1,9 +1,9 @@
 //! `compactbench audit DIR…`: what an agent's own compactions dropped, in a user's own sessions read in
-//! place, with no config to write. Each directory's agent is recognised from its files ([`detect_agent`]),
-//! the run is planned as `configs/long-sessions.toml` plans the shared sessions ([`config_text`]: each
-//! session in the window its recorded usage gives, compressed exactly where the agent compacted, by the
-//! agent's own summary, the reference and the baselines, with the extractive summarizer and probes derived
-//! in memory), and the finished run is read back per compaction ([`read`]): tokens before and after, the
+//! place, with no config to write. Each directory's agents are recognised from its files
+//! ([`detect_agents`]), the run is planned as `configs/long-sessions.toml` plans the shared sessions
+//! ([`config_text`]: each session in the window its recorded usage gives, compressed exactly where the agent
+//! compacted, by the agent's own summary, the reference and the baselines, with the extractive summarizer,
+//! probes derived in memory and any hand-written ones), and the finished run is read back per compaction ([`read`]): tokens before and after, the
 //! files changed before it that the summary does not name, the typed prompts it does not echo, and the
 //! probes each strategy kept there. [`render`] writes the terminal listing; the listing also serialises as
 //! `--json` output.
@@ -140,8 +140,8 @@ fn toml_string(s: &str) -> String {
 /// The sweep config of an audit (as text: it is stored in the run directory as `config.toml`, so `report`
 /// and `view` treat the directory as any run's). Probes: the extractor's, derived in memory, and the
 /// hand-written ones stored under `probe_dir` for a directory of that name (the shared sessions' own,
-/// `datasets/probes/claude-code-long.manual.json`, when run from the repository). The replay is that of `configs/long-sessions.toml`; the
-/// model cache is off (the extractive summarizer and answerer call no model).
+/// `datasets/probes/claude-code-long.manual.json`, when run from the repository). The replay is that of
+/// `configs/long-sessions.toml`; the model cache is off (the extractive summarizer and answerer call no model).
 pub fn config_text(dirs: &[AuditedDir], probe_dir: &Path, concurrency: usize) -> String {
     let datasets: Vec<String> = dirs
         .iter()
@@ -158,7 +158,7 @@ pub fn config_text(dirs: &[AuditedDir], probe_dir: &Path, concurrency: usize) ->
     format!(
         r#"# Written by `compactbench audit`: the agent's own compactions in these sessions, read in place.
 name = "audit"
-description = "The agent's own compactions vs the reference and baselines at the same points, each session in the window its recorded usage gives, extractive summarizer, probes derived in memory"
+description = "The agent's own compactions vs the reference and baselines at the same points, each session in the window its recorded usage gives, extractive summarizer, probes derived in memory and hand-written ones"
 datasets = [
 {datasets}
 ]
@@ -332,13 +332,27 @@ pub struct FailedSession {
     pub reason: String,
 }
 
-/// What the listing calls a strategy.
+/// What the listing calls the agent's own summary (`Role::Recorded`); the JSON's `kept` maps are keyed by
+/// these labels.
+pub const AGENT_LABEL: &str = "agent";
+
+/// What the listing calls a strategy: by role for the agent's own, the reference and no compression, else
+/// its registry name.
 fn label_of(strategy: &str, role: Option<Role>) -> String {
-    match (strategy, role) {
-        (_, Some(Role::Recorded)) => "agent".into(),
-        (_, Some(Role::Reference)) => "reference".into(),
-        (_, Some(Role::NoCompression)) => "uncompressed".into(),
-        (s, _) => s.to_string(),
+    match role {
+        Some(Role::Recorded) => AGENT_LABEL.into(),
+        Some(Role::Reference) => "reference".into(),
+        Some(Role::NoCompression) => "uncompressed".into(),
+        _ => strategy.to_string(),
+    }
+}
+
+/// The listing's column order: the agent's own first, then the reference, then the rest in plan order.
+fn column_rank(role: Option<Role>) -> u8 {
+    match role {
+        Some(Role::Recorded) => 0,
+        Some(Role::Reference) => 1,
+        _ => 2,
     }
 }
 
@@ -356,28 +370,23 @@ pub fn shorten(text: &str) -> String {
 /// Reads a finished audit run: every planned session, its compactions and what each strategy kept there.
 /// `base_dir` is where the run's relative paths start (the working directory of the run).
 pub fn read(dirs: &[AuditedDir], run_dir: &Path, plan: &Plan, cells: &[CellResult], base_dir: &Path) -> Audit {
-    let strategies: Vec<AuditedStrategy> = {
-        let mut s: Vec<AuditedStrategy> = plan
-            .points
-            .iter()
-            .filter(|p| p.slice.is_none())
-            .map(|p| {
-                let name = p.axes.get(crate::data::plan::STRATEGY_AXIS).cloned().unwrap_or_else(|| p.short_label());
-                AuditedStrategy { point: p.id.clone(), label: label_of(&name, p.strategy.role()), strategy: name }
-            })
-            .collect();
-        // The agent's own first, then the reference, then the rest in plan order.
-        s.sort_by_key(|x| match x.label.as_str() {
-            "agent" => 0,
-            "reference" => 1,
-            _ => 2,
-        });
-        s
-    };
+    let mut points: Vec<_> = plan.points.iter().filter(|p| p.slice.is_none()).collect();
+    points.sort_by_key(|p| column_rank(p.strategy.role()));
+    let strategies: Vec<AuditedStrategy> = points
+        .iter()
+        .map(|p| {
+            let name = p.axes.get(crate::data::plan::STRATEGY_AXIS).cloned().unwrap_or_else(|| p.short_label());
+            AuditedStrategy { point: p.id.clone(), label: label_of(&name, p.strategy.role()), strategy: name }
+        })
+        .collect();
     let clean = Sanitizer::from_env();
-    let cell_of = |point: &str, conversation: &str| {
-        cells.iter().find(|c| c.cell.point == point && c.cell.conversation == conversation && c.cell.repeat == 0)
-    };
+    // Each (point, conversation)'s first repeat, found once.
+    let by_cell: std::collections::HashMap<(&str, &str), &CellResult> = cells
+        .iter()
+        .filter(|c| c.cell.repeat == 0)
+        .map(|c| ((c.cell.point.as_str(), c.cell.conversation.as_str()), c))
+        .collect();
+    let cell_of = |point: &str, conversation: &str| by_cell.get(&(point, conversation)).copied();
     let mut audit = Audit {
         dirs: dirs.to_vec(),
         run_dir: run_dir.to_path_buf(),
@@ -403,14 +412,10 @@ pub fn read(dirs: &[AuditedDir], run_dir: &Path, plan: &Plan, cells: &[CellResul
             }
         };
         let conv = &rec.conversation;
-        let window = none_point.and_then(|p| cell_of(p, &planned.id)).map(|c| c.result.token_limit);
+        let none_cell = none_point.and_then(|p| cell_of(p, &planned.id));
+        let window = none_cell.map(|c| c.result.token_limit);
         if conv.recorded_compactions.is_empty() {
-            audit.not_compacted.push(session_peak(
-                planned,
-                conv,
-                none_point.and_then(|p| cell_of(p, &planned.id)),
-                window,
-            ));
+            audit.not_compacted.push(session_peak(planned, conv, none_cell, window));
             continue;
         }
         let session = session_audit(planned, conv, &rec.probes, &strategies, &cell_of, window, &clean);
@@ -447,7 +452,7 @@ fn session_audit<'c>(
     clean: &Sanitizer,
 ) -> SessionAudit {
     let reading = crate::rework::conversation_rework(conv);
-    let agent_point = strategies.iter().find(|s| s.label == "agent").map(|s| s.point.as_str());
+    let agent_point = strategies.iter().find(|s| s.label == AGENT_LABEL).map(|s| s.point.as_str());
     let agent_cell = agent_point.and_then(|p| cell_of(p, &planned.id));
     let compactions = reading
         .compactions

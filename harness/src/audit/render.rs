@@ -1,7 +1,7 @@
 //! The terminal listing of an audit: one block per compaction, then the sessions never compacted, the
 //! failed ones, and the page's path.
 
-use super::{Audit, CompactionAudit, SessionAudit};
+use super::{Audit, CompactionAudit, SessionAudit, AGENT_LABEL};
 use std::fmt::Write as _;
 
 /// At most this many files, prompts and probes are named per compaction (then a count; `--json` has all).
@@ -64,13 +64,13 @@ fn compaction(out: &mut String, c: &CompactionAudit) {
     let lost: Vec<String> = c
         .probes
         .iter()
-        .filter(|p| p.kept.get("agent") == Some(&false))
+        .filter(|p| p.kept.get(AGENT_LABEL) == Some(&false))
         .map(|p| {
             let by = if p.origin == crate::data::ProbeOrigin::Manual { ", hand-written" } else { "" };
             format!("[{}{by}] {} → {}", p.kind.name(), p.question, p.gold)
         })
         .collect();
-    let asked = c.probes.iter().filter(|p| p.kept.contains_key("agent")).count();
+    let asked = c.probes.iter().filter(|p| p.kept.contains_key(AGENT_LABEL)).count();
     if asked > 0 {
         if lost.is_empty() {
             let _ = writeln!(out, "      probes: all {asked} kept");

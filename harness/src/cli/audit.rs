@@ -5,7 +5,7 @@ use crate::audit::{self, AuditedDir};
 use crate::datasets::import::Format;
 use crate::sweep::{self, runner, SweepConfig};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where audits keep their run directories by default, relative to the working directory.
 pub const AUDIT_ROOT: &str = ".compactbench/audit";
@@ -39,18 +39,10 @@ fn parse_format(name: &str) -> Result<Format, String> {
     })
 }
 
-/// `~/…` as the user's home directory (a quoted argument reaches us unexpanded).
-fn expand_home(path: &Path) -> PathBuf {
-    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => path.to_path_buf(),
-    }
-}
-
 pub fn run(args: AuditArgs) -> Result<(), Failure> {
     let mut dirs: Vec<AuditedDir> = Vec::new();
     for dir in &args.dirs {
-        let dir = expand_home(dir);
+        let dir = crate::datasets::raw::home_path(dir).unwrap_or_else(|| dir.clone());
         let formats = match args.format {
             Some(f) => vec![f],
             None => audit::detect_agents(&dir)?.into_iter().map(|(f, _)| f).collect(),

@@ -170,11 +170,7 @@ fn dataset_files(config: &SweepConfig, base_dir: &Path, notes: &mut Vec<String>)
                     copies: r.copies,
                 };
                 let cache = rooted(&config.import_cache);
-                // `~/` is the user's home directory, as in a shell (sessions live under ~/.claude, ~/.codex).
-                let spec = match (r.raw.strip_prefix("~"), std::env::var_os("HOME")) {
-                    (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-                    _ => rooted(&r.raw),
-                };
+                let spec = datasets::raw::home_path(&r.raw).unwrap_or_else(|| rooted(&r.raw));
                 let mut not_sessions = Vec::new();
                 for file in datasets::raw::import_all_cached(&spec, &options, &cache)? {
                     match file.result {
