@@ -1,7 +1,8 @@
 //! The report's plots: what each one shows, computed from the cells, drawn with [`super::plots`], and the
 //! list of files written (with captions) that `report.md` links.
 
-use super::{aggregate, default_points, plots};
+use super::plots::{self, Plot};
+use super::{aggregate, default_points};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics;
 use crate::replay::strategies::gemini::{PRESERVE_FRACTION, THRESHOLD};
@@ -64,7 +65,14 @@ fn draw_timeline(plan: &Plan, cells: &[CellResult], dir: &Path, list: &mut PlotL
     note(
         list,
         &format!("Request size (tokens, as sent) per request of `{conv}` (the conversation the reference compresses most), with compression events, for the first point of each strategy; reference (marked in the legend): `{}`; a strategy whose requests equal another's exactly is drawn dashed over it and marked \"same as\" in the legend", reference.short_label()),
-        plots::timeline(dir, "timeline", &timeline_title(&conv), &series, &markers),
+        plots::Timeline {
+            title: &timeline_title(&conv),
+            x_label: "request index",
+            y_label: "request size (tokens, as sent)",
+            series: &series,
+            markers: &markers,
+        }
+        .render(dir, "timeline"),
     );
 }
 
@@ -170,14 +178,14 @@ fn draw_reduction_vs_threshold(
     note(
         list,
         "Reduction of the request by the compressions (`reduction`: 1 − Σ after / Σ before over compressions, token-weighted; not the event mean `mean_event_reduction`) versus the threshold, one line per preserve fraction (reference; prompts and verification pooled); the y axis starts at 0",
-        plots::lines_from_zero(
-            dir,
-            "reduction-vs-threshold",
-            "Token-weighted reduction per compression vs threshold",
-            "threshold (fraction of the window)",
-            "reduction = 1 − Σ after / Σ before (%)",
-            &series,
-        ),
+        plots::Lines {
+            title: "Token-weighted reduction per compression vs threshold",
+            x_label: "threshold (fraction of the window)",
+            y_label: "reduction = 1 − Σ after / Σ before (%)",
+            series: &series,
+            y_from_zero: true,
+        }
+        .render(dir, "reduction-vs-threshold"),
     );
 }
 
@@ -258,11 +266,17 @@ fn draw_heatmap(plan: &Plan, cells: &[CellResult], dir: &Path, grid: &ReferenceG
         .iter()
         .map(|r| grid.thresholds.iter().map(|c| pooled(plan, cells, &grid.at(c, r), name).map(|v| v * scale)).collect())
         .collect();
-    let desc = heatmap_desc(m);
     note(
         list,
         &heatmap_caption(m),
-        plots::heatmap_described(dir, "heatmap", &heatmap_title(m), &grid.thresholds, &grid.preserves, &values, &desc),
+        plots::Heatmap {
+            title: &heatmap_title(m),
+            x_labels: &grid.thresholds,
+            y_labels: &grid.preserves,
+            values: &values,
+            desc: &heatmap_desc(m),
+        }
+        .render(dir, "heatmap"),
     );
 }
 
@@ -294,7 +308,7 @@ fn draw_pareto(plan: &Plan, cells: &[CellResult], dir: &Path, list: &mut PlotLis
             q.name,
             pooling(q)
         ),
-        plots::pareto(dir, "pareto", &title, &x_label, &y_label, &pts),
+        plots::Pareto { title: &title, x_label: &x_label, y_label: &y_label, points: &pts }.render(dir, "pareto"),
     );
 }
 
@@ -316,15 +330,14 @@ fn draw_verification_delta(cells: &[CellResult], dir: &Path, list: &mut PlotList
     note(
         list,
         "How much the verification pass changed the first summary: normalised edit distance per verification pass (0 = identical, 1 = entirely rewritten), one value per compression with a verification pass; the subtitle's mean is the unweighted mean over those passes (the share of passes that changed anything is `verification_changed`)",
-        plots::histogram_in(
-            dir,
-            "verification-delta",
-            "Verification-pass change per compression",
-            "normalised edit distance, first summary → verified (0 = identical)",
-            &deltas,
-            20,
-            (0.0, 1.0),
-        ),
+        plots::Histogram {
+            title: "Verification-pass change per compression",
+            x_label: "normalised edit distance, first summary → verified (0 = identical)",
+            values: &deltas,
+            bins: 20,
+            range: Some((0.0, 1.0)),
+        }
+        .render(dir, "verification-delta"),
     );
 }
 

@@ -1,6 +1,5 @@
-//! Drawing the plots: one [`Drawing`] per plot kind (a module each), drawn on both backends by `render`. This module
-//! holds what the kinds share: text fitting, point and event markers, the frame with title and legend,
-//! the chart with its mesh, and label geometry.
+//! What the plot kinds share when they draw: writing a plot on both backends ([`render`]), text fitting,
+//! point and event markers, the frame with title and legend, the chart with its mesh, and label geometry.
 
 use std::error::Error;
 use std::panic::AssertUnwindSafe;
@@ -14,33 +13,12 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{self, colour, Shape, FAMILY};
-use super::{PlotError, PlotFiles, PLOT_SIZE};
+use super::{Plot, PlotError, PlotFiles, PLOT_SIZE};
 
-mod heatmap;
-mod histogram;
-mod lines;
-mod pareto;
-mod timeline;
-
-pub use heatmap::{colour_range, colour_ticks, Heatmap};
-pub use histogram::Histogram;
-pub use lines::Lines;
-pub use pareto::{point_labels, Pareto};
-#[cfg(test)]
-pub use timeline::strokes as timeline_strokes;
-pub use timeline::{legend_labels as timeline_legend, Timeline};
-
-pub type DrawResult<T = ()> = Result<T, Box<dyn Error>>;
-
-/// A plot that can be drawn on any backend.
-pub trait Drawing {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
-    where
-        DB::ErrorType: 'static;
-}
+pub(super) type DrawResult<T = ()> = Result<T, Box<dyn Error>>;
 
 /// Draws `fig` as SVG and PNG into `<dir>/<name>.{svg,png}`.
-pub fn render(dir: &Path, name: &str, fig: &impl Drawing) -> Result<PlotFiles, PlotError> {
+pub(super) fn render(dir: &Path, name: &str, fig: &impl Plot) -> Result<PlotFiles, PlotError> {
     let err = |message: String| PlotError { name: name.into(), message };
     style::ensure_font().map_err(|e| err(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| err(format!("creating {}: {e}", dir.display())))?;
@@ -76,15 +54,15 @@ pub fn render(dir: &Path, name: &str, fig: &impl Drawing) -> Result<PlotFiles, P
     Ok(PlotFiles { png, svg })
 }
 
-fn font(size: f64) -> TextStyle<'static> {
+pub(super) fn font(size: f64) -> TextStyle<'static> {
     TextStyle::from((FAMILY, size).into_font()).color(&style::TEXT)
 }
 
-fn anchored(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
+pub(super) fn anchored(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
     font(size).pos(Pos::new(h, v))
 }
 
-fn text_width<DB: DrawingBackend, CT: CoordTranslate>(
+pub(super) fn text_width<DB: DrawingBackend, CT: CoordTranslate>(
     area: &DrawingArea<DB, CT>,
     text: &str,
     style: &TextStyle,
@@ -96,7 +74,7 @@ where
 }
 
 /// `text`, shortened with an ellipsis until it is at most `max_w` pixels wide.
-fn fit<DB: DrawingBackend, CT: CoordTranslate>(
+pub(super) fn fit<DB: DrawingBackend, CT: CoordTranslate>(
     area: &DrawingArea<DB, CT>,
     text: &str,
     style: &TextStyle,
@@ -124,7 +102,7 @@ where
 }
 
 /// Draws a point marker centred on the pixel `at` (in `area`'s coordinates).
-fn marker<DB: DrawingBackend>(
+pub(super) fn marker<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     at: (i32, i32),
     shape: Shape,
@@ -163,12 +141,12 @@ where
 }
 
 /// How many looks [`event_marker`] has (then they repeat).
-pub const EVENT_LOOKS: usize = 4;
+pub(super) const EVENT_LOOKS: usize = 4;
 
 /// A compression-event marker whose tip is at `tip`, in `fill`: look 0 a filled downward triangle, 1 an
 /// outlined one, 2 a filled diamond, 3 an outlined one (then they repeat), so events of different kinds
 /// differ by shape while the colour says whose they are.
-fn event_marker<DB: DrawingBackend>(
+pub(super) fn event_marker<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     tip: (i32, i32),
     fill: RGBColor,
@@ -195,13 +173,13 @@ where
 
 /// How a line is stroked: its width and its dash (dash length, gap) if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stroke {
+pub(super) struct Stroke {
     pub width: u32,
     pub dash: Option<(u32, u32)>,
 }
 
 #[derive(Clone, Debug)]
-enum Swatch {
+pub(super) enum Swatch {
     /// A line, with a point marker on it if any.
     Line(Option<Shape>),
     /// A line stroked so.
@@ -213,28 +191,28 @@ enum Swatch {
 }
 
 #[derive(Clone, Debug)]
-struct LegendEntry {
-    label: String,
-    colour: RGBColor,
-    swatch: Swatch,
+pub(super) struct LegendEntry {
+    pub(super) label: String,
+    pub(super) colour: RGBColor,
+    pub(super) swatch: Swatch,
 }
 
-const LEGEND_ROW: i32 = 26;
-const CHART_MARGIN_TOP: i32 = 12;
+pub(super) const LEGEND_ROW: i32 = 26;
+pub(super) const CHART_MARGIN_TOP: i32 = 12;
 /// The widest label a legend on the right holds; a legend with a wider label goes below the chart.
-const LEGEND_RIGHT_MAX: i32 = 250;
+pub(super) const LEGEND_RIGHT_MAX: i32 = 250;
 /// Where a legend entry's text starts, right of its swatch.
-const SWATCH_W: i32 = 42;
+pub(super) const SWATCH_W: i32 = 42;
 /// The height of one line of legend text, and the space between entries below the chart.
-const LEGEND_LINE: i32 = 21;
-const LEGEND_GAP: i32 = 5;
+pub(super) const LEGEND_LINE: i32 = 21;
+pub(super) const LEGEND_GAP: i32 = 5;
 
 /// Title sizes tried in turn until the title fits on one line; at the last it wraps to two.
-const TITLE_SIZES: [f64; 4] = [style::TITLE_SIZE, 28.0, 25.0, 23.0];
+pub(super) const TITLE_SIZES: [f64; 4] = [style::TITLE_SIZE, 28.0, 25.0, 23.0];
 
 /// `text` broken at spaces into lines at most `max_w` wide (a word wider than that alone on its line,
 /// shortened with an ellipsis).
-fn wrap<DB: DrawingBackend, CT: CoordTranslate>(
+pub(super) fn wrap<DB: DrawingBackend, CT: CoordTranslate>(
     area: &DrawingArea<DB, CT>,
     text: &str,
     style: &TextStyle,
@@ -262,7 +240,7 @@ where
 
 /// The title's lines and font size: one line at the largest of [`TITLE_SIZES`] at which it fits
 /// `max_w`, else two lines at the smallest (the second shortened if the rest still does not fit).
-fn title_lines<DB: DrawingBackend, CT: CoordTranslate>(
+pub(super) fn title_lines<DB: DrawingBackend, CT: CoordTranslate>(
     area: &DrawingArea<DB, CT>,
     title: &str,
     max_w: i32,
@@ -288,7 +266,7 @@ where
 
 /// The legend's layout below the chart: how many columns, and each entry's label lines.
 #[derive(Clone, Debug, PartialEq)]
-struct BelowLayout {
+pub(super) struct BelowLayout {
     cols: usize,
     lines: Vec<Vec<String>>,
 }
@@ -310,7 +288,7 @@ impl BelowLayout {
 
 /// The lowest layout of the labels in 1 to 3 columns `width` wide in all, a wrapped line counting
 /// [`LEGEND_GAP`] + 3 px more than its height (ties: fewer wrapped lines, then more columns).
-fn below_layout<DB: DrawingBackend, CT: CoordTranslate>(
+pub(super) fn below_layout<DB: DrawingBackend, CT: CoordTranslate>(
     area: &DrawingArea<DB, CT>,
     labels: &[String],
     style: &TextStyle,
@@ -338,7 +316,12 @@ where
 }
 
 /// Draws an entry's swatch with its vertical centre at `y`, from `x`.
-fn swatch<DB: DrawingBackend>(panel: &DrawingArea<DB, Shift>, entry: &LegendEntry, x: i32, y: i32) -> DrawResult
+pub(super) fn swatch<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    entry: &LegendEntry,
+    x: i32,
+    y: i32,
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -369,7 +352,7 @@ where
 /// White background, title (and subtitle), and the legend when there are entries: on the right when
 /// every label fits [`LEGEND_RIGHT_MAX`], else below the chart in columns with wrapped labels (nothing
 /// shortened). Returns the area left for the chart.
-fn frame<DB: DrawingBackend>(
+pub(super) fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     subtitle: Option<&str>,
@@ -423,7 +406,7 @@ where
 
 /// The legend in columns below the chart (at most a third of the plot's height `h`; the entries that do
 /// not fit are counted in a last "+N more" row). Returns the area left for the chart.
-fn legend_below<DB: DrawingBackend>(
+pub(super) fn legend_below<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
     legend: &[LegendEntry],
@@ -476,10 +459,10 @@ where
     Ok(chart)
 }
 
-type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>;
+pub(super) type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>;
 
 /// A chart with f64 axes, grid, ticks and axis descriptions.
-fn chart_f64<'a, DB: DrawingBackend>(
+pub(super) fn chart_f64<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
     x: (f64, f64),
     y: (f64, f64),
@@ -497,7 +480,7 @@ where
     Ok(chart)
 }
 
-fn builder<'a, 'b, DB: DrawingBackend>(area: &'a DrawingArea<DB, Shift>) -> ChartBuilder<'a, 'b, DB> {
+pub(super) fn builder<'a, 'b, DB: DrawingBackend>(area: &'a DrawingArea<DB, Shift>) -> ChartBuilder<'a, 'b, DB> {
     let mut b = ChartBuilder::on(area);
     b.margin_top(CHART_MARGIN_TOP)
         .margin_right(24)
@@ -508,7 +491,7 @@ fn builder<'a, 'b, DB: DrawingBackend>(area: &'a DrawingArea<DB, Shift>) -> Char
     b
 }
 
-fn mesh<DB: DrawingBackend, Y: Ranged + ValueFormatter<Y::ValueType>>(
+pub(super) fn mesh<DB: DrawingBackend, Y: Ranged + ValueFormatter<Y::ValueType>>(
     chart: &mut Chart<'_, DB, Y>,
     x_desc: &str,
     y_desc: &str,
@@ -541,12 +524,15 @@ where
 }
 
 /// The chart's plotting rectangle in backend pixels.
-fn plot_rect<DB: DrawingBackend, Y: Ranged>(chart: &Chart<'_, DB, Y>) -> ((i32, i32), (i32, i32)) {
+pub(super) fn plot_rect<DB: DrawingBackend, Y: Ranged>(chart: &Chart<'_, DB, Y>) -> ((i32, i32), (i32, i32)) {
     let (xr, yr) = chart.plotting_area().get_pixel_range();
     ((xr.start, yr.start), (xr.end, yr.end))
 }
 
-fn no_data<DB: DrawingBackend, Y: Ranged>(root: &DrawingArea<DB, Shift>, chart: &Chart<'_, DB, Y>) -> DrawResult
+pub(super) fn no_data<DB: DrawingBackend, Y: Ranged>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart<'_, DB, Y>,
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -556,26 +542,26 @@ where
     Ok(())
 }
 
-fn finite_points(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+pub(super) fn finite_points(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect()
 }
 
-type Rect = ((i32, i32), (i32, i32));
+pub(super) type Rect = ((i32, i32), (i32, i32));
 
-fn overlaps(a: &Rect, b: &Rect) -> bool {
+pub(super) fn overlaps(a: &Rect, b: &Rect) -> bool {
     a.0 .0 < b.1 .0 && b.0 .0 < a.1 .0 && a.0 .1 < b.1 .1 && b.0 .1 < a.1 .1
 }
 
-fn contains(r: &Rect, p: (i32, i32)) -> bool {
+pub(super) fn contains(r: &Rect, p: (i32, i32)) -> bool {
     p.0 >= r.0 .0 && p.0 <= r.1 .0 && p.1 >= r.0 .1 && p.1 <= r.1 .1
 }
 
-fn inside(a: &Rect, outer: &Rect) -> bool {
+pub(super) fn inside(a: &Rect, outer: &Rect) -> bool {
     a.0 .0 >= outer.0 .0 && a.0 .1 >= outer.0 .1 && a.1 .0 <= outer.1 .0 && a.1 .1 <= outer.1 .1
 }
 
 /// Draws series as lines (2 px) with optional point markers, and a dot for a single-point series.
-fn draw_series<DB: DrawingBackend>(
+pub(super) fn draw_series<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &mut Chart<'_, DB, RangedCoordf64>,
     series: &[Vec<(f64, f64)>],

@@ -5,6 +5,87 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
+// The plot kinds filled in one call each, as the examples below draw them.
+
+fn timeline(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    series: &[Series],
+    markers: &[Marker],
+) -> Result<PlotFiles, PlotError> {
+    let (x_label, y_label) = ("request index", "request size (tokens, as sent)");
+    Timeline { title, x_label, y_label, series, markers }.render(dir, name)
+}
+
+fn timeline_legend(series: &[Series], markers: &[Marker]) -> Vec<String> {
+    Timeline { title: "", x_label: "", y_label: "", series, markers }.legend()
+}
+
+fn lines(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<PlotFiles, PlotError> {
+    Lines { title, x_label, y_label, series, y_from_zero: false }.render(dir, name)
+}
+
+fn heatmap_described(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_labels: &[String],
+    y_labels: &[String],
+    values: &[Vec<Option<f64>>],
+    desc: &HeatmapDesc,
+) -> Result<PlotFiles, PlotError> {
+    Heatmap { title, x_labels, y_labels, values, desc }.render(dir, name)
+}
+
+fn heatmap(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_labels: &[String],
+    y_labels: &[String],
+    values: &[Vec<Option<f64>>],
+) -> Result<PlotFiles, PlotError> {
+    heatmap_described(dir, name, title, x_labels, y_labels, values, &HeatmapDesc::default())
+}
+
+fn heatmap_colour_bar(values: &[Vec<Option<f64>>], desc: &HeatmapDesc) -> Option<((f64, f64), Vec<String>, String)> {
+    Heatmap { title: "", x_labels: &[], y_labels: &[], values, desc }.colour_bar()
+}
+
+fn pareto(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    points: &[(String, f64, f64)],
+) -> Result<PlotFiles, PlotError> {
+    Pareto { title, x_label, y_label, points }.render(dir, name)
+}
+
+fn pareto_labels(points: &[(String, f64, f64)]) -> Vec<(usize, String)> {
+    Pareto { title: "", x_label: "", y_label: "", points }.labels()
+}
+
+fn histogram(
+    dir: &Path,
+    name: &str,
+    title: &str,
+    x_label: &str,
+    values: &[f64],
+    bins: usize,
+) -> Result<PlotFiles, PlotError> {
+    Histogram { title, x_label, values, bins, range: None }.render(dir, name)
+}
+
 /// Deterministic pseudo-random numbers in [0, 1) (an LCG), so the examples need no `rand` seed setup.
 struct Lcg(u64);
 
@@ -359,7 +440,7 @@ fn timeline_legend_names_identical_series_and_event_kinds() {
     COMPRESSED event (marker coloured as its line)
     ");
     // Identical series: the first wide and solid underneath, the second thin and dashed on top.
-    let strokes = draw::timeline_strokes(&series);
+    let strokes = timeline::strokes(&series);
     let wide = draw::Stroke { width: 5, dash: None };
     let plain = draw::Stroke { width: 2, dash: None };
     let dashed = draw::Stroke { width: 2, dash: Some((10, 6)) };

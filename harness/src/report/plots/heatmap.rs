@@ -4,22 +4,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{anchored, fit, font, frame, text_width, wrap, DrawResult, Drawing, Rect, CHART_MARGIN_TOP};
-use crate::report::plots::style;
-
-pub struct Heatmap<'a> {
-    pub title: &'a str,
-    pub x_labels: &'a [String],
-    pub y_labels: &'a [String],
-    pub values: &'a [Vec<Option<f64>>],
-    pub x_desc: &'a str,
-    pub y_desc: &'a str,
-    pub value_desc: &'a str,
-    /// The colour scale's range (widened to the values if they fall outside); `None`: the values' own.
-    pub range: Option<(f64, f64)>,
-    /// Written after every value (cells and colour-bar ticks), e.g. "%".
-    pub suffix: &'a str,
-}
+use super::draw::{anchored, fit, font, frame, text_width, wrap, DrawResult, Rect, CHART_MARGIN_TOP};
+use super::style;
+use super::{Heatmap, Plot};
 
 /// The colour bar's width, the space between the grid and the bar, and the colour bar's ticks.
 const BAR_W: i32 = 22;
@@ -30,7 +17,7 @@ const DESC_LINE: i32 = 22;
 
 /// The colour scale's range: `range` widened to the finite values, or the values' min and max without
 /// one; `None` without any finite value.
-pub fn colour_range(values: &[Vec<Option<f64>>], range: Option<(f64, f64)>) -> Option<(f64, f64)> {
+fn colour_range(values: &[Vec<Option<f64>>], range: Option<(f64, f64)>) -> Option<(f64, f64)> {
     let (lo, hi) = style::finite_bounds(values.iter().flatten().flatten().copied())?;
     Some(match range.filter(|r| r.0.is_finite() && r.1.is_finite() && r.0 <= r.1) {
         Some((a, b)) => (a.min(lo), b.max(hi)),
@@ -40,7 +27,7 @@ pub fn colour_range(values: &[Vec<Option<f64>>], range: Option<(f64, f64)>) -> O
 
 /// The colour bar's ticks: [`BAR_TICKS`] evenly spaced values from `hi` down to `lo` (one when they are
 /// equal), as written.
-pub fn colour_ticks((lo, hi): (f64, f64), suffix: &str) -> Vec<(f64, String)> {
+fn colour_ticks((lo, hi): (f64, f64), suffix: &str) -> Vec<(f64, String)> {
     let label = |v: f64| format!("{}{suffix}", style::value(v));
     if hi > lo {
         (0..BAR_TICKS).map(|k| hi - (hi - lo) * k as f64 / (BAR_TICKS - 1) as f64).map(|v| (v, label(v))).collect()
@@ -69,7 +56,19 @@ impl Layout {
     }
 }
 
-impl Drawing for Heatmap<'_> {
+impl Heatmap<'_> {
+    /// The colour bar: its range (bottom, top), its tick labels from the top down, and its description;
+    /// `None` without any finite value (no bar is drawn).
+    pub fn colour_bar(&self) -> Option<((f64, f64), Vec<String>, String)> {
+        let clean: Vec<Vec<Option<f64>>> =
+            self.values.iter().map(|r| r.iter().map(|v| v.filter(|v| v.is_finite())).collect()).collect();
+        let range = colour_range(&clean, self.desc.range)?;
+        let ticks = colour_ticks(range, &self.desc.suffix).into_iter().map(|t| t.1).collect();
+        Some((range, ticks, self.desc.value_desc.clone()))
+    }
+}
+
+impl Plot for Heatmap<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,
@@ -78,7 +77,7 @@ impl Drawing for Heatmap<'_> {
         let rows = self.values.len().max(self.y_labels.len());
         let cols = self.values.iter().map(Vec::len).max().unwrap_or(0).max(self.x_labels.len());
         let cells: Vec<Vec<Option<f64>>> = (0..rows).map(|r| (0..cols).map(|c| self.cell(r, c)).collect()).collect();
-        let bounds = colour_range(&cells, self.range);
+        let bounds = colour_range(&cells, self.desc.range);
         let tick = font(style::TICK_SIZE);
         let (row_labels, widest) = self.row_labels(&area, rows, &tick)?;
         let (bar_right, desc_lines) = self.bar_space(&area, bounds)?;
@@ -133,14 +132,14 @@ impl Heatmap<'_> {
     fn grid<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, widest: i32, bar_right: i32) -> Rect {
         let (w, h) = area.dim_in_pixel();
         let (w, h) = (w as i32, h as i32);
-        let y_desc_w = if self.y_desc.trim().is_empty() { 0 } else { 34 };
+        let y_desc_w = if self.desc.y_desc.trim().is_empty() { 0 } else { 34 };
         let left = 16 + y_desc_w + widest + 10;
         ((left, CHART_MARGIN_TOP), (w - bar_right, h - self.below_grid()))
     }
 
     /// The height under the grid: the column labels and the x description if any.
     fn below_grid(&self) -> i32 {
-        36 + if self.x_desc.trim().is_empty() { 0 } else { 32 }
+        36 + if self.desc.x_desc.trim().is_empty() { 0 } else { 32 }
     }
 
     /// The width right of the grid that the colour bar takes (gap, bar, tick labels and its rotated
@@ -155,14 +154,14 @@ impl Heatmap<'_> {
     {
         let label = font(style::NOTE_SIZE);
         let mut widest = 0;
-        for (_, text) in colour_ticks(bounds.unwrap_or((0.0, 1.0)), self.suffix) {
+        for (_, text) in colour_ticks(bounds.unwrap_or((0.0, 1.0)), &self.desc.suffix) {
             widest = widest.max(text_width(area, &text, &label)?);
         }
         let mut lines = Vec::new();
-        if !self.value_desc.trim().is_empty() {
+        if !&self.desc.value_desc.trim().is_empty() {
             // The bar's length (see `draw_colour_bar`).
             let along = area.dim_in_pixel().1 as i32 - CHART_MARGIN_TOP - self.below_grid() - 8;
-            lines = wrap(area, self.value_desc, &font(style::DESC_SIZE * 0.9), along)?;
+            lines = wrap(area, &self.desc.value_desc, &font(style::DESC_SIZE * 0.9), along)?;
             if lines.len() > 2 {
                 let rest = lines[1..].join(" ");
                 lines.truncate(1);
@@ -190,7 +189,7 @@ impl Heatmap<'_> {
             for c in 0..layout.cols {
                 let (x0, y0, x1, y1) = (layout.x_at(c), layout.y_at(r), layout.x_at(c + 1), layout.y_at(r + 1));
                 let (fill, text) = match self.cell(r, c) {
-                    Some(v) => (style::viridis(t_of(v)), format!("{}{}", style::value(v), self.suffix)),
+                    Some(v) => (style::viridis(t_of(v)), format!("{}{}", style::value(v), &self.desc.suffix)),
                     None => (style::EMPTY_CELL, "n/a".to_string()),
                 };
                 area.draw(&Rectangle::new([(x0, y0), (x1, y1)], fill.filled()))?;
@@ -231,14 +230,14 @@ impl Heatmap<'_> {
             area.draw(&Text::new(text, (x, grid.1 .1 + 8), col_style.clone()))?;
         }
         let desc = font(style::DESC_SIZE);
-        if !self.x_desc.trim().is_empty() {
+        if !&self.desc.x_desc.trim().is_empty() {
             let style = desc.pos(Pos::new(HPos::Center, VPos::Top));
-            let text = fit(area, self.x_desc, &style, gw)?;
+            let text = fit(area, &self.desc.x_desc, &style, gw)?;
             area.draw(&Text::new(text, ((grid.0 .0 + grid.1 .0) / 2, grid.1 .1 + 36), style))?;
         }
-        if !self.y_desc.trim().is_empty() {
+        if !&self.desc.y_desc.trim().is_empty() {
             let style = desc.pos(Pos::new(HPos::Center, VPos::Top)).transform(FontTransform::Rotate270);
-            let text = fit(area, self.y_desc, &desc, gh)?;
+            let text = fit(area, &self.desc.y_desc, &desc, gh)?;
             area.draw(&Text::new(text, (14, (grid.0 .1 + grid.1 .1) / 2), style))?;
         }
         Ok(())
@@ -278,7 +277,7 @@ impl Heatmap<'_> {
         }
         let label = font(style::NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
         let mut widest = 0;
-        for (v, text) in colour_ticks((vlo, vhi), self.suffix) {
+        for (v, text) in colour_ticks((vlo, vhi), &self.desc.suffix) {
             let ty = y_of(v);
             widest = widest.max(text_width(area, &text, &label)?);
             area.draw(&PathElement::new(vec![(bx0 + BAR_W, ty), (bx0 + BAR_W + 4, ty)], style::MUTED.stroke_width(1)))?;

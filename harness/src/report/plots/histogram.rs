@@ -5,22 +5,14 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::{anchored, builder, frame, mesh, no_data, plot_rect, text_width, Chart, DrawResult, Drawing};
-use crate::report::plots::style::{self, colour};
-
-pub struct Histogram<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub values: &'a [f64],
-    pub bins: usize,
-    /// Fixed bin range (values outside go to the end bins); `None`: the data's range.
-    pub range: Option<(f64, f64)>,
-}
+use super::draw::{anchored, builder, frame, mesh, no_data, plot_rect, text_width, Chart, DrawResult};
+use super::style::{self, colour};
+use super::{Histogram, Plot};
 
 /// More bins than pixels across would draw nothing more.
 const MAX_BINS: usize = 1_000;
 
-impl Drawing for Histogram<'_> {
+impl Plot for Histogram<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,

@@ -3,20 +3,11 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{chart_f64, draw_series, finite_points, frame, no_data, DrawResult, Drawing, LegendEntry, Swatch};
-use crate::report::plots::style::{self, colour};
-use crate::report::plots::Series;
+use super::draw::{chart_f64, draw_series, finite_points, frame, no_data, DrawResult, LegendEntry, Swatch};
+use super::style::{self, colour};
+use super::{Lines, Plot};
 
-pub struct Lines<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub series: &'a [Series],
-    /// The y axis includes 0.
-    pub y_from_zero: bool,
-}
-
-impl Drawing for Lines<'_> {
+impl Plot for Lines<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,

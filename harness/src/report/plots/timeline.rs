@@ -8,20 +8,12 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{
-    chart_f64, event_marker, finite_points, frame, no_data, DrawResult, Drawing, LegendEntry, Stroke, Swatch,
-    EVENT_LOOKS,
+use super::draw::{
+    chart_f64, event_marker, finite_points, frame, no_data, DrawResult, LegendEntry, Stroke, Swatch, EVENT_LOOKS,
 };
-use crate::report::plots::style::{self, colour};
-use crate::report::plots::{Marker, Series};
-
-pub struct Timeline<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub series: &'a [Series],
-    pub markers: &'a [Marker],
-}
+use super::style::{self, colour};
+use super::{Marker, Series};
+use super::{Plot, Timeline};
 
 /// For each series, the other series whose finite points are exactly the same (none for an empty one).
 fn twins(pts: &[Vec<(f64, f64)>]) -> Vec<Vec<usize>> {
@@ -33,7 +25,7 @@ fn twins(pts: &[Vec<(f64, f64)>]) -> Vec<Vec<usize>> {
 /// How each series is stroked: alone, 2 px solid; in a group of g series with the same points, the k-th
 /// (in order) `2 + 3 (g − 1 − k)` px wide, the first solid, the second long-dashed, the rest short-dashed,
 /// so each shows around the ones drawn over it.
-pub fn strokes(series: &[Series]) -> Vec<Stroke> {
+pub(super) fn strokes(series: &[Series]) -> Vec<Stroke> {
     let pts: Vec<Vec<(f64, f64)>> = series.iter().map(|s| finite_points(&s.points)).collect();
     twins(&pts)
         .iter()
@@ -67,30 +59,33 @@ fn event_kinds(markers: &[Marker]) -> Vec<String> {
     kinds
 }
 
-/// The legend's labels, in order: each series' name (with "(same as A, B)" when its points equal theirs
-/// exactly), then one entry per kind of event marker.
-pub fn legend_labels(series: &[Series], markers: &[Marker]) -> Vec<String> {
-    let pts: Vec<Vec<(f64, f64)>> = series.iter().map(|s| finite_points(&s.points)).collect();
-    let mut labels: Vec<String> = series
-        .iter()
-        .zip(twins(&pts))
-        .map(|(s, tw)| {
-            if tw.is_empty() {
-                s.name.clone()
-            } else {
-                let names: Vec<&str> = tw.iter().map(|&j| series[j].name.as_str()).collect();
-                format!("{} (same as {})", s.name, names.join(", "))
-            }
-        })
-        .collect();
-    labels.extend(event_kinds(markers).iter().map(|k| match k.trim() {
-        "" => "compression event (marker coloured as its line)".to_string(),
-        k => format!("{k} event (marker coloured as its line)"),
-    }));
-    labels
+impl Timeline<'_> {
+    /// The legend's labels, in order: each series' name (with "(same as A, B)" when its points equal theirs
+    /// exactly), then one entry per kind of event marker.
+    pub fn legend(&self) -> Vec<String> {
+        let (series, markers) = (self.series, self.markers);
+        let pts: Vec<Vec<(f64, f64)>> = series.iter().map(|s| finite_points(&s.points)).collect();
+        let mut labels: Vec<String> = series
+            .iter()
+            .zip(twins(&pts))
+            .map(|(s, tw)| {
+                if tw.is_empty() {
+                    s.name.clone()
+                } else {
+                    let names: Vec<&str> = tw.iter().map(|&j| series[j].name.as_str()).collect();
+                    format!("{} (same as {})", s.name, names.join(", "))
+                }
+            })
+            .collect();
+        labels.extend(event_kinds(markers).iter().map(|k| match k.trim() {
+            "" => "compression event (marker coloured as its line)".to_string(),
+            k => format!("{k} event (marker coloured as its line)"),
+        }));
+        labels
+    }
 }
 
-impl Drawing for Timeline<'_> {
+impl Plot for Timeline<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,
@@ -99,7 +94,7 @@ impl Drawing for Timeline<'_> {
         let markers: Vec<&Marker> = self.markers.iter().filter(|m| m.x.is_finite()).collect();
         let strokes = strokes(self.series);
         let kinds = event_kinds(self.markers);
-        let labels = legend_labels(self.series, self.markers);
+        let labels = self.legend();
         let swatches = strokes.iter().map(|s| Swatch::Stroke(*s)).chain((0..kinds.len()).map(Swatch::Event));
         let legend: Vec<LegendEntry> = labels
             .into_iter()

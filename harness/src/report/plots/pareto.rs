@@ -4,24 +4,41 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{
-    chart_f64, contains, fit, font, frame, inside, marker, no_data, overlaps, plot_rect, DrawResult, Drawing,
-    LegendEntry, Rect, Swatch,
+use super::draw::{
+    chart_f64, contains, fit, font, frame, inside, marker, no_data, overlaps, plot_rect, DrawResult, LegendEntry, Rect,
+    Swatch,
 };
-use crate::report::plots::pareto_front;
-use crate::report::plots::style::{self, Shape};
-
-pub struct Pareto<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub points: &'a [(String, f64, f64)],
-}
+use super::pareto_front;
+use super::style::{self, Shape};
+use super::{Pareto, Plot};
 
 const FRONT: RGBColor = RGBColor(214, 39, 40);
 const CLOUD: RGBColor = RGBColor(31, 119, 180);
 
-impl Drawing for Pareto<'_> {
+impl Pareto<'_> {
+    /// The label of each place with finite points: (the first point there, the labels of every point with
+    /// exactly its coordinates, joined by ", "), in the order of those first points.
+    pub fn labels(&self) -> Vec<(usize, String)> {
+        let points = self.points;
+        let finite = |p: &(String, f64, f64)| p.1.is_finite() && p.2.is_finite();
+        let mut out: Vec<(usize, String)> = Vec::new();
+        for (i, p) in points.iter().enumerate().filter(|(_, p)| finite(p)) {
+            match out.iter_mut().find(|(j, _)| points[*j].1 == p.1 && points[*j].2 == p.2) {
+                Some((_, label)) if !p.0.is_empty() => {
+                    if !label.is_empty() {
+                        label.push_str(", ");
+                    }
+                    label.push_str(&p.0);
+                }
+                Some(_) => {}
+                None => out.push((i, p.0.clone())),
+            }
+        }
+        out
+    }
+}
+
+impl Plot for Pareto<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult
     where
         DB::ErrorType: 'static,
@@ -50,7 +67,7 @@ impl Drawing for Pareto<'_> {
         draw_points(root, &px, &on_front)?;
         let front_px: Vec<(i32, i32)> = front.iter().map(|&i| chart.backend_coord(&pts[i])).collect();
         // One label per place: the labels of points at the same coordinates joined.
-        let merged = point_labels(self.points);
+        let merged = self.labels();
         let at = |k: usize| merged.iter().find(|m| m.0 == finite[k]).map(|m| m.1.as_str());
         let keep: Vec<usize> = (0..finite.len()).filter(|&k| at(k).is_some()).collect();
         let labels: Vec<&str> = keep.iter().filter_map(|&k| at(k)).collect();
@@ -58,26 +75,6 @@ impl Drawing for Pareto<'_> {
         let on_front: Vec<bool> = keep.iter().map(|&k| on_front[k]).collect();
         draw_labels(root, plot_rect(&chart), &labels, &px, &on_front, &sampled(&front_px))
     }
-}
-
-/// The label of each place with finite points: (the first point there, the labels of every point with
-/// exactly its coordinates, joined by ", "), in the order of those first points.
-pub fn point_labels(points: &[(String, f64, f64)]) -> Vec<(usize, String)> {
-    let finite = |p: &(String, f64, f64)| p.1.is_finite() && p.2.is_finite();
-    let mut out: Vec<(usize, String)> = Vec::new();
-    for (i, p) in points.iter().enumerate().filter(|(_, p)| finite(p)) {
-        match out.iter_mut().find(|(j, _)| points[*j].1 == p.1 && points[*j].2 == p.2) {
-            Some((_, label)) if !p.0.is_empty() => {
-                if !label.is_empty() {
-                    label.push_str(", ");
-                }
-                label.push_str(&p.0);
-            }
-            Some(_) => {}
-            None => out.push((i, p.0.clone())),
-        }
-    }
-    out
 }
 
 /// The points at their pixels: the cloud first, then the front over it.
