@@ -3,7 +3,8 @@
 use super::Failure;
 use crate::audit::{self, AuditedDir};
 use crate::datasets::import::Format;
-use crate::sweep::{self, runner, SweepConfig};
+use crate::sweep::config::SweepConfig;
+use crate::sweep::{self, runner};
 use clap::Args;
 use std::path::PathBuf;
 

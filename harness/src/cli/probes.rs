@@ -3,12 +3,12 @@
 pub mod snapshots;
 
 use super::Failure;
+use crate::data::{LintKind, ProbeOrigin};
 use crate::datasets::{self, Conversation};
 use crate::fsutil::WriteError;
 use crate::llm::{self, BackendOptions, CacheMode};
 use crate::probes::{
-    check_evidence, extract, generate, lint, load_probe_file, probe_path, save_probe_file, Probe, ProbeError,
-    ProbeFile, ProbeOrigin,
+    check_evidence, extract, generate, lint, load_probe_file, probe_path, save_probe_file, Probe, ProbeError, ProbeFile,
 };
 use clap::{Args, Subcommand};
 use std::collections::BTreeMap;
@@ -188,7 +188,7 @@ fn check(dir: &Path, datasets_dir: &Path) -> Result<(), Failure> {
             }
         }
     }
-    let mut lints: BTreeMap<lint::LintKind, usize> = BTreeMap::new();
+    let mut lints: BTreeMap<LintKind, usize> = BTreeMap::new();
     let mut marked = 0;
     let mut errors = 0;
     for ((dataset, _), conv_probes) in &loaded {
@@ -221,8 +221,8 @@ fn check_configs(configs: &[PathBuf]) -> Result<(), Failure> {
     let base_dir = PathBuf::from(".");
     let (mut errors, mut stored, mut derived_marked, mut failed) = (0usize, 0usize, 0usize, 0usize);
     for path in configs {
-        let config = crate::sweep::SweepConfig::load(path)?;
-        let plan = crate::sweep::runner::make_plan(&config, &base_dir)?;
+        let config = crate::sweep::config::SweepConfig::load(path)?;
+        let plan = crate::sweep::planner::make_plan(&config, &base_dir)?;
         let Some(pc) = plan.probes.clone() else {
             return Err(Failure::BadInput(format!("{}: probes are not enabled (`[probes]`)", path.display())));
         };

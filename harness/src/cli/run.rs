@@ -9,7 +9,8 @@ use crate::metrics::{percent, PercentStyle, Share};
 use crate::replay;
 use crate::report::summary::{summarize, table, TableOptions};
 use crate::report::Table;
-use crate::sweep::{runner, SweepConfig};
+use crate::sweep::config::SweepConfig;
+use crate::sweep::{models, planner, runner};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -17,8 +18,8 @@ pub const DEFAULT_CONFIG: &str = "configs/default.toml";
 
 /// Replay the corpus through a grid of compressors (the main job).
 /// `--shard`, with `auto` read from the process environment.
-fn parse_shard(spec: &str) -> Result<runner::Shard, runner::BadShard> {
-    runner::Shard::resolve(spec, |name| std::env::var(name).ok())
+fn parse_shard(spec: &str) -> Result<planner::Shard, planner::BadShard> {
+    planner::Shard::resolve(spec, |name| std::env::var(name).ok())
 }
 
 #[derive(Debug, Args)]
@@ -33,7 +34,7 @@ pub struct RunArgs {
     /// in a Kubernetes Indexed Job: I from $JOB_COMPLETION_INDEX + 1, N after the slash or from
     /// $COMPACTBENCH_SHARD_COUNT.
     #[arg(long, value_parser = parse_shard)]
-    pub shard: Option<runner::Shard>,
+    pub shard: Option<planner::Shard>,
     /// Override the config's LLM cache mode: `read-write`, `replay` (a miss is an error) or `off`.
     #[arg(long)]
     pub cache: Option<CacheMode>,
@@ -209,7 +210,7 @@ pub fn replay_one(args: ReplayArgs) -> Result<(), Failure> {
     let config = SweepConfig::load(&args.config)?;
     let point = replay_point(&config, &args)?;
     let conv = load_replay_conversation(&args.conversation)?;
-    let opts = runner::backend_options(&config, Path::new("."), args.cache)?;
+    let opts = models::backend_options(&config, Path::new("."), args.cache)?;
     let spec = args.summarizer.clone().or(point.summarizer.clone()).unwrap_or_else(|| "extractive".into());
     let llm = crate::llm::from_spec(&spec, &opts).map_err(Failure::ModelSpec)?;
     let id = args.conversation.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

@@ -1,6 +1,6 @@
 //! A run directory as stored, read side: the plan (`plan.json`) and the cells (`cells/<point>/<conversation>.json`,
 //! each digest-checked), sorted into verified, missing and damaged. Reports, the view, the gate and `compare`
-//! read a finished run through here; the sweep writes it (`sweep::store`: the plan, the cells with
+//! read a finished run through here; the sweep writes it (`sweep::run_dir`: the plan, the cells with
 //! [`cell_bytes`], the lock).
 
 use super::cell::CellResult;

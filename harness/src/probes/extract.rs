@@ -6,7 +6,8 @@
 //! probe would measure nothing.
 
 use super::grade;
-use super::{Probe, ProbeFile, ProbeKind, ProbeOrigin, PROBE_FORMAT};
+use super::{Probe, ProbeFile, PROBE_FORMAT};
+use crate::data::{ProbeKind, ProbeOrigin};
 use crate::datasets::Conversation;
 use crate::history::{self, Content};
 use regex::Regex;

@@ -25,8 +25,9 @@
 
 use super::grade::{self, Haystack};
 use super::grader::{Grader, Matcher};
-use super::{Probe, ProbeResults};
+use super::Probe;
 use crate::data::CellResult;
+use crate::data::ProbeResults;
 use crate::history::{self, Content};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -622,7 +623,7 @@ mod tests {
     use super::*;
     use crate::data::Cell;
     use crate::data::Checkpoint;
-    use crate::probes::{ProbeKind, ProbeOrigin, ProbeScore};
+    use crate::data::{ProbeKind, ProbeOrigin, ProbeScore};
     use crate::replay::{CompressionEvent, ConversationResult};
 
     fn score(retained: bool) -> ProbeScore {

@@ -2,8 +2,9 @@
 //! array; the answer is parsed leniently (code fences, prose around the array, bad elements skipped) and
 //! each kept draft is checked against the conversation. Drafts are stored apart (`*.llm.json`).
 
-use super::{grade, Probe, ProbeFile, ProbeKind, ProbeOrigin, PROBE_FORMAT};
+use super::{grade, Probe, ProbeFile, PROBE_FORMAT};
 use crate::compress::prompts::PromptFile;
+use crate::data::{ProbeKind, ProbeOrigin};
 use crate::datasets::Conversation;
 use crate::history;
 use crate::llm::{GenerationParams, LanguageModel, LlmError, LlmRequest, RequestLabel};

@@ -5,7 +5,7 @@
 //! around words, `./` path prefixes, thousands separators (`1,000` = `1000`), whitespace. Characters that
 //! carry meaning inside tokens (`/ . _ - : @ #`) are kept there, so `src/a.py` stays one token.
 
-pub use crate::data::AnswerGrade;
+use crate::data::AnswerGrade;
 use crate::history::{self, Content};
 use crate::json::Value;
 use compactbench_core::memo::DigestMemo;

@@ -1,6 +1,6 @@
 //! The grading rule, in one place: when does a history *keep* a probe's fact?
 //!
-//! Three rules, tried in this order; the first that holds decides, and [`Via`] records which:
+//! Three rules, tried in this order; the first that holds decides, and [`KeptBy`] records which:
 //!
 //! 1. **Exact**: the gold or an `accept` variant occurs in the history, normalised, at token boundaries
 //!    ([`grade::Haystack::contains`]). Identifiers, numbers and error strings are graded this way only.
@@ -10,7 +10,7 @@
 //!    gives it; a git worktree's main checkout); any suffix of at least two components that no other file
 //!    of the session ends with, also under another root (`/tmp/x/cmd/cli/reset.go` names
 //!    `cmd/cli/reset.go`); and `path:line` forms of all of these. The bare file name counts only when no
-//!    other file of the session has that name ([`Via::BareName`], counted apart in the reports). The
+//!    other file of the session has that name ([`KeptBy::BareName`], counted apart in the reports). The
 //!    session's files are the paths its tool calls name (arguments without spaces that hold a `/` or a
 //!    file extension), resolved against the working directory, plus the probes' own path golds.
 //! 3. **Terms**: a free-text fact (constraint, decision, continuation) lists its key terms; it is kept when
@@ -38,7 +38,7 @@ use std::sync::{LazyLock, Mutex};
 /// one sentence or two adjacent ones, and keeps terms named in unrelated paragraphs apart.
 pub const TERM_SPAN: usize = 40;
 
-pub use crate::data::KeptBy as Via;
+use crate::data::KeptBy;
 
 /// What the grader knows about a session: its roots and the files it touched.
 #[derive(Debug, Default)]
@@ -271,10 +271,10 @@ impl Grader {
     }
 
     /// Which rule keeps the probe in the history, if any.
-    pub fn kept(&self, m: &Matcher, hay: &Haystack, index: &HistoryIndex) -> Option<Via> {
+    pub fn kept(&self, m: &Matcher, hay: &Haystack, index: &HistoryIndex) -> Option<KeptBy> {
         let path_gold = !m.path_forms.is_empty() || m.bare_name.is_some();
         if !path_gold && m.answers.iter().any(|a| hay.contains(a)) {
-            return Some(Via::Exact);
+            return Some(KeptBy::Exact);
         }
         if path_gold {
             let named = |positions: Option<&Vec<u32>>| {
@@ -282,20 +282,20 @@ impl Grader {
             };
             let exact = m.answers.iter().filter_map(|a| normal_path(a)).any(|a| named(index.paths.whole.get(&a)));
             if exact {
-                return Some(Via::Exact);
+                return Some(KeptBy::Exact);
             }
             if m.path_forms
                 .iter()
                 .any(|f| named(index.paths.whole.get(f)) || named(index.paths.tails.get(f.trim_start_matches('/'))))
             {
-                return Some(Via::Path);
+                return Some(KeptBy::Path);
             }
             if m.bare_name.as_ref().is_some_and(|n| named(index.paths.whole.get(n))) {
-                return Some(Via::BareName);
+                return Some(KeptBy::BareName);
             }
         }
         if !m.terms.is_empty() && index.terms.within_span(&m.terms) {
-            return Some(Via::Terms);
+            return Some(KeptBy::Terms);
         }
         None
     }
@@ -516,7 +516,7 @@ impl PathIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::{ProbeKind, ProbeOrigin};
+    use crate::data::{ProbeKind, ProbeOrigin};
 
     fn probe(kind: ProbeKind, gold: &str, terms: &[&str]) -> Probe {
         Probe {
@@ -540,7 +540,7 @@ mod tests {
         .unwrap()
     }
 
-    fn grade(g: &Grader, p: &Probe, text: &str) -> Option<Via> {
+    fn grade(g: &Grader, p: &Probe, text: &str) -> Option<KeptBy> {
         let hay = Haystack::new(text);
         let m = g.matcher(p);
         let index = g.index(&hay, std::slice::from_ref(&m));
@@ -564,23 +564,23 @@ mod tests {
         let g = session();
         let abs = probe(ProbeKind::Artifact, "/Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go", &[]);
         for (text, via) in [
-            ("Edited /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go today", Via::Exact),
-            ("- `cmd/entire/cli/reset.go`: dropped the round-trip", Via::Path),
-            ("fixed cli/reset.go:42: unused variable", Via::Path),
-            ("wrote a copy to /tmp/other/cmd/entire/cli/reset.go.", Via::Path),
-            ("modified entire/cli/reset.go", Via::Path),
+            ("Edited /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go today", KeptBy::Exact),
+            ("- `cmd/entire/cli/reset.go`: dropped the round-trip", KeptBy::Path),
+            ("fixed cli/reset.go:42: unused variable", KeptBy::Path),
+            ("wrote a copy to /tmp/other/cmd/entire/cli/reset.go.", KeptBy::Path),
+            ("modified entire/cli/reset.go", KeptBy::Path),
         ] {
             assert_eq!(grade(&g, &abs, text), Some(via), "{text}");
         }
-        assert_eq!(grade(&g, &abs, "changed reset.go"), Some(Via::BareName));
+        assert_eq!(grade(&g, &abs, "changed reset.go"), Some(KeptBy::BareName));
         // A relative gold resolves to the session's file; the absolute form then names it too.
         let rel = probe(ProbeKind::Artifact, "cmd/entire/cli/reset.go", &[]);
         assert_eq!(
             grade(&g, &rel, "edited /Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/reset.go"),
-            Some(Via::Path)
+            Some(KeptBy::Path)
         );
         // The worktree's main checkout is another root.
-        assert_eq!(grade(&g, &rel, "created /Users/dev/workspace/cli/cmd/entire/cli/reset.go"), Some(Via::Path));
+        assert_eq!(grade(&g, &rel, "created /Users/dev/workspace/cli/cmd/entire/cli/reset.go"), Some(KeptBy::Path));
     }
 
     /// An artifact probe asks which file was changed: a file only listed (read, searched) does not answer it.
@@ -590,12 +590,12 @@ mod tests {
         let p = probe(ProbeKind::Artifact, "cmd/entire/cli/reset.go", &[]);
         assert_eq!(grade(&g, &p, "Files read: cmd/entire/cli/reset.go, go.mod"), None);
         assert_eq!(grade(&g, &p, "Read(cmd/entire/cli/reset.go)"), None);
-        assert_eq!(grade(&g, &p, "- `cmd/entire/cli/reset.go`: removed the round-trip"), Some(Via::Exact));
+        assert_eq!(grade(&g, &p, "- `cmd/entire/cli/reset.go`: removed the round-trip"), Some(KeptBy::Exact));
         let far = format!("Updated the docs. {} Looked at cmd/entire/cli/reset.go", "filler ".repeat(15));
         assert_eq!(grade(&g, &p, &far), None);
         // The same file as the answer to a recall question needs no word of change.
         let r = probe(ProbeKind::Recall, "cmd/entire/cli/reset.go", &[]);
-        assert_eq!(grade(&g, &r, "Files read: cmd/entire/cli/reset.go"), Some(Via::Exact));
+        assert_eq!(grade(&g, &r, "Files read: cmd/entire/cli/reset.go"), Some(KeptBy::Exact));
     }
 
     #[test]
@@ -605,7 +605,7 @@ mod tests {
             probe(ProbeKind::Artifact, "/Users/dev/workspace/cli/.worktrees/1/cmd/entire/cli/strategy/common.go", &[]);
         assert_eq!(grade(&g, &p, "updated common.go"), None);
         assert_eq!(grade(&g, &p, "updated strategy/common.go"), None);
-        assert_eq!(grade(&g, &p, "updated cli/strategy/common.go"), Some(Via::Path));
+        assert_eq!(grade(&g, &p, "updated cli/strategy/common.go"), Some(KeptBy::Path));
         assert_eq!(grade(&g, &p, "updated internal/strategy/common.go"), None);
         assert_eq!(grade(&g, &p, "updated cli/reset.go"), None);
         // A longer token is not the file: `reset.gox`, `cmd/entire/cli/reset.go.orig`.
@@ -617,9 +617,9 @@ mod tests {
     fn a_root_file_is_named_by_its_name_only_when_unique() {
         let g = session();
         let p = probe(ProbeKind::Artifact, "README.md", &[]);
-        assert_eq!(grade(&g, &p, "rewrote the readme.md intro"), Some(Via::Exact));
+        assert_eq!(grade(&g, &p, "rewrote the readme.md intro"), Some(KeptBy::Exact));
         let q = probe(ProbeKind::Artifact, "/Users/dev/workspace/cli/.worktrees/1/README.md", &[]);
-        assert_eq!(grade(&g, &q, "rewrote the README.md intro"), Some(Via::BareName));
+        assert_eq!(grade(&g, &q, "rewrote the README.md intro"), Some(KeptBy::BareName));
     }
 
     #[test]
@@ -630,8 +630,8 @@ mod tests {
             "drop the round-trip",
             &["PhaseFromString", "drop|remove|removed", "round-trip"],
         );
-        assert_eq!(grade(&g, &p, "We removed the redundant round-trip through PhaseFromString."), Some(Via::Terms));
-        assert_eq!(grade(&g, &p, "Removing round-trip: state.PhaseFromString was redundant"), Some(Via::Terms));
+        assert_eq!(grade(&g, &p, "We removed the redundant round-trip through PhaseFromString."), Some(KeptBy::Terms));
+        assert_eq!(grade(&g, &p, "Removing round-trip: state.PhaseFromString was redundant"), Some(KeptBy::Terms));
         let far = format!("PhaseFromString is used. {} Then we dropped a round-trip.", "filler ".repeat(60));
         assert_eq!(grade(&g, &p, &far), None);
         assert_eq!(grade(&g, &p, "we removed the round-trip"), None);
@@ -641,10 +641,10 @@ mod tests {
             "stdin consumption is limiting",
             &["stdin", "consum|consumption|read", "limit"],
         );
-        assert_eq!(grade(&g, &c, "the user finds that consuming stdin limits the handler"), Some(Via::Terms));
+        assert_eq!(grade(&g, &c, "the user finds that consuming stdin limits the handler"), Some(KeptBy::Terms));
         // A phrase alternative needs its words in a row.
         let s = probe(ProbeKind::Continuation, "x", &["session end|session-end", "handler"]);
-        assert_eq!(grade(&g, &s, "the session end handler"), Some(Via::Terms));
+        assert_eq!(grade(&g, &s, "the session end handler"), Some(KeptBy::Terms));
         assert_eq!(grade(&g, &s, "the end of the session handler"), None);
     }
 
@@ -658,7 +658,7 @@ mod tests {
         let q = probe(ProbeKind::Artifact, "cmd/entire/cli/resume.go", &[]);
         let g = Grader::new(&h, Some("/Users/dev/ws/cli"), &[p.clone(), q]);
         assert_eq!(g.files().count(), 1, "{:?}", g.files().collect::<Vec<_>>());
-        assert_eq!(grade(&g, &p, "Updated callers in `resume.go`, `session.go`"), Some(Via::BareName));
+        assert_eq!(grade(&g, &p, "Updated callers in `resume.go`, `session.go`"), Some(KeptBy::BareName));
     }
 
     /// Regression: a dotted token named only its first needed part (`textutil.StripTags` held `textutil`).
@@ -666,15 +666,15 @@ mod tests {
     fn a_dotted_token_holds_every_part_a_term_needs() {
         let g = Grader::default();
         let p = probe(ProbeKind::Decision, "x", &["textutil", "StripTags"]);
-        assert_eq!(grade(&g, &p, "call textutil.StripTags first"), Some(Via::Terms));
+        assert_eq!(grade(&g, &p, "call textutil.StripTags first"), Some(KeptBy::Terms));
     }
 
     #[test]
     fn identifiers_in_terms_match_whole_tokens_only() {
         let g = Grader::default();
         let p = probe(ProbeKind::Decision, "x", &["max_retries", "raise|increase"]);
-        assert_eq!(grade(&g, &p, "raised max_retries to 5"), Some(Via::Terms));
+        assert_eq!(grade(&g, &p, "raised max_retries to 5"), Some(KeptBy::Terms));
         assert_eq!(grade(&g, &p, "raised max_retries_total to 5"), None);
-        assert_eq!(grade(&g, &p, "increase config.max_retries"), Some(Via::Terms));
+        assert_eq!(grade(&g, &p, "increase config.max_retries"), Some(KeptBy::Terms));
     }
 }

@@ -3,8 +3,9 @@
 
 use super::grade::{self, Haystack};
 use super::grader::Grader;
-use super::{Probe, ProbeKind};
-pub use crate::data::{Lint, LintKind};
+use super::Probe;
+use crate::data::ProbeKind;
+use crate::data::{Lint, LintKind};
 use crate::datasets::Conversation;
 use crate::history::{self, Content};
 use std::collections::{BTreeMap, BTreeSet};
@@ -173,7 +174,7 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::ProbeOrigin;
+    use crate::data::ProbeOrigin;
 
     fn probe(conv: &str, id: &str, q: &str, gold: &str, evidence: usize) -> Probe {
         Probe {

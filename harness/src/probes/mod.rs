@@ -16,8 +16,9 @@ pub mod lint;
 pub mod observer;
 pub mod snapshots;
 
-pub use crate::data::{Checkpoint, InjectionResult, ProbeKind, ProbeOrigin, ProbeResults, ProbeScore};
 pub use observer::{ProbeObserver, ProbeOptions};
+
+use crate::data::{Lint, ProbeKind, ProbeOrigin};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -283,7 +284,7 @@ pub fn load_scored_probes(
     conversation: &str,
     origins: &[ProbeOrigin],
     conv: &crate::datasets::Conversation,
-) -> Result<(Vec<Probe>, Vec<lint::Lint>), ProbeError> {
+) -> Result<(Vec<Probe>, Vec<Lint>), ProbeError> {
     let probes = load_probes(dir, dataset, conversation, origins, conv.history.len())?;
     let source = source_probes(dir, dataset, origins);
     let index = lint::gold_index(probes.iter().chain(source.iter().filter(|p| p.conversation != conversation)));
@@ -292,7 +293,7 @@ pub fn load_scored_probes(
 }
 
 /// The probes no lint marks.
-fn without_linted(probes: Vec<Probe>, lints: &[lint::Lint]) -> Vec<Probe> {
+fn without_linted(probes: Vec<Probe>, lints: &[Lint]) -> Vec<Probe> {
     let marked: std::collections::BTreeSet<&str> = lints.iter().map(|l| l.probe.as_str()).collect();
     probes.into_iter().filter(|p| !marked.contains(p.id.as_str())).collect()
 }
@@ -306,7 +307,7 @@ pub fn derived_auto_probes(
     conversation: &crate::datasets::Conversation,
     origins: &[ProbeOrigin],
     stored: &[Probe],
-) -> (Vec<Probe>, Vec<lint::Lint>) {
+) -> (Vec<Probe>, Vec<Lint>) {
     let auto = ProbeOrigin::Auto;
     if !origins.contains(&auto) || probe_path(dir, &conversation.meta.source, &conversation.meta.id, auto).exists() {
         return (Vec::new(), Vec::new());
@@ -324,7 +325,7 @@ pub fn derived_auto_probes(
     out
 }
 
-type Derived = (Vec<Probe>, Vec<lint::Lint>);
+type Derived = (Vec<Probe>, Vec<Lint>);
 
 static DERIVED_CACHE: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<u64, std::sync::Arc<Derived>>>> =
     std::sync::LazyLock::new(Default::default);

@@ -11,10 +11,10 @@
 //! over the gradable ones ([`kept_parts`]); without a labels file nothing is gated.
 
 use super::{default_points, Table};
+use crate::data::ProbeKind;
 use crate::data::{CellResult, Plan};
 use crate::metrics::{self, percent, Parts, PercentStyle, Share};
 use crate::probes::figures::conversation_tally_of_kind;
-use crate::probes::ProbeKind;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};

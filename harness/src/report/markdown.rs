@@ -414,7 +414,7 @@ fn configuration_section(md: &mut String, plan: &Plan) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::SweepConfig;
+    use crate::sweep::config::SweepConfig;
 
     fn plan_of(file: &str) -> Plan {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

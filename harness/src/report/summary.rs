@@ -152,7 +152,7 @@ impl FigureAcc {
 }
 
 fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
-    let with: Vec<(&CellResult, &crate::probes::ProbeResults)> =
+    let with: Vec<(&CellResult, &crate::data::ProbeResults)> =
         cells.iter().filter_map(|c| Some((*c, c.probes.as_ref()?))).collect();
     if with.is_empty() {
         return None;

@@ -82,7 +82,7 @@ fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::SweepConfig;
+    use crate::sweep::config::SweepConfig;
 
     fn plan_of(file: &str) -> Plan {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

@@ -12,12 +12,13 @@
 pub mod calls;
 pub mod figures;
 
+use crate::data::{ProbeKind, ProbeOrigin};
 use crate::datasets::Conversation;
 use crate::history::{self, Content};
 use crate::json::Value;
 use crate::probes::grade::{self, Haystack};
 use crate::probes::grader::{Grader, Matcher};
-use crate::probes::{Probe, ProbeKind, ProbeOrigin};
+use crate::probes::Probe;
 use calls::{file_key, Action};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

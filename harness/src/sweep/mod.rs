@@ -5,8 +5,5 @@ pub mod config;
 pub mod error;
 pub mod models;
 pub mod planner;
+pub mod run_dir;
 pub mod runner;
-pub mod store;
-
-pub use config::SweepConfig;
-pub use runner::{make_plan, merge, run, RunError, RunOptions, Shard};

@@ -2,11 +2,11 @@
 //! cell written atomically to the run directory, so a killed run resumes where it stopped.
 
 use super::config::SweepConfig;
-pub use super::error::RunError;
-pub use super::models::{backend_options, ModelWrapper, WrapModelFn};
+use super::error::RunError;
+use super::models::{backend_options, ModelWrapper};
 use super::models::{run_counter, Models, Unavailable, Watched, WatchedCounter};
-pub use super::planner::{make_plan, BadShard, Shard};
-use super::store::{ensure_plan, lock_run_dir, remove_orphaned_temp_files, write_cell};
+use super::planner::Shard;
+use super::run_dir::{ensure_plan, lock_run_dir, remove_orphaned_temp_files, write_cell};
 use crate::data::store::{load_plan, read_cell, CellDamage, CellState};
 use crate::data::{Cell, CellResult, ConfigPoint, Plan, PlannedConversation, ProbeResults, ProbesConfig};
 use crate::datasets::{self, Conversation};

@@ -165,7 +165,7 @@ fn reexports(module: &str, text: &str) -> BTreeMap<String, Vec<String>> {
 }
 
 /// The module a path lands in: the longest prefix that names a module, followed through that module's
-/// re-exports (`crate::sweep::RunError` → `sweep::error` when `sweep` says `pub use runner::RunError` and
+/// re-exports (`crate::sweep::error::RunError` → `sweep::error` when `sweep` says `pub use runner::RunError` and
 /// `runner` says `pub use super::error::RunError`).
 fn resolve(
     path: &[String],

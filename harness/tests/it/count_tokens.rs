@@ -9,7 +9,7 @@ use compactbench::history;
 use compactbench::json::Value;
 use compactbench::llm::{self, BackendOptions, CacheMode};
 use compactbench::replay::{self, strategies, CounterHandle, ModelCounter, ReplaySettings, Tokenizer};
-use compactbench::sweep::SweepConfig;
+use compactbench::sweep::config::SweepConfig;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 

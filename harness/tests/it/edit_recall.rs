@@ -8,7 +8,7 @@
 
 use super::support::{repo, shared_dir};
 use compactbench::sweep::config::DatasetEntry;
-use compactbench::sweep::SweepConfig;
+use compactbench::sweep::config::SweepConfig;
 use std::path::PathBuf;
 
 /// The largest allowed gap between the grader's share and the independent one, in percentage points.

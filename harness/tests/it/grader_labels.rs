@@ -3,11 +3,11 @@
 //! number and through the report's pages.
 
 use super::support::repo;
+use compactbench::data::ProbeResults;
 use compactbench::data::{Cell, CellResult, Checkpoint, PlannedConversation, ProbeKind};
-use compactbench::probes::ProbeResults;
 use compactbench::replay::{CompressionEvent, ConversationResult};
 use compactbench::report::{self, grader_check};
-use compactbench::sweep::SweepConfig;
+use compactbench::sweep::config::SweepConfig;
 use std::path::Path;
 
 /// Recall probes `r0`…`r11` and decision probes `d0`…`d11`; the grader keeps the first six of each at the
@@ -199,9 +199,9 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
 
     // The report's pages: the section on the probes page, a line on the main page.
     let run = tmp.path().join("run");
-    compactbench::sweep::store::ensure_plan(&run, &plan).unwrap();
+    compactbench::sweep::run_dir::ensure_plan(&run, &plan).unwrap();
     for c in &cells {
-        compactbench::sweep::store::write_cell(&run, c).unwrap();
+        compactbench::sweep::run_dir::write_cell(&run, c).unwrap();
     }
     report::build(&run, false).unwrap();
     let probes = std::fs::read_to_string(run.join(report::PROBES)).unwrap();

@@ -6,7 +6,7 @@
 use super::support::{repo, shared_dir};
 use compactbench::datasets;
 use compactbench::probes::{grade, grader::Grader, lint, load_probes};
-use compactbench::sweep::SweepConfig;
+use compactbench::sweep::config::SweepConfig;
 
 #[test]
 fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history() {
@@ -20,7 +20,7 @@ fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history()
         return;
     }
     let config = SweepConfig::load(&root.join("configs/long-sessions.toml")).unwrap();
-    let plan = compactbench::sweep::make_plan(&config, &root).unwrap();
+    let plan = compactbench::sweep::planner::make_plan(&config, &root).unwrap();
     let pc = plan.probes.clone().expect("probes enabled");
     let (mut probes_seen, mut errors, mut lost) = (0, Vec::new(), Vec::new());
     for planned in &plan.conversations {
@@ -30,7 +30,7 @@ fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history()
             &root.join(&pc.dir),
             &conv.meta.source,
             &conv.meta.id,
-            &[compactbench::probes::ProbeOrigin::Manual],
+            &[compactbench::data::ProbeOrigin::Manual],
             conv.history.len(),
         )
         .unwrap();

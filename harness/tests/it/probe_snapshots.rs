@@ -27,8 +27,8 @@ fn setup(dir: &Path) -> (std::path::PathBuf, compactbench::datasets::Conversatio
     );
     let config_path = dir.join("snap.toml");
     std::fs::write(&config_path, &text).unwrap();
-    let config = compactbench::sweep::SweepConfig::parse(&text, "snap.toml").unwrap();
-    let plan = compactbench::sweep::runner::make_plan(&config, &repo()).unwrap();
+    let config = compactbench::sweep::config::SweepConfig::parse(&text, "snap.toml").unwrap();
+    let plan = compactbench::sweep::planner::make_plan(&config, &repo()).unwrap();
     let conv = compactbench::datasets::load_conversation(&repo().join(&plan.conversations[0].path)).unwrap();
     let at = conv.recorded_compactions[0].at;
     assert!(at > 0 && at < conv.history.len() - 1, "the fixture compacts mid-session");
@@ -73,7 +73,8 @@ fn snapshots_are_written_per_compression_with_the_probes_a_run_scores_there() {
 
     // The same config swept: each compression's checkpoint scores the probes the snapshot lists.
     let config =
-        compactbench::sweep::SweepConfig::parse(&std::fs::read_to_string(&config_path).unwrap(), "snap.toml").unwrap();
+        compactbench::sweep::config::SweepConfig::parse(&std::fs::read_to_string(&config_path).unwrap(), "snap.toml")
+            .unwrap();
     let (plan, _) = sweep(&config, &dir.path().join("run"), false);
     let id = &plan.conversations[0].id;
     let mut seen = 0;

@@ -1,8 +1,9 @@
 //! Probes on shipped conversations: extraction, retention under `none` and `drop-oldest`, the observer.
 
+use compactbench::data::ProbeOrigin;
 use compactbench::datasets;
 use compactbench::llm::ExtractiveModel;
-use compactbench::probes::{self, extract, grade, ProbeObserver, ProbeOptions, ProbeOrigin};
+use compactbench::probes::{self, extract, grade, ProbeObserver, ProbeOptions};
 use compactbench::replay::{
     replay_observed, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec, TokenLimit, Tokenizer,
 };
@@ -33,7 +34,12 @@ fn settings(limit: u64) -> ReplaySettings {
     }
 }
 
-async fn observe(conv: &datasets::Conversation, spec: &StrategySpec, limit: u64, answer: bool) -> probes::ProbeResults {
+async fn observe(
+    conv: &datasets::Conversation,
+    spec: &StrategySpec,
+    limit: u64,
+    answer: bool,
+) -> compactbench::data::ProbeResults {
     let probes = extract::extract(conv);
     let answerer: Option<Arc<dyn compactbench::llm::LanguageModel>> =
         answer.then(|| Arc::new(ExtractiveModel::new()) as Arc<dyn compactbench::llm::LanguageModel>);
@@ -46,7 +52,7 @@ async fn observe_probes(
     spec: &StrategySpec,
     limit: u64,
     answerer: Option<Arc<dyn compactbench::llm::LanguageModel>>,
-) -> (compactbench::replay::ConversationResult, probes::ProbeResults) {
+) -> (compactbench::replay::ConversationResult, compactbench::data::ProbeResults) {
     let mut obs = ProbeObserver::new(&conv.meta.id, probes, answerer, None, ProbeOptions::default())
         .with_recording(&conv.history);
     // Without the recorded system prompt: requests are the history alone.
@@ -61,7 +67,7 @@ fn cell(
     conv: &datasets::Conversation,
     point: &str,
     result: compactbench::replay::ConversationResult,
-    probes: probes::ProbeResults,
+    probes: compactbench::data::ProbeResults,
 ) -> compactbench::data::CellResult {
     compactbench::data::CellResult {
         cell: compactbench::data::Cell { point: point.into(), conversation: conv.meta.id.clone(), repeat: 0 },
@@ -84,7 +90,7 @@ async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk
         let conv = conversation(rel);
         let (r, none) =
             observe_probes(&conv, extract::extract(&conv), &strategies::none::spec(), 1_000_000, None).await;
-        let flags = |p: &probes::ProbeResults| -> Vec<(String, Option<bool>)> {
+        let flags = |p: &compactbench::data::ProbeResults| -> Vec<(String, Option<bool>)> {
             p.at_end().unwrap().scores.iter().map(|s| (s.probe.clone(), s.early_only)).collect()
         };
         let end = none.at_end().unwrap();
@@ -261,7 +267,7 @@ async fn observer_scores_a_real_compression_with_answers() {
     assert!(kept > 0 && kept < end.scores.len(), "{kept}/{}", end.scores.len());
     // Results round-trip through JSON (as stored in sweep cells).
     let json = serde_json::to_string(&a).unwrap();
-    assert_eq!(serde_json::from_str::<probes::ProbeResults>(&json).unwrap(), a);
+    assert_eq!(serde_json::from_str::<compactbench::data::ProbeResults>(&json).unwrap(), a);
 }
 
 #[tokio::test]
@@ -370,8 +376,9 @@ async fn answer_and_judge_server() -> (String, Arc<std::sync::Mutex<Vec<String>>
 /// judge's agreement with the match grades is reported; the extractive-only retrieval figure stays empty.
 #[tokio::test]
 async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
+    use compactbench::data::ProbeKind;
     use compactbench::llm::{self, BackendOptions, CacheMode};
-    use compactbench::probes::{figures, Probe, ProbeKind};
+    use compactbench::probes::{figures, Probe};
     let (base, seen) = answer_and_judge_server().await;
     let opts = BackendOptions { cache_mode: CacheMode::Off, cache_dir: None, ..BackendOptions::default() };
     let model = llm::from_spec(&format!("openai:test-model@{base}"), &opts).unwrap();

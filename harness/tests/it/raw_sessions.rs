@@ -2,7 +2,7 @@
 //! `compress_at = "recorded"` making every strategy compress exactly where the agent did.
 
 use super::support::{repo, sweep};
-use compactbench::sweep::SweepConfig;
+use compactbench::sweep::config::SweepConfig;
 use std::io::Write;
 
 fn gzipped_fixture(dir: &std::path::Path) {
@@ -89,7 +89,7 @@ fn raw_logs_are_imported_in_place_and_every_strategy_compresses_at_the_agents_po
         assert!(expected.contains(&events[0].1.as_str()), "{name}: {events:?}");
     }
     // A second plan reads the conversion from the cache (same file).
-    let again = compactbench::sweep::runner::make_plan(&cfg, &repo()).unwrap();
+    let again = compactbench::sweep::planner::make_plan(&cfg, &repo()).unwrap();
     assert_eq!(again.conversations[0].path, conv.path);
 
     // Under their own triggers, nothing reaches 200k tokens in this short session: only `recorded` compacts.
@@ -129,7 +129,7 @@ fn no_claude_code_session_overflows_under_the_agents_own_compactions() {
         let cfg = SweepConfig::load(&repo().join(config)).unwrap();
         assert_eq!(cfg.replay.token_limit, compactbench::replay::TokenLimit::Recorded, "{config}");
         let point = cfg.points().unwrap().into_iter().find(|p| p.strategy.kind() == recorded).expect("recorded point");
-        let plan = compactbench::sweep::runner::make_plan(&cfg, &repo())
+        let plan = compactbench::sweep::planner::make_plan(&cfg, &repo())
             .unwrap_or_else(|e| panic!("{config}: {e} (the real-session tests need ../shared beside the checkout)"));
         assert_eq!(plan.conversations.len(), sessions, "{config}");
         let (mut ratios, mut overflowed) = (Vec::new(), Vec::new());

@@ -2,7 +2,7 @@
 //! locked, limits and exit statuses hold, a closed pipe ends quietly.
 
 use compactbench::data::store;
-use compactbench::sweep::{self, runner};
+use compactbench::sweep::{self, planner, runner};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -213,19 +213,19 @@ fn a_refused_run_leaves_config_toml_alone_and_a_locked_directory_is_refused() {
 
     // A live holder: refused with exit 3, naming pid and host.
     let cfg = write_config(tmp.path(), "r.toml", CONFIG);
-    let lock = sweep::store::lock_run_dir(&dir).unwrap();
+    let lock = sweep::run_dir::lock_run_dir(&dir).unwrap();
     let out = run_into(&cfg, &dir, &[]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("in use by pid") && err.contains(&std::process::id().to_string()), "{err}");
     drop(lock);
-    assert!(!dir.join(sweep::store::LOCK_FILE).exists(), "a released lock leaves no file");
+    assert!(!dir.join(sweep::run_dir::LOCK_FILE).exists(), "a released lock leaves no file");
     // A stale lock file (its holder died, so nobody holds the flock): taken over.
-    std::fs::write(dir.join(sweep::store::LOCK_FILE), "pid 4194303 on elsewhere\n").unwrap();
+    std::fs::write(dir.join(sweep::run_dir::LOCK_FILE), "pid 4194303 on elsewhere\n").unwrap();
     let out = run_into(&cfg, &dir, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     // Issue #29: a finished run leaves no lock behind.
-    assert!(!dir.join(sweep::store::LOCK_FILE).exists(), "run.lock left after a finished run");
+    assert!(!dir.join(sweep::run_dir::LOCK_FILE).exists(), "run.lock left after a finished run");
 }
 
 /// Two lockers racing on one directory: exactly one holds it at a time, and the file a finished holder
@@ -235,11 +235,11 @@ fn the_lock_survives_its_file_being_removed_by_a_finished_holder() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     for _ in 0..50 {
-        let first = sweep::store::lock_run_dir(&dir).unwrap();
-        assert!(sweep::store::lock_run_dir(&dir).is_err(), "a second lock while the first is held");
+        let first = sweep::run_dir::lock_run_dir(&dir).unwrap();
+        assert!(sweep::run_dir::lock_run_dir(&dir).is_err(), "a second lock while the first is held");
         drop(first);
-        let second = sweep::store::lock_run_dir(&dir).unwrap();
-        assert!(dir.join(sweep::store::LOCK_FILE).exists());
+        let second = sweep::run_dir::lock_run_dir(&dir).unwrap();
+        assert!(dir.join(sweep::run_dir::LOCK_FILE).exists());
         drop(second);
     }
 }
@@ -393,7 +393,7 @@ fn concurrent_auto_shards_merge_to_the_unsharded_run() {
 
 #[test]
 fn configs_that_would_run_nothing_or_escape_are_refused_naming_the_key() {
-    use compactbench::sweep::SweepConfig;
+    use compactbench::sweep::config::SweepConfig;
     let cases = [
         (CONFIG.replace("cache_mode = \"off\"", "cache_mode = \"off\"\ntimeout_secs = 0"), "llm.timeout_secs"),
         (CONFIG.replace("threshold = [0.5]", "threshold = []"), "grid.threshold"),
@@ -668,9 +668,13 @@ impl compactbench::llm::LanguageModel for HalfSections {
     }
 }
 
-fn run_in_process(config: &str, dir: &Path, wrap: Option<runner::ModelWrapper>) -> compactbench::data::Plan {
-    let config = sweep::SweepConfig::parse(config, "power.toml").unwrap();
-    let plan = runner::make_plan(&config, &repo()).unwrap();
+fn run_in_process(
+    config: &str,
+    dir: &Path,
+    wrap: Option<compactbench::sweep::models::ModelWrapper>,
+) -> compactbench::data::Plan {
+    let config = sweep::config::SweepConfig::parse(config, "power.toml").unwrap();
+    let plan = planner::make_plan(&config, &repo()).unwrap();
     let opts = runner::RunOptions {
         run_dir: dir.to_path_buf(),
         base_dir: repo(),
@@ -710,7 +714,7 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
 
     // The summarizer that drops half of each section, same plan.
     let halved = tmp.path().join("halved");
-    let wrap = runner::ModelWrapper(std::sync::Arc::new(|m| std::sync::Arc::new(HalfSections(m))));
+    let wrap = compactbench::sweep::models::ModelWrapper(std::sync::Arc::new(|m| std::sync::Arc::new(HalfSections(m))));
     run_in_process(POWER, &halved, Some(wrap));
     let r = gate::compare(&baseline, &halved, &rules).unwrap();
     assert!(r.complete(), "{:?}", r.completeness);
@@ -730,7 +734,7 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
     for mut c in store::collect(&less, &less_plan) {
         c.cell.point = plan.points[0].id.clone();
         c.plan = plan.digest();
-        sweep::store::write_cell(&moved, &c).unwrap();
+        sweep::run_dir::write_cell(&moved, &c).unwrap();
     }
     let r = gate::compare(&baseline, &moved, &rules).unwrap();
     assert!(r.complete(), "{:?}", r.completeness);

@@ -295,7 +295,7 @@ fn the_stress_window_storms_on_tau_bench_and_the_default_window_does_not() {
         paths.iter().map(|p| datasets::load_conversation(p).unwrap()).collect();
     let llm = ExtractiveModel::new();
     // The reference's default point, as the default config sweeps it.
-    let config = compactbench::sweep::SweepConfig::load(&repo().join("configs/default.toml")).unwrap();
+    let config = compactbench::sweep::config::SweepConfig::load(&repo().join("configs/default.toml")).unwrap();
     let reference = config.points().unwrap().into_iter().next().unwrap();
     assert_eq!(reference.strategy.kind(), "gemini");
     let tally = |window: TokenLimit| {

@@ -55,7 +55,7 @@ fn planted(name: &str, f: impl Fn(&mut CellResult)) -> (tempfile::TempDir, PathB
     let plan = store::load_plan(&dir).unwrap();
     for mut c in store::collect(&dir, &plan) {
         f(&mut c);
-        sweep::store::write_cell(&dir, &c).unwrap();
+        sweep::run_dir::write_cell(&dir, &c).unwrap();
     }
     (tmp, dir)
 }

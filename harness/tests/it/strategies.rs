@@ -8,7 +8,7 @@ use compactbench::llm::LanguageModel;
 use compactbench::replay::strategy::{
     parse_params, Bound, Compressor, CompressorSession, Knob, Params, Strategy, StrategyError, TurnInput, TurnOutcome,
 };
-use compactbench::sweep::SweepConfig;
+use compactbench::sweep::config::SweepConfig;
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -336,7 +336,7 @@ fn a_compressor_that_orphans_responses_makes_invalid_requests_and_fails_the_gate
     for mut c in exec {
         c.result.invalid_requests = 0;
         c.result.events.iter_mut().for_each(|e| e.request_violations.clear());
-        compactbench::sweep::store::write_cell(&valid, &c).unwrap();
+        compactbench::sweep::run_dir::write_cell(&valid, &c).unwrap();
     }
     let rules = gate::Rules::load(&repo().join("configs/gate.toml")).unwrap();
     let r = gate::compare(&valid, &planted, &rules).unwrap();

@@ -81,12 +81,12 @@ pub fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
 
 /// Runs a sweep config into `out` from the repository root, offline; `retry_failed` redoes failed cells.
 pub fn sweep(
-    config: &compactbench::sweep::SweepConfig,
+    config: &compactbench::sweep::config::SweepConfig,
     out: &Path,
     retry_failed: bool,
 ) -> (compactbench::data::Plan, compactbench::sweep::runner::RunSummary) {
-    use compactbench::sweep::runner;
-    let plan = runner::make_plan(config, &repo()).unwrap();
+    use compactbench::sweep::{planner, runner};
+    let plan = planner::make_plan(config, &repo()).unwrap();
     let opts = runner::RunOptions {
         run_dir: out.to_path_buf(),
         base_dir: repo(),

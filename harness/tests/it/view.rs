@@ -213,10 +213,10 @@ fn a_run_with_a_missing_cell_gets_a_page_that_names_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("partial");
     let plan = store::load_plan(&fixture().run).unwrap();
-    sweep::store::ensure_plan(&dir, &plan).unwrap();
+    sweep::run_dir::ensure_plan(&dir, &plan).unwrap();
     let cells = store::collect(&fixture().run, &plan);
     for c in &cells[1..] {
-        sweep::store::write_cell(&dir, c).unwrap();
+        sweep::run_dir::write_cell(&dir, c).unwrap();
     }
     let out = binary().args(["view", dir.to_str().unwrap()]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -239,13 +239,13 @@ fn regressed_run() -> &'static Path {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("regressed");
         let plan = store::load_plan(&fixture().run).unwrap();
-        sweep::store::ensure_plan(&dir, &plan).unwrap();
+        sweep::run_dir::ensure_plan(&dir, &plan).unwrap();
         let reference = &plan.points[0].id;
         for mut c in store::collect(&fixture().run, &plan) {
             if &c.cell.point == reference {
                 c.result.request_tokens_total = (c.result.request_tokens_total as f64 * 1.10) as u64;
             }
-            sweep::store::write_cell(&dir, &c).unwrap();
+            sweep::run_dir::write_cell(&dir, &c).unwrap();
         }
         (tmp, dir)
     })
@@ -285,7 +285,7 @@ fn compare_names_the_regression_and_the_cells_behind_it() {
     for p in &mut plan.points {
         p.id = format!("other-{}", p.id);
     }
-    compactbench::sweep::store::ensure_plan(tmp.path(), &plan).unwrap();
+    compactbench::sweep::run_dir::ensure_plan(tmp.path(), &plan).unwrap();
     let out = binary()
         .args(["view", fixture().run.to_str().unwrap(), "--compare", tmp.path().to_str().unwrap()])
         .output()
@@ -312,7 +312,7 @@ impl ReplayObserver for Stored {
 #[test]
 fn located_histories_are_the_ones_the_replay_stored() {
     // The default config's first point of each strategy, in the stress window (many compressions, storms).
-    let config = compactbench::sweep::SweepConfig::load(&repo().join("configs/default.toml")).unwrap();
+    let config = compactbench::sweep::config::SweepConfig::load(&repo().join("configs/default.toml")).unwrap();
     let points = config.points().unwrap();
     let settings =
         replay::ReplaySettings { token_limit: replay::TokenLimit::PeakFraction(0.6), ..config.replay.clone() };

@@ -7,7 +7,8 @@ use crate::datasets;
 use crate::llm::CacheMode;
 use crate::probes::snapshots::{scored_probes, SnapshotObserver};
 use crate::replay;
-use crate::sweep::{runner, SweepConfig};
+use crate::sweep::config::SweepConfig;
+use crate::sweep::{models, planner};
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -38,7 +39,7 @@ pub fn run(args: SnapshotsArgs) -> Result<(), Failure> {
     refuse_tracked_output(&args.out)?;
     let config = SweepConfig::load(&args.config)?;
     let base_dir = PathBuf::from(".");
-    let plan = runner::make_plan(&config, &base_dir)?;
+    let plan = planner::make_plan(&config, &base_dir)?;
     let Some(probes_config) = plan.probes.clone() else {
         return Err(Failure::BadInput(format!("{}: probes are not enabled (`[probes]`)", args.config.display())));
     };
@@ -58,7 +59,7 @@ pub fn run(args: SnapshotsArgs) -> Result<(), Failure> {
             (label, p.clone())
         }));
     }
-    let opts = runner::backend_options(&config, &base_dir, args.cache)?;
+    let opts = models::backend_options(&config, &base_dir, args.cache)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(Failure::Runtime)?;
     let (mut snapshots, mut failed) = (0usize, 0usize);
