@@ -1,5 +1,6 @@
-//! How figures are printed (a share as a percentage: [`percent`], the only place that writes one), and the
-//! glossary (`harness/docs/metrics.md`) generated from [`super::METRICS`].
+//! How figures are printed (a share as a percentage: [`percent`]; a difference of shares in percentage
+//! points: [`percentage_points`]; the only places that write one), and the glossary
+//! (`harness/docs/metrics.md`) generated from [`super::METRICS`].
 
 use super::{Figure, Level, Metric, Unit, METRICS};
 use serde::Serialize;
@@ -47,6 +48,40 @@ pub fn percent(share: Option<Share>, style: PercentStyle) -> String {
         Some(Share::Of(part, whole)) => 100.0 * part / whole,
     };
     format!("{:.*}{}%", style.decimals, value, if style.spaced { " " } else { "" })
+}
+
+/// How [`percentage_points`] writes a difference: the places that print one differ in the digits and in
+/// whether `pp` follows the value, each kept as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointsStyle {
+    /// Digits after the decimal point.
+    pub decimals: usize,
+    /// ` pp` after the value (before the interval).
+    pub unit: bool,
+}
+
+impl PointsStyle {
+    /// Table cells: `+1.2 [-0.3, +2.5]`.
+    pub const TABLE: PointsStyle = PointsStyle { decimals: 1, unit: false };
+    /// Sentences: `+1.2 pp [-0.3, +2.5]`.
+    pub const PROSE: PointsStyle = PointsStyle { decimals: 1, unit: true };
+    /// Sentences and cells on small differences (the verification gain, the cache model's error):
+    /// `+0.25 pp [-0.30, +0.80]`.
+    pub const PROSE_FINE: PointsStyle = PointsStyle { decimals: 2, ..PointsStyle::PROSE };
+}
+
+/// A difference of two shares (fractions of 1) in signed percentage points, with its interval (`low`,
+/// `high`) when given, in `style`: the one formatter of such differences in the reports.
+pub fn percentage_points(difference: f64, interval: Option<(f64, f64)>, style: PointsStyle) -> String {
+    let signed = |v: f64| format!("{:+.*}", style.decimals, v * 100.0);
+    let mut s = signed(difference);
+    if style.unit {
+        s.push_str(" pp");
+    }
+    if let Some((low, high)) = interval {
+        s = format!("{s} [{}, {}]", signed(low), signed(high));
+    }
+    s
 }
 
 /// A value in a metric's unit, for tables.
@@ -154,5 +189,19 @@ mod tests {
         // A count of a total rounds from 100 × part ÷ whole, as the first-prompt table and `replay` did.
         assert_eq!(percent(Some(Share::Of(23.0, 80.0)), PercentStyle::TABLE), "28.8%");
         assert_eq!(percent(share(23.0 / 80.0), PercentStyle::TABLE), "28.7%");
+    }
+
+    /// Each style prints as the call sites it replaced did (`{:+.1}` of the value × 100, ` pp`, `[low, high]`).
+    #[test]
+    fn percentage_points_print_each_style_as_before() {
+        assert_eq!(percentage_points(0.0123, None, PointsStyle::TABLE), "+1.2");
+        assert_eq!(percentage_points(-0.0004, None, PointsStyle::TABLE), "-0.0");
+        assert_eq!(percentage_points(0.0123, Some((-0.003, 0.025)), PointsStyle::TABLE), "+1.2 [-0.3, +2.5]");
+        assert_eq!(percentage_points(0.0123, Some((-0.003, 0.025)), PointsStyle::PROSE), "+1.2 pp [-0.3, +2.5]");
+        assert_eq!(
+            percentage_points(0.0025, Some((-0.003, 0.008)), PointsStyle::PROSE_FINE),
+            "+0.25 pp [-0.30, +0.80]"
+        );
+        assert_eq!(percentage_points(-0.5, None, PointsStyle::PROSE), "-50.0 pp");
     }
 }

@@ -1,27 +1,20 @@
-//! Probe figures that can fail: what the recording says about each probe (early-only, at-risk), the
-//! per-probe rows of `results/probes.csv`, and every probe figure of a config point with its n and
-//! bootstrap interval. Each figure is defined once, here; the glossary is in the README's "Probes" section.
+//! What the recording says about each probe (early-only, at risk) and the per-probe rows of
+//! `results/probes.csv`: the outcomes every probe figure counts. The figures (early-only and at-risk
+//! retention, retention, retrieval accuracy, …) are defined in `crate::metrics::METRICS` and pooled over a
+//! point's probes by `crate::metrics::probe_figures`; the glossary is in the README's "Probes" section.
 //!
-//! - **early-only retention**: over a conversation's *early-only* probes (a set fixed by the recording, the
-//!   same for every strategy), the share whose gold answer is in the history at the end of the replay.
-//!   A probe is early-only when (1) all its evidence lies before the *final stretch*, the shortest suffix of
-//!   the recording that holds [`FINAL_STRETCH_SHARE`] of its text (what the reference keeps verbatim at its
-//!   default preserve fraction, and what every strategy still holds at the end); (2) an accepted answer
-//!   occurs (normalised, whole tokens) in a recorded Content at or before its last evidence turn; (3) no
-//!   accepted answer occurs in any recorded Content after it (not restated later). With (2), `none` keeps
-//!   every early-only probe: it scores 1.0 by construction.
-//! - **at-risk retention**: over (probe, compression) pairs where that strategy, right after that
-//!   compression, no longer holds the probe's evidence verbatim (summarised, rewritten or dropped) and no
-//!   accepted answer survives in any part of the history that is a verbatim recorded part (kept tail, later
-//!   turns), the share whose gold answer the history still holds: the snapshot's own recall.
-//! - **retention** (secondary): share of probes whose gold answer is in the final history, unconditionally.
-//! - **retrieval accuracy**: share of end-of-replay answers of the `extractive` answerer (a passage
-//!   retriever, not a model) containing an accepted answer.
-//! - **answer match** / **judge score**: a model answerer's answer contains an accepted answer (normalised,
-//!   whole tokens); the judge's 0–5 rubric score; **judge agreement**: share of judged answers where
-//!   (judge ≥ 3) equals the match grade.
-//! - **verification retention gain**: over (probe, verified compression) pairs, retained with the verified
-//!   summary minus retained with the first-pass one (0 where verification left the summary unchanged).
+//! - **early-only** probes: a set fixed by the recording, the same for every strategy. A probe is early-only
+//!   when (1) all its evidence lies before the *final stretch*, the shortest suffix of the recording that
+//!   holds [`FINAL_STRETCH_SHARE`] of its text (what the reference keeps verbatim at its default preserve
+//!   fraction, and what every strategy still holds at the end); (2) an accepted answer occurs (normalised,
+//!   whole tokens) in a recorded Content at or before its last evidence turn; (3) no accepted answer occurs
+//!   in any recorded Content after it (not restated later). With (2), `none` keeps every early-only probe:
+//!   its early-only retention is 1.0 by construction.
+//! - **at risk**: a (probe, compression) pair where that strategy, right after that compression, no longer
+//!   holds the probe's evidence verbatim (summarised, rewritten or dropped) and no accepted answer survives
+//!   in any part of the history that is a verbatim recorded part (kept tail, later turns).
+//! - From a conversation's first request over the window on, every probe scores as lost
+//!   ([`after_overflow`]).
 
 use super::grade::{self, Haystack};
 use super::grader::{Grader, Matcher};
@@ -30,7 +23,7 @@ use crate::data::CellResult;
 use crate::data::ProbeResults;
 use crate::history::{self, Content};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
 /// Share of the recording's text (characters of what the agent reads) that makes up the final stretch.
@@ -264,6 +257,12 @@ pub fn cell_rows(c: &CellResult, strategy: &str) -> Vec<ProbeRow> {
     rows_of(c, strategy, Names::Filled, None)
 }
 
+/// The rows of one cell with their outcomes only (no names), of the probes of one kind when `kind` is given:
+/// what the per-conversation tallies count.
+pub fn outcome_rows(c: &CellResult, kind: Option<&str>) -> Vec<ProbeRow> {
+    rows_of(c, "", Names::Empty, kind)
+}
+
 /// Whether rows carry their names (point, conversation, probe id, …) or only their outcomes: the
 /// per-conversation tallies resampled by every paired difference need the outcomes alone, and copying
 /// the names into each row was most of a report's time.
@@ -313,309 +312,14 @@ fn rows_of(c: &CellResult, strategy: &str, names: Names, kind: Option<&str>) -> 
     out
 }
 
-/// Numerator and denominator of a rate within one conversation.
-#[derive(Clone, Copy, Debug, Default)]
-struct Tally {
-    hits: f64,
-    n: f64,
-}
-
-impl Tally {
-    fn add(&mut self, v: f64) {
-        self.hits += v;
-        self.n += 1.0;
-    }
-}
-
-/// A pooled rate over conversations with its n and a cluster-bootstrap 95 % interval (conversations
-/// resampled, so probes of one conversation are not treated as independent).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Rate {
-    pub value: Option<f64>,
-    pub n: usize,
-    pub ci_low: Option<f64>,
-    pub ci_high: Option<f64>,
-}
-
-fn pooled(per_conv: &[Tally]) -> Rate {
-    let with: Vec<Tally> = per_conv.iter().copied().filter(|t| t.n > 0.0).collect();
-    let n: f64 = with.iter().map(|t| t.n).sum();
-    if n == 0.0 {
-        return Rate::default();
-    }
-    let value = with.iter().map(|t| t.hits).sum::<f64>() / n;
-    let ratio = |sample: &[usize]| {
-        let (mut h, mut d) = (0.0, 0.0);
-        for &i in sample {
-            h += with[i].hits;
-            d += with[i].n;
-        }
-        Some(h / d)
-    };
-    let (low, high) = crate::stats::bootstrap(with.len(), ratio).unwrap_or((value, value));
-    Rate { value: Some(value), n: n as usize, ci_low: Some(low), ci_high: Some(high) }
-}
-
-/// One line of a breakdown: a figure restricted to one value of one dimension.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BreakdownRow {
-    /// `source`, `kind`, `origin` or `ordinal`.
-    pub by: String,
-    pub value: String,
-    /// `early_only_retention`, `at_risk_retention` or `retention`.
-    pub figure: String,
-    #[serde(flatten)]
-    pub rate: Rate,
-}
-
-/// Every probe figure of one config point.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProbeFigures {
-    pub early_only_retention: Rate,
-    pub at_risk_retention: Rate,
-    /// Unconditional end-of-replay retention (secondary).
-    pub retention: Rate,
-    pub retrieval_accuracy: Rate,
-    pub answer_match: Rate,
-    /// Mean judge score / 5 (n: judged answers).
-    pub judge_score: Rate,
-    pub judge_agreement: Rate,
-    /// Mean gain (may be negative; `ci_*` bootstrap over conversations).
-    pub verification_retention_gain: Rate,
-    /// Next-action agreement (when asked for): the model's next tool from the compressed history equals the
-    /// recorded one; the same from the uncompressed history (the ceiling); mean argument similarity of each.
-    pub next_action_compressed: Rate,
-    pub next_action_uncompressed: Rate,
-    pub next_action_args_compressed: Rate,
-    pub next_action_args_uncompressed: Rate,
-    pub breakdown: Vec<BreakdownRow>,
-}
-
-/// Which figure a row counts towards, and its value.
-fn row_figures(r: &ProbeRow) -> Vec<(&'static str, f64)> {
-    let mut out = Vec::new();
-    let end = r.moment == Moment::End;
-    if end {
-        out.push(("retention", r.retained as u8 as f64));
-        if r.early_only == Some(true) {
-            out.push(("early_only_retention", r.retained as u8 as f64));
-        }
-        if let Some(c) = r.retrieval_correct {
-            out.push(("retrieval_accuracy", c as u8 as f64));
-        }
-        if let Some(s) = r.answer_score {
-            out.push(("answer_match", s));
-        }
-        if let Some(j) = r.judge_score {
-            out.push(("judge_score", j as f64 / 5.0));
-            if let Some(s) = r.answer_score {
-                out.push(("judge_agreement", ((j >= 3) == (s >= 0.5)) as u8 as f64));
-            }
-        }
-    } else {
-        if r.compression {
-            out.push(("kept_at_compressions", r.retained as u8 as f64));
-        }
-        if r.compression && r.at_risk == Some(true) {
-            out.push(("at_risk_retention", r.retained as u8 as f64));
-        }
-        if r.verified {
-            let first = r.first_pass_retained.unwrap_or(r.retained);
-            out.push(("verification_retention_gain", r.retained as u8 as f64 - first as u8 as f64));
-        }
-    }
-    out
-}
-
-/// A moment's breakdown keys: source, kind, origin, and (at compressions) the compression ordinal.
-fn breakdown_keys(r: &ProbeRow) -> Vec<(&'static str, String)> {
-    let mut keys = vec![("source", r.source.clone()), ("kind", r.kind.clone()), ("origin", r.origin.clone())];
-    if r.compression {
-        keys.push(("ordinal", r.ordinal.map_or_else(|| "-".into(), |o| o.to_string())));
-    }
-    keys
-}
-
-/// The probe figures of one point's cells; `None` when no cell scored probes.
-/// The next-action figures of each cell into `tallies` (one tally per cell and figure).
-fn tally_next_actions(cells: &[&CellResult], tallies: &mut BTreeMap<&'static str, Vec<Tally>>) {
-    for (ci, c) in cells.iter().enumerate() {
-        let checkpoints = c.probes.iter().flat_map(|r| &r.checkpoints);
-        let actions = checkpoints.filter_map(|cp| Some((after_overflow(c, cp.event), cp.next_action.as_ref()?)));
-        for (lost, a) in actions {
-            // After an overflow the compressed session cannot act at all.
-            let (tool, args) = if lost {
-                (0.0, 0.0)
-            } else {
-                (a.compressed.tool_match as u8 as f64, a.compressed.argument_similarity)
-            };
-            for (name, v) in [
-                ("next_action_compressed", tool),
-                ("next_action_uncompressed", a.uncompressed.tool_match as u8 as f64),
-                ("next_action_args_compressed", args),
-                ("next_action_args_uncompressed", a.uncompressed.argument_similarity),
-            ] {
-                let t = tallies.entry(name).or_default();
-                t.resize(cells.len(), Tally::default());
-                t[ci].add(v);
-            }
-        }
-    }
-}
-
-pub fn point_figures(cells: &[&CellResult], strategy: &str) -> Option<ProbeFigures> {
-    if cells.iter().all(|c| c.probes.is_none()) {
-        return None;
-    }
-    type Key = (&'static str, &'static str, String);
-    let mut tallies: BTreeMap<&'static str, Vec<Tally>> = BTreeMap::new();
-    let mut split: BTreeMap<Key, Vec<Tally>> = BTreeMap::new();
-    for (ci, c) in cells.iter().enumerate() {
-        for r in cell_rows(c, strategy) {
-            let figs = row_figures(&r);
-            // Early-only retention by ordinal: early-only probes scored right after each compression.
-            let mut by_ordinal = Vec::new();
-            if r.compression {
-                by_ordinal.push(("retention", r.retained as u8 as f64));
-                if r.early_only == Some(true) {
-                    by_ordinal.push(("early_only_retention", r.retained as u8 as f64));
-                }
-            }
-            for (name, v) in &figs {
-                let t = tallies.entry(name).or_default();
-                t.resize(cells.len(), Tally::default());
-                t[ci].add(*v);
-            }
-            for (by, value) in breakdown_keys(&r) {
-                let figs = if by == "ordinal" {
-                    by_ordinal.iter().chain(&figs).collect::<Vec<_>>()
-                } else {
-                    figs.iter().collect()
-                };
-                for (name, v) in figs {
-                    if !matches!(*name, "early_only_retention" | "at_risk_retention" | "retention") {
-                        continue;
-                    }
-                    let t = split.entry((by, name, value.clone())).or_default();
-                    t.resize(cells.len(), Tally::default());
-                    t[ci].add(*v);
-                }
-            }
-        }
-    }
-    tally_next_actions(cells, &mut tallies);
-    let rate = |name: &str| tallies.get(name).map(|t| pooled(t)).unwrap_or_default();
-    let mut breakdown: Vec<BreakdownRow> = split
-        .iter()
-        .map(|((by, figure, value), t)| BreakdownRow {
-            by: by.to_string(),
-            value: value.clone(),
-            figure: figure.to_string(),
-            rate: pooled(t),
-        })
-        .collect();
-    // Ordinals in numeric order.
-    breakdown.sort_by_key(|b| (b.by.clone(), b.figure.clone(), b.value.parse::<u32>().ok(), b.value.clone()));
-    Some(ProbeFigures {
-        early_only_retention: rate("early_only_retention"),
-        at_risk_retention: rate("at_risk_retention"),
-        retention: rate("retention"),
-        retrieval_accuracy: rate("retrieval_accuracy"),
-        answer_match: rate("answer_match"),
-        judge_score: rate("judge_score"),
-        judge_agreement: rate("judge_agreement"),
-        verification_retention_gain: rate("verification_retention_gain"),
-        next_action_compressed: rate("next_action_compressed"),
-        next_action_uncompressed: rate("next_action_uncompressed"),
-        next_action_args_compressed: rate("next_action_args_compressed"),
-        next_action_args_uncompressed: rate("next_action_args_uncompressed"),
-        breakdown,
-    })
-}
-
-/// One probe figure of one conversation as (hits, scorings), the numerator and denominator `crate::metrics`
-/// pools over conversations; `None` when no scoring counts towards it.
-pub fn conversation_tally(c: &CellResult, figure: &str) -> Option<(f64, f64)> {
-    conversation_tally_of_kind(c, figure, None)
-}
-
-/// [`conversation_tally`] over the probes of one kind (`artifact`, `constraint`, …) when `kind` is given.
-pub fn conversation_tally_of_kind(c: &CellResult, figure: &str, kind: Option<&str>) -> Option<(f64, f64)> {
-    let mut t = Tally::default();
-    for r in rows_of(c, "", Names::Empty, kind) {
-        for (name, v) in row_figures(&r) {
-            if name == figure {
-                t.add(v);
-            }
-        }
-    }
-    (t.n > 0.0).then_some((t.hits, t.n))
-}
-
-impl ProbeFigures {
-    pub fn get(&self, name: &str) -> Option<&Rate> {
-        Some(match name {
-            "early_only_retention" => &self.early_only_retention,
-            "at_risk_retention" => &self.at_risk_retention,
-            "retention" => &self.retention,
-            "retrieval_accuracy" => &self.retrieval_accuracy,
-            "answer_match" => &self.answer_match,
-            "judge_score" => &self.judge_score,
-            "judge_agreement" => &self.judge_agreement,
-            "verification_retention_gain" => &self.verification_retention_gain,
-            _ => return None,
-        })
-    }
-}
-
 /// Whether a cell's probe results carry the recording-based flags (cells written before them do not).
 pub fn has_flags(r: &ProbeResults) -> bool {
     r.checkpoints.iter().flat_map(|c| &c.scores).any(|s| s.early_only.is_some())
 }
 
-/// The flat headline of a point's probe figures, as `summary.json` carries it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Headline {
-    pub early_only_retention: Option<f64>,
-    pub early_only_n: usize,
-    pub at_risk_retention: Option<f64>,
-    pub at_risk_n: usize,
-    pub verification_retention_gain: Option<f64>,
-    pub verification_retention_gain_ci: Option<[f64; 2]>,
-    pub verification_n: usize,
-    pub retrieval_accuracy: Option<f64>,
-}
-
-impl ProbeFigures {
-    pub fn headline(&self) -> Headline {
-        let v = &self.verification_retention_gain;
-        Headline {
-            early_only_retention: self.early_only_retention.value,
-            early_only_n: self.early_only_retention.n,
-            at_risk_retention: self.at_risk_retention.value,
-            at_risk_n: self.at_risk_retention.n,
-            verification_retention_gain: v.value,
-            verification_retention_gain_ci: v.ci_low.zip(v.ci_high).map(|(l, h)| [l, h]),
-            verification_n: v.n,
-            retrieval_accuracy: self.retrieval_accuracy.value,
-        }
-    }
-}
-
 /// The strategy name of a point of the plan (empty when the plan has no such point).
 pub fn strategy_of(plan: &crate::data::Plan, point: &str) -> String {
     plan.points.iter().find(|p| p.id == point).map(|p| p.strategy.kind().to_string()).unwrap_or_default()
-}
-
-/// Every point's figures, in plan order.
-pub fn all_point_figures(plan: &crate::data::Plan, cells: &[CellResult]) -> Vec<(String, Option<ProbeFigures>)> {
-    plan.points
-        .iter()
-        .map(|p| {
-            let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
-            (p.id.clone(), point_figures(&mine, p.strategy.kind()))
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -624,6 +328,8 @@ mod tests {
     use crate::data::Cell;
     use crate::data::Checkpoint;
     use crate::data::{ProbeKind, ProbeOrigin, ProbeScore};
+    use crate::metrics::probe_figures::conversation_tally;
+    use crate::metrics::FigureId::*;
     use crate::replay::{CompressionEvent, ConversationResult};
 
     fn score(retained: bool) -> ProbeScore {
@@ -685,12 +391,12 @@ mod tests {
         let rows = cell_rows(&c, "gemini");
         let flags: Vec<(bool, bool, bool)> = rows.iter().map(|r| (r.held, r.after_overflow, r.retained)).collect();
         assert_eq!(flags, [(true, false, true), (true, true, false), (true, true, false)]);
-        assert_eq!(conversation_tally(&c, "early_only_retention"), Some((0.0, 1.0)));
-        assert_eq!(conversation_tally(&c, "at_risk_retention"), Some((1.0, 2.0)));
+        assert_eq!(conversation_tally(&c, EarlyOnlyRetention), Some((0.0, 1.0)));
+        assert_eq!(conversation_tally(&c, AtRiskRetention), Some((1.0, 2.0)));
         // Inside the window the same history keeps it.
         let mut inside = cell(true);
         inside.result.request_tokens[2] = 100;
-        assert_eq!(conversation_tally(&inside, "early_only_retention"), Some((1.0, 1.0)));
+        assert_eq!(conversation_tally(&inside, EarlyOnlyRetention), Some((1.0, 1.0)));
     }
 
     /// A strategy that writes no summary keeps nothing at risk: the figure does not apply (not 0).
@@ -698,6 +404,6 @@ mod tests {
     fn at_risk_retention_does_not_apply_without_a_summary() {
         let c = cell(false);
         assert!(cell_rows(&c, "drop-oldest").iter().all(|r| r.at_risk.is_none()));
-        assert_eq!(conversation_tally(&c, "at_risk_retention"), None);
+        assert_eq!(conversation_tally(&c, AtRiskRetention), None);
     }
 }

@@ -3,15 +3,15 @@
 //! axes as numbers (null where the strategy has no such knob), counts as integers, flags as booleans.
 
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, Aggregation, Metric, METRICS};
+use crate::metrics::{self, Aggregation, FigureId, Metric, METRICS, PAIRED_FIGURES, SCOPE_FIGURES};
 use crate::replay::strategy::Role;
 use polars::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Per-conversation figures by metric name, without USD figures (those need the plan's prices: see
+/// Per-conversation figures, without USD figures (those need the plan's prices: see
 /// [`metrics::conversation_values`]).
-pub fn conversation_metrics(c: &CellResult) -> BTreeMap<&'static str, f64> {
+pub fn conversation_metrics(c: &CellResult) -> BTreeMap<FigureId, f64> {
     metrics::conversation_values(c, None)
 }
 
@@ -82,19 +82,14 @@ fn point_columns(axes: &[String], points: &[Option<&ConfigPoint>]) -> Vec<Column
     cols
 }
 
-/// A metric's values as a column of its unit's type (counts as integers).
-fn metric_column(name: &str, m: &Metric, values: Vec<Option<f64>>) -> Column {
+/// A metric's values as a column of its unit's type (counts as integers), under its name.
+fn metric_column(m: &Metric, values: Vec<Option<f64>>) -> Column {
     if m.is_integer() {
-        Column::new(name.into(), values.iter().map(|v| v.map(|v| v.round() as i64)).collect::<Vec<_>>())
+        Column::new(m.name.into(), values.iter().map(|v| v.map(|v| v.round() as i64)).collect::<Vec<_>>())
     } else {
-        Column::new(name.into(), values)
+        Column::new(m.name.into(), values)
     }
 }
-
-/// Metrics whose points-frame rows carry paired differences from `none` and from the reference point: the
-/// conversation- and probe-level headline figures, defined for every point (`none` included).
-pub const COMPARED_METRICS: [&str; 5] =
-    ["tokens_vs_none", "usd_vs_none", "cached_usd_vs_none", "early_only_retention", "retention"];
 
 /// The reference point comparisons are made against: the first point of the main grid whose strategy has
 /// the reference's role.
@@ -110,17 +105,6 @@ pub fn none_point<'a>(plan: &'a Plan, of: &ConfigPoint) -> Option<&'a ConfigPoin
     };
     none(of.slice.as_ref()).or_else(|| none(None))
 }
-
-/// The figures a reader compares strategies on; each is reported per scope ([`scope_figures`]).
-pub const HEADLINE_METRICS: [&str; 7] = [
-    "tokens_vs_none",
-    "usd_vs_none",
-    "cached_usd_vs_none",
-    "early_only_retention",
-    "at_risk_retention",
-    "compressions_per_100_requests",
-    "storm_events",
-];
 
 /// Which of a point's conversations a figure is over.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -153,34 +137,35 @@ pub struct ScopeFigures {
     pub point: usize,
     pub scope: Scope,
     pub conversations: usize,
-    pub figures: BTreeMap<&'static str, metrics::Figure>,
+    pub figures: BTreeMap<FigureId, metrics::Figure>,
     /// Point − reference, paired by conversation (cluster bootstrap over the conversations of the scope;
     /// for `actionable`, those either point can act on).
-    pub vs_reference: BTreeMap<&'static str, metrics::Figure>,
+    pub vs_reference: BTreeMap<FigureId, metrics::Figure>,
 }
 
-/// Every point's headline figures per scope: pooled, actionable, then each source.
+/// Every point's headline figures ([`SCOPE_FIGURES`]) per scope: pooled, actionable, then each source.
 pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
     let sources: BTreeSet<&str> = cells.iter().map(|c| c.source.as_str()).filter(|s| !s.is_empty()).collect();
     let scopes: Vec<Scope> = [Scope::Pooled, Scope::Actionable]
         .into_iter()
         .chain(sources.into_iter().map(|s| Scope::Source(s.to_string())))
         .collect();
-    let headline: Vec<&metrics::Metric> = HEADLINE_METRICS.iter().filter_map(|m| metrics::metric(m)).collect();
+    let headline: Vec<&metrics::Metric> =
+        SCOPE_FIGURES.iter().flat_map(|group| group.iter()).map(|id| id.metric()).collect();
     // Each cell's parts once (probe figures walk every scoring): every scope and pairing picks from them.
     let pricing = point_prices(plan);
-    let cell_parts: Vec<BTreeMap<&'static str, metrics::Parts>> = cells
+    let cell_parts: Vec<BTreeMap<FigureId, metrics::Parts>> = cells
         .iter()
         .map(|c| {
             let o =
                 metrics::Observation { cell: c, pricing: pricing.get(c.cell.point.as_str()).and_then(Option::as_ref) };
-            headline.iter().filter_map(|m| Some((m.name, (m.parts)(&o)?))).collect()
+            headline.iter().filter_map(|m| Some((m.id, m.parts(&o)?))).collect()
         })
         .collect();
     let of_point = |p: &ConfigPoint| (0..cells.len()).filter(|&k| cells[k].cell.point == p.id).collect::<Vec<_>>();
     // A metric's parts over some cells, named by conversation (what `paired_difference` pairs on).
-    let gather = |ks: &mut dyn Iterator<Item = usize>, m: &str| -> Vec<(String, metrics::Parts)> {
-        ks.filter_map(|k| Some((cells[k].cell.conversation.clone(), *cell_parts[k].get(m)?))).collect()
+    let gather = |ks: &mut dyn Iterator<Item = usize>, m: FigureId| -> Vec<(String, metrics::Parts)> {
+        ks.filter_map(|k| Some((cells[k].cell.conversation.clone(), *cell_parts[k].get(&m)?))).collect()
     };
     let reference = reference_point(plan);
     let reference_cells = reference.map(of_point).unwrap_or_default();
@@ -201,8 +186,8 @@ pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
                 .iter()
                 .filter_map(|m| {
                     let ps: Vec<metrics::Parts> =
-                        gather(&mut own.iter().copied(), m.name).into_iter().map(|x| x.1).collect();
-                    Some((m.name, metrics::figure(m, &ps)?))
+                        gather(&mut own.iter().copied(), m.id).into_iter().map(|x| x.1).collect();
+                    Some((m.id, metrics::figure(m, &ps)?))
                 })
                 .collect();
             // The conversations a paired difference is over: in scope for either point when the scope
@@ -222,10 +207,10 @@ pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
                     .filter_map(|m| {
                         let d = metrics::paired_difference(
                             m,
-                            &gather(&mut a.iter().copied(), m.name),
-                            &gather(&mut b.iter().copied(), m.name),
+                            &gather(&mut a.iter().copied(), m.id),
+                            &gather(&mut b.iter().copied(), m.id),
                         )?;
-                        Some((m.name, d))
+                        Some((m.id, d))
                     })
                     .collect()
             } else {
@@ -239,9 +224,10 @@ pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
 
 /// The figure columns of one metric: its value (typed by its unit), `_n`, and for a ratio of sums its
 /// interval (`_ci_low`, `_ci_high`).
-fn figure_columns(name: &str, m: &Metric, figures: &[Option<metrics::Figure>]) -> Vec<Column> {
+fn figure_columns(m: &Metric, figures: &[Option<metrics::Figure>]) -> Vec<Column> {
+    let name = m.name;
     let mut columns = vec![
-        metric_column(name, m, figures.iter().map(|f| f.map(|f| f.value)).collect()),
+        metric_column(m, figures.iter().map(|f| f.map(|f| f.value)).collect()),
         Column::new(format!("{name}_n").into(), figures.iter().map(|f| f.map(|f| f.n as u64)).collect::<Vec<_>>()),
     ];
     if m.aggregation == Aggregation::RatioOfSums {
@@ -280,12 +266,11 @@ fn scopes_frame(plan: &Plan, rows: &[ScopeFigures]) -> PolarsResult<DataFrame> {
         Column::new("scope".into(), rows.iter().map(|r| r.scope.to_string()).collect::<Vec<_>>()),
         Column::new("conversations".into(), rows.iter().map(|r| r.conversations as u64).collect::<Vec<_>>()),
     ];
-    for name in HEADLINE_METRICS {
-        let Some(m) = metrics::metric(name) else { continue };
-        let own: Vec<Option<metrics::Figure>> = rows.iter().map(|r| r.figures.get(name).copied()).collect();
-        let diff: Vec<Option<metrics::Figure>> = rows.iter().map(|r| r.vs_reference.get(name).copied()).collect();
-        columns.extend(figure_columns(name, m, &own));
-        columns.extend(difference_columns(&format!("{name}_diff_vs_reference"), &diff));
+    for &id in SCOPE_FIGURES.iter().flat_map(|group| group.iter()) {
+        let own: Vec<Option<metrics::Figure>> = rows.iter().map(|r| r.figures.get(&id).copied()).collect();
+        let diff: Vec<Option<metrics::Figure>> = rows.iter().map(|r| r.vs_reference.get(&id).copied()).collect();
+        columns.extend(figure_columns(id.metric(), &own));
+        columns.extend(difference_columns(&format!("{id}_diff_vs_reference"), &diff));
     }
     DataFrame::new(rows.len(), columns)
 }
@@ -382,13 +367,14 @@ fn conversations_frame(
     let costs: Vec<Option<crate::pricing::Costs>> =
         cells.iter().map(|c| price_of(c).map(|p| p.costs(&c.result))).collect();
     columns.extend(result_columns(cells, &costs));
-    let per_cell: Vec<BTreeMap<&str, f64>> =
+    let per_cell: Vec<BTreeMap<FigureId, f64>> =
         cells.iter().map(|c| metrics::conversation_values(c, price_of(c).as_ref())).collect();
-    for m in METRICS {
+    // Every figure a cell has parts of, where the replay's counts above have no column of its name.
+    for m in METRICS.iter().filter(|m| m.per_cell()) {
         if columns.iter().any(|c| c.name().as_str() == m.name) {
             continue;
         }
-        columns.push(metric_column(m.name, m, per_cell.iter().map(|x| x.get(m.name).copied()).collect()));
+        columns.push(metric_column(m, per_cell.iter().map(|x| x.get(&m.id).copied()).collect()));
     }
     columns.push(Column::new(
         "error".into(),
@@ -401,11 +387,13 @@ fn conversations_frame(
     DataFrame::new(cells.len(), columns)
 }
 
-/// A conversation row's replay counts, token totals and costs (`costs`: each cell's, where priced).
+/// A conversation row's replay counts, token totals and costs (`costs`: each cell's, where priced). The
+/// counts and costs that are figures stand under the figure's name, as the replay's own integers.
 fn result_columns(cells: &[CellResult], costs: &[Option<crate::pricing::Costs>]) -> Vec<Column> {
     let r = |f: &dyn Fn(&crate::replay::ConversationResult) -> u64| {
         cells.iter().map(|c| f(&c.result)).collect::<Vec<u64>>()
     };
+    let figure = |id: FigureId| id.name().into();
     vec![
         Column::new("requests".into(), r(&|x| x.requests as u64)),
         Column::new("window_tokens".into(), r(&|x| x.token_limit)),
@@ -427,16 +415,16 @@ fn result_columns(cells: &[CellResult], costs: &[Option<crate::pricing::Costs>])
         Column::new("first_request_tokens".into(), r(&|x| x.first_request_tokens)),
         Column::new("trigger_tokens".into(), cells.iter().map(|c| c.result.trigger_tokens).collect::<Vec<_>>()),
         Column::new("actionable".into(), cells.iter().map(|c| c.result.actionable()).collect::<Vec<_>>()),
-        Column::new("compressed_events".into(), r(&|x| x.compressed_events())),
-        Column::new("overflow_guard_refusals".into(), r(&|x| x.overflow_guard_refusals)),
-        Column::new("overflow_requests".into(), r(&|x| x.overflow_requests)),
+        Column::new(figure(FigureId::CompressedEvents), r(&|x| x.compressed_events())),
+        Column::new(figure(FigureId::OverflowGuardRefusals), r(&|x| x.overflow_guard_refusals)),
+        Column::new(figure(FigureId::OverflowRequests), r(&|x| x.overflow_requests)),
         Column::new("none_overflow_requests".into(), r(&|x| x.none_overflow_requests)),
         Column::new(
             "first_overflow_request".into(),
             cells.iter().map(|c| c.result.first_overflow_request().map(|i| i as u64)).collect::<Vec<_>>(),
         ),
-        Column::new("cost_usd".into(), costs.iter().map(|c| c.map(|c| c.usd)).collect::<Vec<_>>()),
-        Column::new("cached_cost_usd".into(), costs.iter().map(|c| c.map(|c| c.cached_usd)).collect::<Vec<_>>()),
+        Column::new(figure(FigureId::CostUsd), costs.iter().map(|c| c.map(|c| c.usd)).collect::<Vec<_>>()),
+        Column::new(figure(FigureId::CachedCostUsd), costs.iter().map(|c| c.map(|c| c.cached_usd)).collect::<Vec<_>>()),
         Column::new("none_cost_usd".into(), costs.iter().map(|c| c.map(|c| c.none_usd)).collect::<Vec<_>>()),
         Column::new(
             "none_cached_cost_usd".into(),
@@ -448,7 +436,7 @@ fn result_columns(cells: &[CellResult], costs: &[Option<crate::pricing::Costs>])
 /// `results/points.*`: one row per point, each metric's figure, n and interval, and the paired comparisons.
 fn points_frame(plan: &Plan, cells: &[CellResult], axes: &[String], pricing: &Prices) -> PolarsResult<DataFrame> {
     let figures = metrics::point_figures(plan, cells, None);
-    let parts: Vec<BTreeMap<&'static str, Vec<(String, metrics::Parts)>>> = plan
+    let parts: Vec<BTreeMap<FigureId, Vec<(String, metrics::Parts)>>> = plan
         .points
         .iter()
         .map(|p| metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), pricing[p.id.as_str()].as_ref()))
@@ -462,27 +450,27 @@ fn points_frame(plan: &Plan, cells: &[CellResult], axes: &[String], pricing: &Pr
         plan.points.iter().map(|p| cells.iter().filter(|c| c.cell.point == p.id).count() as u64).collect::<Vec<_>>(),
     ));
     for m in METRICS {
-        let fig: Vec<Option<metrics::Figure>> = figures.iter().map(|f| f.get(m.name).copied()).collect();
+        let fig: Vec<Option<metrics::Figure>> = figures.iter().map(|f| f.get(&m.id).copied()).collect();
         if fig.iter().all(Option::is_none) {
             continue;
         }
-        columns.extend(figure_columns(m.name, m, &fig));
-        if !COMPARED_METRICS.contains(&m.name) {
+        columns.extend(figure_columns(m, &fig));
+        if !PAIRED_FIGURES.contains(&m.id) {
             continue;
         }
         for (label, partner) in &against {
             let diffs: Vec<Option<metrics::Figure>> = (0..plan.points.len())
                 .map(|i| {
                     let j = partner[i]?;
-                    metrics::paired_difference(m, parts[i].get(m.name)?, parts[j].get(m.name)?)
+                    metrics::paired_difference(m, parts[i].get(&m.id)?, parts[j].get(&m.id)?)
                 })
                 .collect();
             columns.extend(difference_columns(&format!("{}_diff_{label}", m.name), &diffs));
         }
     }
     // The probe counts behind the two headline probe figures, under the names scripts rely on.
-    for (alias, metric) in [("early_only_n", "early_only_retention"), ("at_risk_n", "at_risk_retention")] {
-        let n: Vec<Option<u64>> = figures.iter().map(|f| f.get(metric).map(|f| f.n as u64)).collect();
+    for (alias, id) in [("early_only_n", FigureId::EarlyOnlyRetention), ("at_risk_n", FigureId::AtRiskRetention)] {
+        let n: Vec<Option<u64>> = figures.iter().map(|f| f.get(&id).map(|f| f.n as u64)).collect();
         if n.iter().any(Option::is_some) {
             columns.push(Column::new(alias.into(), n));
         }

@@ -7,7 +7,10 @@
 use super::aggregate::{none_point, reference_point};
 use super::{default_points, Against};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, percent, Figure, Fragility, Parts, PercentStyle, Share};
+use crate::metrics::{
+    self, percent, percentage_points, Figure, FigureId, Fragility, Parts, PercentStyle, PointsStyle, Share,
+    CLAIM_FIGURES,
+};
 use crate::replay::strategy::Role;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,14 +48,21 @@ pub fn judge(d: &Figure, fragility: Option<&Fragility>, by_source: &[(String, f6
     if let Some((source, v)) = by_source.iter().find(|(_, v)| flipped(*v)) {
         return (
             Verdict::NotEstablished,
-            format!("carried by one source: without `{source}` it is {:+.1} pp", v * 100.0),
+            format!(
+                "carried by one source: without `{source}` it is {}",
+                percentage_points(*v, None, PointsStyle::PROSE)
+            ),
         );
     }
     match fragility {
         None => (Verdict::NotEstablished, "fewer than two paired conversations".into()),
         Some(f) if f.sign_flips(d.value) => (
             Verdict::NotEstablished,
-            format!("leaving one conversation out gives {:+.1} to {:+.1} pp", f.loo_low * 100.0, f.loo_high * 100.0),
+            format!(
+                "leaving one conversation out gives {} to {}",
+                pp(f.loo_low),
+                percentage_points(f.loo_high, None, PointsStyle::PROSE)
+            ),
         ),
         Some(_) => (Verdict::Established, String::new()),
     }
@@ -92,7 +102,7 @@ pub struct Claim {
     pub point: usize,
     pub strategy: String,
     pub against: Against,
-    pub metric: &'static str,
+    pub metric: FigureId,
     /// `pooled` (every conversation both points have) or `actionable` (those either can act on).
     pub scope: &'static str,
     pub verdict: Verdict,
@@ -103,11 +113,8 @@ pub struct Claim {
     pub without_source: Vec<(String, f64)>,
 }
 
-/// The metrics a claim is made on.
-pub const CLAIM_METRICS: [&str; 2] = ["tokens_vs_none", "early_only_retention"];
-
 /// Each metric's parts over one point's cells, at the point's prices.
-pub fn point_parts(plan: &Plan, cells: &[CellResult], p: &ConfigPoint) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
+pub fn point_parts(plan: &Plan, cells: &[CellResult], p: &ConfigPoint) -> BTreeMap<FigureId, Vec<(String, Parts)>> {
     metrics::point_parts(cells.iter().filter(|c| c.cell.point == p.id), metrics::point_pricing(plan, p).as_ref())
 }
 
@@ -142,7 +149,7 @@ pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
                 point: i + 1,
                 strategy,
                 against: Against::NoCompression,
-                metric: "tokens_vs_none",
+                metric: FigureId::TokensVsNone,
                 scope: "pooled",
                 verdict: Verdict::DidNotAct,
                 reason: "it never compressed: every figure equals `none`'s".into(),
@@ -160,11 +167,9 @@ pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
             let theirs = point_parts(plan, cells, base);
             let either: BTreeSet<&str> =
                 actionable_conversations(cells, p).union(&actionable_conversations(cells, base)).copied().collect();
-            for metric in CLAIM_METRICS {
-                let (Some(m), Some(a), Some(b)) = (metrics::metric(metric), mine.get(metric), theirs.get(metric))
-                else {
-                    continue;
-                };
+            for &metric in CLAIM_FIGURES {
+                let (Some(a), Some(b)) = (mine.get(&metric), theirs.get(&metric)) else { continue };
+                let m = metric.metric();
                 for scope in ["pooled", "actionable"] {
                     let keep = |v: &Vec<(String, Parts)>| -> Vec<(String, Parts)> {
                         v.iter().filter(|(c, _)| scope == "pooled" || either.contains(c.as_str())).cloned().collect()
@@ -192,7 +197,7 @@ pub fn claims(plan: &Plan, cells: &[CellResult]) -> Vec<Claim> {
 }
 
 fn pp(x: f64) -> String {
-    format!("{:+.1}", x * 100.0)
+    percentage_points(x, None, PointsStyle::TABLE)
 }
 
 /// One claim as a sentence.
@@ -202,7 +207,7 @@ pub fn sentence(c: &Claim) -> String {
 
 /// One claim as a sentence, its scope named `scope`.
 fn sentence_over(c: &Claim, scope: &str) -> String {
-    let what = metrics::metric(c.metric).map_or(c.metric, |m| m.header);
+    let what = c.metric.metric().header;
     let against = match c.against {
         Against::NoCompression => format!("`{}`", c.against.name()),
         Against::Reference => "the reference".to_string(),
@@ -211,13 +216,11 @@ fn sentence_over(c: &Claim, scope: &str) -> String {
         return format!("#{} `{}` **did not act**: {}; no finding.", c.point, c.strategy, c.reason);
     };
     let mut s = format!(
-        "#{} `{}` − {against}, {what} ({scope}, n = {} conversations): {} pp [{}, {}]",
+        "#{} `{}` − {against}, {what} ({scope}, n = {} conversations): {}",
         c.point,
         c.strategy,
         d.n,
-        pp(d.value),
-        pp(d.low),
-        pp(d.high)
+        percentage_points(d.value, Some((d.low, d.high)), PointsStyle::PROSE)
     );
     if let Some(f) = &c.fragility {
         let _ = write!(
@@ -348,7 +351,7 @@ pub fn write_claims(claims: &[Claim], dir: &std::path::Path) -> polars::prelude:
             Column::new("point".into(), claims.iter().map(|c| c.point as u64).collect::<Vec<_>>()),
             Column::new("strategy".into(), s(&|c| c.strategy.clone())),
             Column::new("against".into(), s(&|c| c.against.name().to_string())),
-            Column::new("metric".into(), s(&|c| c.metric.to_string())),
+            Column::new("metric".into(), s(&|c| c.metric.name().to_string())),
             Column::new("scope".into(), s(&|c| c.scope.to_string())),
             Column::new("verdict".into(), s(&|c| c.verdict.name().to_string())),
             Column::new(
@@ -419,7 +422,7 @@ mod tests {
             point: 2,
             strategy: "gemini".into(),
             against: Against::NoCompression,
-            metric: "tokens_vs_none",
+            metric: FigureId::TokensVsNone,
             scope,
             verdict: Verdict::Established,
             reason: String::new(),

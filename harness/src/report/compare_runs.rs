@@ -12,18 +12,18 @@ use super::grader_check::{self, Gradability};
 use super::{claims, default_points, Table};
 use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, Plan};
-use crate::metrics::{self, Figure, Level, Parts, PercentStyle};
+use crate::metrics::{
+    self, percentage_points, Figure, FigureId, Level, Parts, PercentStyle, PointsStyle, ACROSS_RUNS_DIFFERENCES,
+    ACROSS_RUNS_FIGURES,
+};
 use crate::replay::registry;
 use crate::replay::strategy::Role;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The figures compared across runs.
-pub const COMPARED: [&str; 3] = ["tokens_vs_none", "early_only_retention", KEPT];
-
 /// The figure a run's labels restrict to the gradable kinds.
-const KEPT: &str = grader_check::KEPT_FIGURE;
+const KEPT: FigureId = grader_check::KEPT_FIGURE;
 
 /// One run: its name, the agent whose sessions it replays, plan and cells, and the probe kinds its grader is
 /// trusted on (`None`: no labels to check it against, every kind counts).
@@ -61,7 +61,7 @@ impl Run {
     }
 
     /// Each metric's parts of the run's default point of `strategy`, named `run/conversation`.
-    fn parts(&self, strategy: &str) -> BTreeMap<&'static str, Vec<(String, Parts)>> {
+    fn parts(&self, strategy: &str) -> BTreeMap<FigureId, Vec<(String, Parts)>> {
         let Some(point) = default_points(&self.plan).into_iter().map(|i| &self.plan.points[i]).find(|p| {
             if is_reference(strategy) {
                 reference_point(&self.plan).is_some_and(|r| r.id == p.id)
@@ -123,7 +123,7 @@ fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> 
     let Some(j) = claims::judge_pairs(m, a, b, Some(&run)) else { return "–".into() };
     let d = j.difference;
     let mark = if j.verdict == claims::Verdict::Established { " ✓" } else { "" };
-    format!("{:+.1} [{:+.1}, {:+.1}]{mark} (n={})", d.value * 100.0, d.low * 100.0, d.high * 100.0, d.n)
+    format!("{}{mark} (n={})", percentage_points(d.value, Some((d.low, d.high)), PointsStyle::TABLE), d.n)
 }
 
 /// Whether `strategy` is the registry's reference.
@@ -154,7 +154,7 @@ fn shared_strategies(runs: &[Run]) -> Vec<String> {
 /// Per run and strategy: conversations, compressions, the compared figures and Δ − reference (within the run).
 pub fn per_run_table(runs: &[Run]) -> Table {
     let mut header: Vec<String> = ["run", "strategy", "convs", "compressions"].map(String::from).to_vec();
-    header.extend(COMPARED.iter().filter_map(|n| metrics::metric(n)).map(|m| m.title()));
+    header.extend(ACROSS_RUNS_FIGURES.iter().map(|id| id.metric().title()));
     header.push("Δ early-only − ref. (pp)".into());
     header.push("Δ kept − ref. (pp)".into());
     let mut rows = Vec::new();
@@ -162,16 +162,16 @@ pub fn per_run_table(runs: &[Run]) -> Table {
         let reference = run.parts(reference_name());
         for strategy in shared_strategies(runs) {
             let parts = run.parts(&strategy);
-            let convs = parts.get("tokens_vs_none").map_or(0, Vec::len);
+            let convs = parts.get(&FigureId::TokensVsNone).map_or(0, Vec::len);
             let mut row =
                 vec![run.name.clone(), strategy.clone(), convs.to_string(), run.compressions(&strategy).to_string()];
-            for m in COMPARED.iter().filter_map(|n| metrics::metric(n)) {
-                let f = parts.get(m.name).and_then(|p| metrics::figure(m, &p.iter().map(|x| x.1).collect::<Vec<_>>()));
+            for m in ACROSS_RUNS_FIGURES.iter().map(|id| id.metric()) {
+                let f = parts.get(&m.id).and_then(|p| metrics::figure(m, &p.iter().map(|x| x.1).collect::<Vec<_>>()));
                 row.push(share_cell(m, f));
             }
-            for name in ["early_only_retention", "kept_at_compressions"] {
-                let d = match (metrics::metric(name), parts.get(name), reference.get(name)) {
-                    (Some(m), Some(a), Some(b)) if !is_reference(&strategy) => judged(m, a, b),
+            for id in ACROSS_RUNS_DIFFERENCES {
+                let d = match (parts.get(id), reference.get(id)) {
+                    (Some(a), Some(b)) if !is_reference(&strategy) => judged(id.metric(), a, b),
                     _ => "–".into(),
                 };
                 row.push(d);
@@ -192,12 +192,11 @@ pub fn pooled_table(runs: &[Run]) -> Table {
             .to_vec();
     let row = |label: String, over: &[&Run], strategy: &str| {
         let mut row = vec![label];
-        for name in COMPARED {
-            let Some(m) = metrics::metric(name) else { continue };
+        for &id in ACROSS_RUNS_FIGURES {
             let gather = |s: &str| -> Vec<(String, Parts)> {
-                over.iter().flat_map(|r| r.parts(s).remove(name).unwrap_or_default()).collect()
+                over.iter().flat_map(|r| r.parts(s).remove(&id).unwrap_or_default()).collect()
             };
-            row.push(judged(m, &gather(strategy), &gather(reference_name())));
+            row.push(judged(id.metric(), &gather(strategy), &gather(reference_name())));
         }
         row
     };

@@ -4,7 +4,7 @@
 
 use super::{aggregate, claims};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, percent, PercentStyle, Share};
+use crate::metrics::{self, percent, percentage_points, FigureId, PercentStyle, PointsStyle, Share};
 use crate::replay::strategies::gemini::THRESHOLD;
 use crate::replay::strategy::Role;
 use crate::report::summary::summarize;
@@ -23,7 +23,7 @@ fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeF
         .iter()
         .filter(|r| r.point == ri && matches!(r.scope, aggregate::Scope::Source(_)))
         .filter_map(|r| {
-            let f = r.figures.get("compressions_per_100_requests")?;
+            let f = r.figures.get(&FigureId::CompressionsPer100Requests)?;
             Some(format!("{} {:.1}", r.scope.to_string().trim_start_matches("source:"), f.value))
         })
         .collect();
@@ -38,7 +38,8 @@ fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeF
     if let (Some(pooled), Some(actionable)) =
         (get(ri, &aggregate::Scope::Pooled), get(ri, &aggregate::Scope::Actionable))
     {
-        if let (Some(p), Some(a)) = (pooled.figures.get("tokens_vs_none"), actionable.figures.get("tokens_vs_none")) {
+        let tokens = FigureId::TokensVsNone;
+        if let (Some(p), Some(a)) = (pooled.figures.get(&tokens), actionable.figures.get(&tokens)) {
             out.push(format!(
                 "The reference's tokens vs none is {} pooled over {} conversations and {} [{:.1}, {:.1}] over the {} it can act on.",
                 percent(Some(Share::Fraction(p.value)), PercentStyle::PROSE),
@@ -137,8 +138,8 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
     let summaries = summarize(plan, cells);
     let mut flagged = Vec::new();
     for s in &summaries {
-        let hidden = s.figures.get("hidden_inflation_events").copied().unwrap_or(0.0);
-        let deflated = s.figures.get("hidden_deflation_events").copied().unwrap_or(0.0);
+        let hidden = s.figures.get(&FigureId::HiddenInflationEvents).copied().unwrap_or(0.0);
+        let deflated = s.figures.get(&FigureId::HiddenDeflationEvents).copied().unwrap_or(0.0);
         if hidden > 0.0 || deflated > 0.0 {
             let number = plan.point_number(&s.point).map(|n| n.to_string()).unwrap_or_default();
             flagged.push((number, hidden, deflated));
@@ -177,12 +178,12 @@ pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFig
 /// decide nothing. The pairs of one baseline with one verdict (and reason) make one line, with their count.
 pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     use std::fmt::Write;
-    let Some(m) = metrics::metric("early_only_retention") else { return String::new() };
+    let m = FigureId::EarlyOnlyRetention.metric();
     // (baseline, verdict) → the pairs' differences and the conversations each is over, in plan order.
     type Pairs = Vec<(String, usize)>;
     let mut groups: Vec<((String, String), Pairs)> = Vec::new();
     let number = |p: &ConfigPoint| plan.point_number(&p.id).map(|n| format!("#{n}")).unwrap_or_else(|| p.id.clone());
-    let parts = |p: &ConfigPoint| claims::point_parts(plan, cells, p).remove(m.name);
+    let parts = |p: &ConfigPoint| claims::point_parts(plan, cells, p).remove(&m.id);
     let main = |role: Role| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.role() == Some(role));
     let threshold = |p: &ConfigPoint| p.axes.get(THRESHOLD).cloned();
     let mut out = String::new();
@@ -196,12 +197,10 @@ pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
                 v => format!("{} ({})", v.name(), j.reason),
             };
             let pair = format!(
-                "{} `{}` {:+.1} pp [{:+.1}, {:+.1}]",
+                "{} `{}` {}",
                 number(g),
                 g.short_label(),
-                diff.value * 100.0,
-                diff.low * 100.0,
-                diff.high * 100.0,
+                percentage_points(diff.value, Some((diff.low, diff.high)), PointsStyle::PROSE)
             );
             let key = (format!("{} `{}`", number(d), d.short_label()), verdict);
             match groups.iter_mut().find(|(k, _)| *k == key) {

@@ -5,7 +5,7 @@
 use super::Table;
 use crate::data::store::{self, StoreError};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{conversation_values, point_pricing};
+use crate::metrics::{conversation_values, point_pricing, FigureId};
 use crate::stats::{bootstrap_mean, Estimate};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -24,8 +24,9 @@ pub enum Direction {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
-    /// A per-conversation metric (see `crate::metrics::METRICS` and `harness/docs/metrics.md`).
-    pub metric: String,
+    /// A per-conversation metric, by name (see `crate::metrics::METRICS` and `harness/docs/metrics.md`); an
+    /// unknown name fails loading the rules.
+    pub metric: FigureId,
     pub direction: Direction,
     /// A change smaller than `max(abs_tolerance, rel_tolerance × |baseline mean|)` is never a regression.
     #[serde(default)]
@@ -89,8 +90,9 @@ pub struct Rules {
 
 impl Default for Rules {
     fn default() -> Self {
-        let r = |metric: &str, direction, abs_tolerance, rel_tolerance| Rule {
-            metric: metric.into(),
+        use FigureId::*;
+        let r = |metric, direction, abs_tolerance, rel_tolerance| Rule {
+            metric,
             direction,
             abs_tolerance,
             rel_tolerance,
@@ -99,30 +101,30 @@ impl Default for Rules {
             only: Only::All,
             kind: RuleKind::Bootstrap,
         };
-        let compressed = |metric: &str| Rule { only: Only::Compressed, ..r(metric, Direction::Higher, 0.02, 0.0) };
+        let compressed = |metric| Rule { only: Only::Compressed, ..r(metric, Direction::Higher, 0.02, 0.0) };
         Rules {
             rule: vec![
-                r("tokens_vs_none", Direction::Lower, 0.01, 0.0),
-                r("usd_vs_none", Direction::Lower, 0.01, 0.0),
-                r("reduction", Direction::Higher, 0.02, 0.0),
-                r("storm_events", Direction::Lower, 0.1, 0.0),
-                r("inflated_events", Direction::Lower, 0.1, 0.0),
-                r("empty_summary_events", Direction::Lower, 0.1, 0.0),
-                r("hidden_inflation_events", Direction::Lower, 0.1, 0.0),
+                r(TokensVsNone, Direction::Lower, 0.01, 0.0),
+                r(UsdVsNone, Direction::Lower, 0.01, 0.0),
+                r(Reduction, Direction::Higher, 0.02, 0.0),
+                r(StormEvents, Direction::Lower, 0.1, 0.0),
+                r(InflatedEvents, Direction::Lower, 0.1, 0.0),
+                r(EmptySummaryEvents, Direction::Lower, 0.1, 0.0),
+                r(HiddenInflationEvents, Direction::Lower, 0.1, 0.0),
                 // One failed conversation is a regression whatever the sample.
-                Rule { min_samples: 1, ..r("failed", Direction::Lower, 0.0, 0.0) },
-                r("overflow_requests", Direction::Lower, 0.1, 0.0),
-                r("overflowed_conversations", Direction::Lower, 0.0, 0.0),
+                Rule { min_samples: 1, ..r(Failed, Direction::Lower, 0.0, 0.0) },
+                r(OverflowRequests, Direction::Lower, 0.1, 0.0),
+                r(OverflowedConversations, Direction::Lower, 0.0, 0.0),
                 Rule {
                     min_samples: 1,
                     kind: RuleKind::NoneIfBaselineNone,
-                    ..r("invalid_requests", Direction::Lower, 0.0, 0.0)
+                    ..r(InvalidRequests, Direction::Lower, 0.0, 0.0)
                 },
-                r("early_only_retention", Direction::Higher, 0.02, 0.0),
-                Rule { abs_tolerance: 0.005, ..compressed("retention_at_events") },
-                compressed("early_only_retention"),
-                compressed("at_risk_retention"),
-                r("retrieval_accuracy", Direction::Higher, 0.02, 0.0),
+                r(EarlyOnlyRetention, Direction::Higher, 0.02, 0.0),
+                Rule { abs_tolerance: 0.005, ..compressed(RetentionAtEvents) },
+                compressed(EarlyOnlyRetention),
+                compressed(AtRiskRetention),
+                r(RetrievalAccuracy, Direction::Higher, 0.02, 0.0),
             ],
         }
     }
@@ -179,7 +181,7 @@ pub struct Check {
     pub point: String,
     pub label: String,
     pub strategy: String,
-    pub metric: String,
+    pub metric: FigureId,
     pub n: usize,
     pub baseline_mean: Option<f64>,
     pub current_mean: Option<f64>,
@@ -352,7 +354,7 @@ const GATE_READ_SHARE: f64 = 0.12;
 const GATE_FIGURES_SHARE: f64 = 0.13;
 
 /// A run's per-conversation metric values by cell (point, conversation, repeat).
-type CellValues = BTreeMap<(String, String, u32), BTreeMap<&'static str, f64>>;
+type CellValues = BTreeMap<(String, String, u32), BTreeMap<FigureId, f64>>;
 
 /// Every figure from its one definition (`crate::metrics`), with the plan's prices.
 fn values_by_cell(plan: &Plan, cells: &[CellResult]) -> CellValues {
@@ -372,16 +374,16 @@ fn values_by_cell(plan: &Plan, cells: &[CellResult]) -> CellValues {
 /// A skipped check for every rule whose metric no configuration of the baseline produces, so a rule that
 /// checks nothing is listed rather than passing silently.
 fn unproduced_metrics(rules: &Rules, baseline: &CellValues) -> Vec<Check> {
-    let produced: std::collections::BTreeSet<&str> = baseline.values().flat_map(|m| m.keys().copied()).collect();
+    let produced: std::collections::BTreeSet<FigureId> = baseline.values().flat_map(|m| m.keys().copied()).collect();
     rules
         .rule
         .iter()
-        .filter(|r| !produced.contains(r.metric.as_str()))
+        .filter(|r| !produced.contains(&r.metric))
         .map(|rule| Check {
             point: String::new(),
             label: "every configuration".into(),
             strategy: String::new(),
-            metric: rule.metric.clone(),
+            metric: rule.metric,
             n: 0,
             baseline_mean: None,
             current_mean: None,
@@ -399,9 +401,9 @@ fn unproduced_metrics(rules: &Rules, baseline: &CellValues) -> Vec<Check> {
 /// The rule's metric for point `p`, paired by cell: (baseline values, current values), over the
 /// conversations the rule compares.
 fn paired_values(p: &ConfigPoint, rule: &Rule, bi: &CellValues, ci: &CellValues) -> (Vec<f64>, Vec<f64>) {
-    let acted = |m: &BTreeMap<&'static str, f64>| {
-        m.get("compressed_events").copied().unwrap_or(0.0) + m.get("truncation_only_events").copied().unwrap_or(0.0)
-            > 0.0
+    let acted = |m: &BTreeMap<FigureId, f64>| {
+        let count = |id| m.get(&id).copied().unwrap_or(0.0);
+        count(FigureId::CompressedEvents) + count(FigureId::TruncationOnlyEvents) > 0.0
     };
     let mut base = Vec::new();
     let mut cur = Vec::new();
@@ -410,7 +412,7 @@ fn paired_values(p: &ConfigPoint, rule: &Rule, bi: &CellValues, ci: &CellValues)
         if rule.only == Only::Compressed && !(acted(bm) || cm.is_some_and(acted)) {
             continue;
         }
-        if let (Some(b), Some(c)) = (bm.get(rule.metric.as_str()), cm.and_then(|m| m.get(rule.metric.as_str()))) {
+        if let (Some(b), Some(c)) = (bm.get(&rule.metric), cm.and_then(|m| m.get(&rule.metric))) {
             base.push(*b);
             cur.push(*c);
         }
@@ -448,7 +450,7 @@ fn check(p: &ConfigPoint, rule: &Rule, bi: &CellValues, ci: &CellValues) -> Opti
         point: p.id.clone(),
         label: p.short_label(),
         strategy: p.strategy.kind().into(),
-        metric: rule.metric.clone(),
+        metric: rule.metric,
         n: base.len(),
         baseline_mean: Some(mean(&base)),
         current_mean: Some(mean(&cur)),
@@ -589,7 +591,7 @@ fn skipped_section(md: &mut String, report: &GateReport) {
 
 fn metric_label(c: &Check) -> String {
     let label = match c.only {
-        Only::All => c.metric.clone(),
+        Only::All => c.metric.to_string(),
         Only::Compressed => format!("{} (compressed)", c.metric),
     };
     match c.kind {

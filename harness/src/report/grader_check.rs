@@ -13,8 +13,8 @@
 use super::{default_points, Table};
 use crate::data::ProbeKind;
 use crate::data::{CellResult, Plan};
-use crate::metrics::{self, percent, Parts, PercentStyle, Share};
-use crate::probes::figures::conversation_tally_of_kind;
+use crate::metrics::probe_figures::conversation_tally_of_kind;
+use crate::metrics::{percent, FigureId, Parts, PercentStyle, Share};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// The figure the per-kind tables (`probe_kinds`, `compare`) restrict by kind, and [`kept_parts`] pools over
 /// the gradable kinds.
-pub const KEPT_FIGURE: &str = "kept_at_compressions";
+pub const KEPT_FIGURE: FigureId = FigureId::KeptAtCompressions;
 /// Format tag of a labels file.
 pub const LABELS_FORMAT: &str = "compactbench.labels/1";
 /// The least agreement with the labels at which a kind is gradable offline.
@@ -390,13 +390,12 @@ fn agreement_cells(a: &Agreement) -> [String; 4] {
 }
 
 fn header(first: &str) -> Vec<String> {
-    let title = |name: &str| metrics::metric(name).map_or(name.to_string(), |m| m.title());
     vec![
         first.into(),
         "labelled pairs".into(),
-        title("grader_agreement"),
-        title("grader_precision"),
-        title("grader_recall"),
+        FigureId::GraderAgreement.metric().title(),
+        FigureId::GraderPrecision.metric().title(),
+        FigureId::GraderRecall.metric().title(),
     ]
 }
 

@@ -10,6 +10,7 @@ use super::{
     sources_table, split_variants_table, systems, triggers_table, varying_axes, Against, PlotList,
 };
 use crate::data::{CellResult, ConfigPoint, Plan};
+use crate::metrics::FigureId;
 use crate::report::summary::{notable_points, short_table, summarize, table_at, Notable, PointSummary, TableOptions};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -180,7 +181,8 @@ fn headline_section(md: &mut String, plan: &Plan, summaries: &[PointSummary], wi
         crate::stats::BOOTSTRAP_RESAMPLES,
         crate::stats::BOOTSTRAP_SEED
     );
-    let quality = if summaries.iter().any(|s| s.figures.contains_key(QUALITY)) { QUALITY } else { "retention" };
+    let quality =
+        if summaries.iter().any(|s| s.figures.contains_key(&QUALITY)) { QUALITY } else { FigureId::Retention };
     let notable = notable_points(summaries, quality);
     let shown: Vec<usize> = notable.iter().map(|(i, _)| *i).collect();
     md.push_str(&short_table(
@@ -197,7 +199,7 @@ fn headline_section(md: &mut String, plan: &Plan, summaries: &[PointSummary], wi
     let mut rows = format!("\n\nRows: each strategy's default point ({})", list(Notable::Default).unwrap_or_default());
     let better: Vec<String> = [
         list(Notable::Cheapest).map(|l| format!("its cheapest by tokens vs none ({l})")),
-        list(Notable::BestQuality).map(|l| format!("its best by {} ({l})", metric_header(quality))),
+        list(Notable::BestQuality).map(|l| format!("its best by {} ({l})", quality.metric().header)),
     ]
     .into_iter()
     .flatten()
@@ -219,19 +221,14 @@ fn headline_section(md: &mut String, plan: &Plan, summaries: &[PointSummary], wi
             1 => " and the point of its slice".to_string(),
             n => format!(" and the {n} points of its slices"),
         },
-        metric_header(quality)
+        quality.metric().header
     );
     md.push_str(&rows);
 }
 
-/// A metric's name as tables head it (its registry header), or the name itself.
-fn metric_header(name: &str) -> &str {
-    crate::metrics::metric(name).map_or(name, |m| m.header)
-}
-
 /// The quality figure the headline picks a strategy's best point by (as the Pareto plot), when the run
 /// scored probes; `retention` otherwise.
-const QUALITY: &str = "early_only_retention";
+const QUALITY: FigureId = FigureId::EarlyOnlyRetention;
 
 /// Each strategy's default point per scope: cost, retention, storms.
 fn scopes_section(md: &mut String, plan: &Plan, scopes: &[aggregate::ScopeFigures]) {

@@ -51,12 +51,12 @@ pub fn varying_axes(points: &[&ConfigPoint]) -> Vec<String> {
 }
 
 /// Per-point metric values over its conversations (one per conversation where the metric applies).
-pub fn metric_values(plan: &Plan, cells: &[CellResult], point: &str, metric: &str) -> Vec<f64> {
+pub fn metric_values(plan: &Plan, cells: &[CellResult], point: &str, metric: metrics::FigureId) -> Vec<f64> {
     let pricing = plan.points.iter().find(|p| p.id == point).and_then(|p| metrics::point_pricing(plan, p));
     cells
         .iter()
         .filter(|c| c.cell.point == point)
-        .filter_map(|c| metrics::conversation_values(c, pricing.as_ref()).get(metric).copied())
+        .filter_map(|c| metrics::conversation_values(c, pricing.as_ref()).get(&metric).copied())
         .collect()
 }
 

@@ -4,7 +4,7 @@
 use super::plots::{self, Plot};
 use super::{aggregate, default_points};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics;
+use crate::metrics::{self, FigureId};
 use crate::replay::strategies::gemini::{PRESERVE_FRACTION, THRESHOLD};
 use crate::replay::strategy::Role;
 use std::path::Path;
@@ -26,8 +26,8 @@ fn note(list: &mut PlotList, caption: &str, r: Result<plots::PlotFiles, plots::P
 }
 
 /// A metric's figure over several points' conversations pooled.
-fn pooled(plan: &Plan, cells: &[CellResult], points: &[&ConfigPoint], metric: &str) -> Option<f64> {
-    let m = metrics::metric(metric)?;
+fn pooled(plan: &Plan, cells: &[CellResult], points: &[&ConfigPoint], metric: FigureId) -> Option<f64> {
+    let m = metric.metric();
     let parts: Vec<metrics::Parts> = points
         .iter()
         .flat_map(|p| {
@@ -35,7 +35,7 @@ fn pooled(plan: &Plan, cells: &[CellResult], points: &[&ConfigPoint], metric: &s
                 cells.iter().filter(|c| c.cell.point == p.id),
                 metrics::point_pricing(plan, p).as_ref(),
             )
-            .remove(metric)
+            .remove(&metric)
             .unwrap_or_default()
         })
         .map(|(_, p)| p)
@@ -171,7 +171,9 @@ fn draw_reduction_vs_threshold(
             points: grid
                 .thresholds
                 .iter()
-                .filter_map(|t| Some((t.parse().ok()?, pooled(plan, cells, &grid.at(t, keep), "reduction")? * 100.0)))
+                .filter_map(|t| {
+                    Some((t.parse().ok()?, pooled(plan, cells, &grid.at(t, keep), FigureId::Reduction)? * 100.0))
+                })
                 .collect(),
         })
         .collect();
@@ -191,8 +193,8 @@ fn draw_reduction_vs_threshold(
 
 /// How a figure is pooled over its conversations, in words (what its glossary entry's formula sums).
 fn pooling(m: &metrics::Metric) -> &'static str {
-    match (m.name, m.level) {
-        ("mean_event_reduction", _) => "unweighted mean over compressions",
+    match (m.id, m.level) {
+        (FigureId::MeanEventReduction, _) => "unweighted mean over compressions",
         (_, metrics::Level::Probe) => "pooled over probe scorings: Σ hits / Σ probes",
         (_, metrics::Level::Event) => "pooled over compressions: a ratio of sums",
         (_, metrics::Level::Conversation) => "a ratio of sums over conversations",
@@ -258,13 +260,16 @@ fn heatmap_caption(m: &metrics::Metric) -> String {
 /// Heatmap: a quality metric versus preserve fraction (rows) and threshold (columns).
 fn draw_heatmap(plan: &Plan, cells: &[CellResult], dir: &Path, grid: &ReferenceGrid, list: &mut PlotList) {
     // The headline quality figure when there are probes.
-    let name = if cells.iter().any(|c| c.probes.is_some()) { "early_only_retention" } else { "tokens_vs_none" };
-    let Some(m) = metrics::metric(name) else { return };
+    let figure =
+        if cells.iter().any(|c| c.probes.is_some()) { FigureId::EarlyOnlyRetention } else { FigureId::TokensVsNone };
+    let m = figure.metric();
     let scale = if m.unit == metrics::Unit::Share { 100.0 } else { 1.0 };
     let values: Vec<Vec<Option<f64>>> = grid
         .preserves
         .iter()
-        .map(|r| grid.thresholds.iter().map(|c| pooled(plan, cells, &grid.at(c, r), name).map(|v| v * scale)).collect())
+        .map(|r| {
+            grid.thresholds.iter().map(|c| pooled(plan, cells, &grid.at(c, r), figure).map(|v| v * scale)).collect()
+        })
         .collect();
     note(
         list,
@@ -283,16 +288,17 @@ fn draw_heatmap(plan: &Plan, cells: &[CellResult], dir: &Path, grid: &ReferenceG
 /// Pareto: cost versus quality, one numbered point per configuration (the key is a table in the
 /// report). Slices cover other conversations, so only the main grid.
 fn draw_pareto(plan: &Plan, cells: &[CellResult], dir: &Path, list: &mut PlotList) {
-    let quality = if cells.iter().any(|c| metrics::conversation_values(c, None).contains_key("early_only_retention")) {
-        "early_only_retention"
-    } else {
-        "retention"
-    };
-    let (Some(cost), Some(q)) = (metrics::metric("tokens_vs_none"), metrics::metric(quality)) else { return };
+    let quality =
+        if cells.iter().any(|c| metrics::conversation_values(c, None).contains_key(&FigureId::EarlyOnlyRetention)) {
+            FigureId::EarlyOnlyRetention
+        } else {
+            FigureId::Retention
+        };
+    let (cost, q) = (FigureId::TokensVsNone.metric(), quality.metric());
     let mut pts = Vec::new();
     for (i, p) in plan.points.iter().enumerate().filter(|(_, p)| p.slice.is_none()) {
-        let x = pooled(plan, cells, &[p], cost.name);
-        let y = pooled(plan, cells, &[p], q.name);
+        let x = pooled(plan, cells, &[p], cost.id);
+        let y = pooled(plan, cells, &[p], q.id);
         if let (Some(x), Some(y)) = (x, y) {
             // Shares in percent, as the tables write them.
             pts.push(((i + 1).to_string(), x * 100.0, y * 100.0));
@@ -345,14 +351,14 @@ fn draw_verification_delta(cells: &[CellResult], dir: &Path, list: &mut PlotList
 mod tests {
     use super::*;
 
-    fn m(name: &str) -> &'static metrics::Metric {
-        metrics::metric(name).unwrap()
+    fn m(id: FigureId) -> &'static metrics::Metric {
+        id.metric()
     }
 
     #[test]
     fn titles_name_the_figure_in_words_and_by_glossary_name() {
         assert_eq!(timeline_title("task003-trial0"), "Request size per request: task003-trial0");
-        let q = m("early_only_retention");
+        let q = m(FigureId::EarlyOnlyRetention);
         assert_eq!(heatmap_title(q), "Early-only retention (early_only_retention) by preserve fraction × threshold");
         insta::assert_debug_snapshot!(heatmap_desc(q), @r#"
         HeatmapDesc {
@@ -379,10 +385,10 @@ mod tests {
                 "Cost (tokens_vs_none) vs early-only retention".to_string(),
             )
         );
-        assert_eq!(figure_desc(m("tokens_vs_none")), "tokens vs none (tokens_vs_none), %, ↓ better");
-        assert_eq!(pooling(m("reduction")), "pooled over compressions: a ratio of sums");
-        assert_eq!(pooling(m("mean_event_reduction")), "unweighted mean over compressions");
+        assert_eq!(figure_desc(m(FigureId::TokensVsNone)), "tokens vs none (tokens_vs_none), %, ↓ better");
+        assert_eq!(pooling(m(FigureId::Reduction)), "pooled over compressions: a ratio of sums");
+        assert_eq!(pooling(m(FigureId::MeanEventReduction)), "unweighted mean over compressions");
         // Without probes the heatmap shows tokens_vs_none, a share too: still 0–100 %.
-        assert_eq!(heatmap_desc(m("tokens_vs_none")).range, Some((0.0, 100.0)));
+        assert_eq!(heatmap_desc(m(FigureId::TokensVsNone)).range, Some((0.0, 100.0)));
     }
 }

@@ -12,13 +12,18 @@
 use super::aggregate::reference_point;
 use super::grader_check::{self, Gradability, KEPT_FIGURE, NOT_GRADABLE};
 use super::{claims, default_points, Table};
+use crate::data::ProbeKind;
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, percent, Parts, PercentStyle, Share};
-use crate::probes::figures::conversation_tally_of_kind;
+use crate::metrics::probe_figures::conversation_tally_of_kind;
+use crate::metrics::{self, percent, percentage_points, Parts, PercentStyle, PointsStyle, Share};
 use crate::replay::strategy::Role;
 
-/// The probe kinds in table order; `all` is every kind.
-const KINDS: [&str; 6] = ["artifact", "constraint", "continuation", "decision", "recall", "all"];
+/// The probe kinds' names in table order (by name).
+fn kind_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = ProbeKind::ALL.iter().map(|k| k.name()).collect();
+    names.sort_unstable();
+    names
+}
 
 /// One point's (conversation, parts) over the probes of `kinds` (`None`: every kind).
 fn parts(cells: &[CellResult], p: &ConfigPoint, kinds: Option<&[&str]>) -> Vec<(String, Parts)> {
@@ -42,11 +47,7 @@ fn difference(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)])
     let Some(j) = claims::judge_pairs(m, a, b, None) else { return "–".into() };
     let d = j.difference;
     let mark = if j.verdict == claims::Verdict::Established { " ✓" } else { "" };
-    if d.low < d.high {
-        format!("{:+.1} [{:+.1}, {:+.1}]{mark}", d.value * 100.0, d.low * 100.0, d.high * 100.0)
-    } else {
-        format!("{:+.1}{mark}", d.value * 100.0)
-    }
+    format!("{}{mark}", percentage_points(d.value, (d.low < d.high).then_some((d.low, d.high)), PointsStyle::TABLE))
 }
 
 /// One row's kind: its name and the probe kinds it counts (`None`: every kind), and whether a difference
@@ -60,10 +61,9 @@ struct RowKind {
 /// The rows' kinds: each probe kind, then all of them; with `gradable`, the kinds the grader is not trusted
 /// on are marked and the `all` row counts the gradable ones.
 fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
-    let mut out: Vec<RowKind> = KINDS
-        .iter()
-        .filter(|k| **k != "all")
-        .map(|&k| match gradable {
+    let mut out: Vec<RowKind> = kind_names()
+        .into_iter()
+        .map(|k| match gradable {
             Some(g) if !g.is_gradable(k) => {
                 RowKind { label: format!("{k} ({NOT_GRADABLE})"), kinds: Some(vec![k]), gradable: false }
             }
@@ -73,7 +73,7 @@ fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
     out.push(match gradable {
         None => RowKind { label: "all".into(), kinds: None, gradable: true },
         Some(g) => {
-            let kinds: Vec<&'static str> = KINDS.iter().copied().filter(|k| *k != "all" && g.is_gradable(k)).collect();
+            let kinds: Vec<&'static str> = kind_names().into_iter().filter(|k| g.is_gradable(k)).collect();
             if kinds.is_empty() {
                 RowKind { label: format!("all ({NOT_GRADABLE}: no kind is)"), kinds: None, gradable: false }
             } else {
@@ -87,7 +87,7 @@ fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
 /// The table, or `None` when no point scored probes at a compression. With `gradable` (the run's grader
 /// checked against human labels), kinds it is not trusted on draw no difference and `all` pools the others.
 pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) -> Option<Table> {
-    let m = metrics::metric(KEPT_FIGURE)?;
+    let m = KEPT_FIGURE.metric();
     let points: Vec<&ConfigPoint> = default_points(plan)
         .into_iter()
         .map(|i| &plan.points[i])

@@ -1,9 +1,11 @@
 //! The probes' part of a report: `results/probes.{csv,parquet}` (one row per point × conversation × probe ×
-//! moment) and the Markdown section of probe figures. The figures themselves are `probes::figures`'.
+//! moment) and the Markdown section of probe figures. The rows are `probes::figures`', the figures
+//! `metrics::probe_figures`'.
 
 use crate::data::CellResult;
-use crate::metrics::{percent, PercentStyle, Share};
-use crate::probes::figures::*;
+use crate::metrics::probe_figures::{all_point_figures, Rate};
+use crate::metrics::{percent, percentage_points, FigureId, PercentStyle, PointsStyle, Share};
+use crate::probes::figures::{cell_rows, strategy_of, ProbeRow, FINAL_STRETCH_SHARE};
 
 /// Writes `results/probes.{csv,parquet}`: one row per point × conversation × probe × moment.
 pub fn write_probe_rows(
@@ -59,7 +61,7 @@ fn fmt_rate(r: &Rate) -> String {
 fn fmt_gain(r: &Rate) -> String {
     match (r.value, r.ci_low, r.ci_high) {
         (Some(v), Some(l), Some(h)) => {
-            format!("{:+.2} pp [{:+.2}, {:+.2}] (n={})", v * 100.0, l * 100.0, h * 100.0, r.n)
+            format!("{} (n={})", percentage_points(v, Some((l, h)), PointsStyle::PROSE_FINE), r.n)
         }
         _ => "–".into(),
     }
@@ -103,9 +105,9 @@ pub fn markdown_sections(
             md,
             "| {} | {} | {} | {} |",
             label(id),
-            fmt_rate(&f.early_only_retention),
-            fmt_rate(&f.at_risk_retention),
-            fmt_rate(&f.retention),
+            fmt_rate(&f.rate(FigureId::EarlyOnlyRetention)),
+            fmt_rate(&f.rate(FigureId::AtRiskRetention)),
+            fmt_rate(&f.rate(FigureId::Retention)),
         );
     }
     md.push_str("\n| # | retrieval accuracy ↑ | verification gain ↑ |\n|---|---|---|\n");
@@ -115,8 +117,8 @@ pub fn markdown_sections(
             md,
             "| {} | {} | {} |",
             label(id),
-            fmt_rate(&f.retrieval_accuracy),
-            fmt_gain(&f.verification_retention_gain)
+            fmt_rate(&f.rate(FigureId::RetrievalAccuracy)),
+            fmt_gain(&f.rate(FigureId::VerificationRetentionGain))
         );
     }
     md.push_str(comparisons);

@@ -2,7 +2,7 @@
 
 use super::table::Table;
 use crate::data::{CellResult, Plan};
-use crate::metrics::{percent, PercentStyle, Share};
+use crate::metrics::{percent, FigureId, PercentStyle, Share, SUMMARY_COLUMNS, SUMMARY_INTERVALS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -18,13 +18,13 @@ pub struct PointSummary {
     pub slice: Option<String>,
     pub conversations: usize,
     pub events_by_status: crate::replay::StatusCounts,
-    /// Metric name → the point's figure (ratio of sums, pooled mean or total; see the glossary).
+    /// Each figure of the point (ratio of sums, pooled mean or total; see the glossary), under its name.
     #[serde(flatten)]
     pub figures: Figures,
-    /// Metric name → events (event-level metrics) or conversations the figure is over.
-    pub n: BTreeMap<String, usize>,
-    /// Metric name → bootstrap 95 % interval (ratio-of-sums metrics over two or more conversations).
-    pub ci95: BTreeMap<String, [f64; 2]>,
+    /// Events (event-level metrics) or conversations each figure is over.
+    pub n: BTreeMap<FigureId, usize>,
+    /// Each figure's bootstrap 95 % interval (ratio-of-sums metrics over two or more conversations).
+    pub ci95: BTreeMap<FigureId, [f64; 2]>,
     /// Probe scorings behind `early_only_retention` and `at_risk_retention` (the same as `n` holds for them,
     /// under the names scripts rely on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -36,13 +36,13 @@ pub struct PointSummary {
     pub probes: Option<ProbeSummary>,
 }
 
-/// A point's figures by metric name. Written with counts and token totals as integers (a count is never
+/// A point's figures. Written under their names, counts and token totals as integers (a count is never
 /// `3.0`), every other figure as a float.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Figures(pub BTreeMap<String, f64>);
+pub struct Figures(pub BTreeMap<FigureId, f64>);
 
 impl std::ops::Deref for Figures {
-    type Target = BTreeMap<String, f64>;
+    type Target = BTreeMap<FigureId, f64>;
     fn deref(&self) -> &Self::Target {
         &self.0
     }
@@ -52,12 +52,11 @@ impl Serialize for Figures {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (name, &v) in &self.0 {
-            let integer = crate::metrics::metric(name).is_some_and(crate::metrics::Metric::is_integer);
-            if integer && v.fract() == 0.0 && v.abs() < 9.0e15 {
-                m.serialize_entry(name, &(v as i64))?;
+        for (id, &v) in &self.0 {
+            if id.metric().is_integer() && v.fract() == 0.0 && v.abs() < 9.0e15 {
+                m.serialize_entry(id, &(v as i64))?;
             } else {
-                m.serialize_entry(name, &v)?;
+                m.serialize_entry(id, &v)?;
             }
         }
         m.end()
@@ -66,22 +65,23 @@ impl Serialize for Figures {
 
 impl<'de> Deserialize<'de> for Figures {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // Flattened: every other key of the summary arrives here too; figures are the numeric ones.
+        // Flattened: every other key of the summary arrives here too; figures are the numeric ones named
+        // as a figure.
         let all = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
-        Ok(Figures(all.into_iter().filter_map(|(k, v)| Some((k, v.as_f64()?))).collect()))
+        Ok(Figures(all.into_iter().filter_map(|(k, v)| Some((FigureId::from_name(&k)?, v.as_f64()?))).collect()))
     }
 }
 
 impl PointSummary {
-    pub fn figure(&self, metric: &str) -> Option<crate::metrics::Figure> {
-        let value = *self.figures.get(metric)?;
-        let [low, high] = self.ci95.get(metric).copied().unwrap_or([value, value]);
-        Some(crate::metrics::Figure { value, n: self.n.get(metric).copied().unwrap_or(0), low, high })
+    pub fn figure(&self, id: FigureId) -> Option<crate::metrics::Figure> {
+        let value = *self.figures.get(&id)?;
+        let [low, high] = self.ci95.get(&id).copied().unwrap_or([value, value]);
+        Some(crate::metrics::Figure { value, n: self.n.get(&id).copied().unwrap_or(0), low, high })
     }
 }
 
 /// Mean probe figures of one kind (or all kinds), for `summary.json` (the reported figures with intervals
-/// are `probes::figures::ProbeFigures`).
+/// are `metrics::probe_figures::ProbeFigures`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeMeans {
     /// Probes scored at the end of the replay.
@@ -240,15 +240,11 @@ pub fn summarize(plan: &Plan, cells: &[CellResult]) -> Vec<PointSummary> {
                 slice: p.slice.clone(),
                 conversations: mine.len(),
                 events_by_status,
-                figures: Figures(figures.iter().map(|(k, f)| (k.to_string(), f.value)).collect()),
-                n: figures.iter().map(|(k, f)| (k.to_string(), f.n)).collect(),
-                ci95: figures
-                    .iter()
-                    .filter(|(_, f)| f.low < f.high)
-                    .map(|(k, f)| (k.to_string(), [f.low, f.high]))
-                    .collect(),
-                early_only_n: figures.get("early_only_retention").map(|f| f.n),
-                at_risk_n: figures.get("at_risk_retention").map(|f| f.n),
+                figures: Figures(figures.iter().map(|(id, f)| (*id, f.value)).collect()),
+                n: figures.iter().map(|(id, f)| (*id, f.n)).collect(),
+                ci95: figures.iter().filter(|(_, f)| f.low < f.high).map(|(id, f)| (*id, [f.low, f.high])).collect(),
+                early_only_n: figures.get(&FigureId::EarlyOnlyRetention).map(|f| f.n),
+                at_risk_n: figures.get(&FigureId::AtRiskRetention).map(|f| f.n),
                 probes: probe_summary(&mine),
             }
         })
@@ -267,29 +263,6 @@ pub struct TableOptions {
 
 /// Tables fit this many columns unless `wide`.
 pub const TABLE_WIDTH: usize = 120;
-
-/// Metrics shown by default, in order, with the priority at which they are dropped to fit the width
-/// (higher goes first); `--wide` shows every metric.
-const DEFAULT_COLUMNS: [(&str, u8); 18] = [
-    ("tokens_vs_none", 0),
-    ("early_only_retention", 0),
-    ("overflowed_conversations", 0),
-    ("usd_vs_none", 1),
-    ("reduction", 1),
-    ("at_risk_retention", 1),
-    ("compressions_per_100_requests", 1),
-    ("storm_events", 1),
-    ("compressing_share", 2),
-    ("cached_usd_vs_none", 2),
-    ("failed", 2),
-    ("invalid_requests", 2),
-    ("verification_retention_gain", 3),
-    ("cache_hit_share", 3),
-    ("hidden_inflation_events", 3),
-    ("retention", 4),
-    ("overflow_guard_refusals", 4),
-    ("cost_usd", 5),
-];
 
 /// Short names of axes for table headers: a knob's from its registry entry ([`Knob::headed`]), the grid's
 /// window as `window`, any other axis by its name.
@@ -447,7 +420,7 @@ pub enum Notable {
 /// main grid, its default point and, where another of its points does strictly better by the point
 /// estimate, its cheapest (`tokens_vs_none`) and its best by `quality`. At most three rows per strategy,
 /// whatever the size of the grid; ties keep the earlier point.
-pub fn notable_points(summaries: &[PointSummary], quality: &str) -> Vec<(usize, Notable)> {
+pub fn notable_points(summaries: &[PointSummary], quality: FigureId) -> Vec<(usize, Notable)> {
     let mut out: Vec<(usize, Notable)> = Vec::new();
     let mut strategies: Vec<&str> = Vec::new();
     for s in summaries.iter().filter(|s| s.slice.is_none()) {
@@ -461,9 +434,9 @@ pub fn notable_points(summaries: &[PointSummary], quality: &str) -> Vec<(usize, 
             .collect();
         let default = mine[0];
         out.push((default, Notable::Default));
-        let value = |i: usize, metric: &str| summaries[i].figures.get(metric).copied().filter(|v| v.is_finite());
+        let value = |i: usize, metric: FigureId| summaries[i].figures.get(&metric).copied().filter(|v| v.is_finite());
         // The first point strictly better than every earlier one (`better(a, b)`: a beats b).
-        let best = |metric: &str, better: fn(f64, f64) -> bool| {
+        let best = |metric: FigureId, better: fn(f64, f64) -> bool| {
             let mut best: Option<(usize, f64)> = None;
             for &i in &mine {
                 if let Some(v) = value(i, metric) {
@@ -476,7 +449,7 @@ pub fn notable_points(summaries: &[PointSummary], quality: &str) -> Vec<(usize, 
             // Only a point that beats the default (or stands where the default has no figure).
             value(default, metric).is_none_or(|d| better(v, d)).then_some(i)
         };
-        if let Some(i) = best("tokens_vs_none", |a, b| a < b) {
+        if let Some(i) = best(FigureId::TokensVsNone, |a, b| a < b) {
             out.push((i, Notable::Cheapest));
         }
         if let Some(i) = best(quality, |a, b| a > b) {
@@ -503,10 +476,10 @@ fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions, view: &Vi
     let metrics: Vec<&crate::metrics::Metric> = if opts.wide {
         crate::metrics::METRICS.iter().collect()
     } else {
-        DEFAULT_COLUMNS.iter().filter_map(|(m, _)| crate::metrics::metric(m)).collect()
+        SUMMARY_COLUMNS.iter().map(|(id, _)| id.metric()).collect()
     };
     let metrics: Vec<&crate::metrics::Metric> =
-        metrics.into_iter().filter(|m| summaries.iter().any(|s| s.figures.contains_key(m.name))).collect();
+        metrics.into_iter().filter(|m| summaries.iter().any(|s| s.figures.contains_key(&m.id))).collect();
     let mut header: Vec<String> = vec!["#".into(), "strategy".into()];
     let mut priority: Vec<u8> = vec![0, 0];
     if summarizer_varies {
@@ -521,7 +494,7 @@ fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions, view: &Vi
     priority.push(0);
     for m in &metrics {
         header.push(m.title());
-        priority.push(DEFAULT_COLUMNS.iter().find(|(n, _)| *n == m.name).map_or(6, |(_, p)| *p));
+        priority.push(SUMMARY_COLUMNS.iter().find(|(id, _)| *id == m.id).map_or(6, |(_, p)| *p));
     }
     let rows: Vec<Vec<String>> = numbered
         .iter()
@@ -533,9 +506,9 @@ fn group_table(numbered: &[(usize, PointSummary)], opts: TableOptions, view: &Vi
             row.extend(varying.iter().map(|a| s.axes.get(a).cloned().unwrap_or_else(|| "-".into())));
             row.push(s.conversations.to_string());
             for m in &metrics {
-                let ci = opts.intervals && matches!(m.name, "tokens_vs_none" | "retention" | "reduction");
+                let ci = opts.intervals && SUMMARY_INTERVALS.contains(&m.id);
                 row.push(
-                    s.figure(m.name).map(|f| crate::metrics::format_figure(m, &f, ci)).unwrap_or_else(|| "-".into()),
+                    s.figure(m.id).map(|f| crate::metrics::format_figure(m, &f, ci)).unwrap_or_else(|| "-".into()),
                 );
             }
             row
@@ -624,7 +597,7 @@ mod tests {
             axes: [("threshold".to_string(), threshold.to_string())].into_iter().collect(),
             slice: slice.map(String::from),
             conversations: if slice.is_some() { 1 } else { 9 },
-            figures: Figures([("tokens_vs_none".to_string(), 0.9)].into_iter().collect()),
+            figures: Figures([(FigureId::TokensVsNone, 0.9)].into_iter().collect()),
             ..Default::default()
         }
     }
@@ -648,8 +621,7 @@ mod tests {
 
     fn scored(strategy: &str, threshold: &str, tokens: f64, quality: f64) -> PointSummary {
         let mut p = point(strategy, "-", None, threshold);
-        p.figures =
-            Figures([("tokens_vs_none".to_string(), tokens), ("early_only_retention".to_string(), quality)].into());
+        p.figures = Figures([(FigureId::TokensVsNone, tokens), (FigureId::EarlyOnlyRetention, quality)].into());
         p
     }
 
@@ -666,7 +638,7 @@ mod tests {
         let mut slice = scored("gemini", "0.9", 0.1, 0.9);
         slice.slice = Some("small".into());
         summaries.push(slice);
-        let rows = notable_points(&summaries, "early_only_retention");
+        let rows = notable_points(&summaries, FigureId::EarlyOnlyRetention);
         assert_eq!(
             rows,
             [

@@ -6,7 +6,7 @@
 use super::Table;
 use crate::compress::CompressionStatus;
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{percent, PercentStyle, Share};
+use crate::metrics::{percent, FigureId, PercentStyle, Share};
 use crate::replay::strategy::Role;
 use crate::report::summary::{summarize, PointSummary};
 
@@ -34,18 +34,19 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
         return None;
     }
     let summaries = summarize(plan, cells);
-    let header = [
-        "system",
-        "strategy",
-        "variant",
-        "cells",
-        "failed",
-        "tokens vs none ↓",
-        "early-only retention ↑",
-        "compressions",
-        "storms ↓",
-        "overflow req. ↓",
-        "invalid req. ↓",
+    let title = |id: FigureId| id.metric().title();
+    let header = vec![
+        "system".into(),
+        "strategy".into(),
+        "variant".into(),
+        "cells".into(),
+        FigureId::Failed.metric().header.into(),
+        title(FigureId::TokensVsNone),
+        title(FigureId::EarlyOnlyRetention),
+        "compressions".into(),
+        "storms ↓".into(),
+        title(FigureId::OverflowRequests),
+        title(FigureId::InvalidRequests),
     ];
     let mut rows = Vec::new();
     for (p, s) in plan.points.iter().zip(&summaries).filter(|(p, _)| p.slice.is_none()) {
@@ -55,11 +56,12 @@ pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
         });
         rows.push(row(system, p, &variant(p, plan), s));
     }
-    Some(Table { header: header.map(String::from).to_vec(), rows })
+    Some(Table { header, rows })
 }
 
 fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<String> {
-    let total = |m: &str| s.figure(m).map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "0".into());
+    let total = |id| s.figure(id).map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "0".into());
+    let share = |id| percent(s.figure(id).map(|f| Share::Fraction(f.value)), PercentStyle::TABLE);
     let compressions: u64 = [CompressionStatus::Compressed, CompressionStatus::ContentTruncated]
         .iter()
         .map(|k| s.events_by_status.get(*k))
@@ -69,13 +71,13 @@ fn row(system: &str, p: &ConfigPoint, variant: &str, s: &PointSummary) -> Vec<St
         p.axes.get(crate::data::plan::STRATEGY_AXIS).cloned().unwrap_or_else(|| p.strategy.kind().to_string()),
         variant.to_string(),
         s.conversations.to_string(),
-        total("failed"),
-        percent(s.figure("tokens_vs_none").map(|f| Share::Fraction(f.value)), PercentStyle::TABLE),
-        percent(s.figure("early_only_retention").map(|f| Share::Fraction(f.value)), PercentStyle::TABLE),
+        total(FigureId::Failed),
+        share(FigureId::TokensVsNone),
+        share(FigureId::EarlyOnlyRetention),
         compressions.to_string(),
-        s.figure("storm_events").map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "–".into()),
-        total("overflow_requests"),
-        total("invalid_requests"),
+        s.figure(FigureId::StormEvents).map(|f| (f.value as u64).to_string()).unwrap_or_else(|| "–".into()),
+        total(FigureId::OverflowRequests),
+        total(FigureId::InvalidRequests),
     ]
 }
 

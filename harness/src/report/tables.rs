@@ -4,17 +4,16 @@
 use super::table::Table;
 use super::{aggregate, default_points, Against};
 use crate::data::{CellResult, ConfigPoint, Plan};
-use crate::metrics::{self, percent, PercentStyle, Share};
+use crate::metrics::{
+    self, percent, percentage_points, FigureId, PercentStyle, PointsStyle, Share, COMPARISON_FIGURES, SCOPE_FIGURES,
+};
 use crate::replay::strategy::Role;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A paired difference in percentage points with its interval.
+/// A paired difference in percentage points with its interval (none where it is a point).
 fn pp_ci(f: Option<metrics::Figure>) -> String {
     match f {
-        Some(f) if f.low < f.high => {
-            format!("{:+.1} [{:+.1}, {:+.1}]", f.value * 100.0, f.low * 100.0, f.high * 100.0)
-        }
-        Some(f) => format!("{:+.1}", f.value * 100.0),
+        Some(f) => percentage_points(f.value, (f.low < f.high).then_some((f.low, f.high)), PointsStyle::TABLE),
         None => "–".into(),
     }
 }
@@ -41,8 +40,7 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
     };
     let reference = aggregate::reference_point(plan);
     let reference_parts = reference.map(parts_of);
-    let compared: Vec<&metrics::Metric> =
-        ["tokens_vs_none", "usd_vs_none", "early_only_retention"].iter().filter_map(|m| metrics::metric(m)).collect();
+    let compared: Vec<&metrics::Metric> = COMPARISON_FIGURES.iter().map(|id| id.metric()).collect();
     let mut header = vec!["#".to_string(), "strategy".to_string(), "convs".to_string()];
     for m in &compared {
         header.push(format!("Δ {}", m.title()));
@@ -60,7 +58,7 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
         };
         let mut row = vec![(i + 1).to_string(), p.strategy.kind().to_string(), convs.to_string()];
         for m in &compared {
-            let d = base.as_ref().and_then(|a| metrics::paired_difference(m, parts.get(m.name)?, a.get(m.name)?));
+            let d = base.as_ref().and_then(|a| metrics::paired_difference(m, parts.get(&m.id)?, a.get(&m.id)?));
             row.push(pp_ci(d));
         }
         rows.push(row);
@@ -69,19 +67,19 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
 }
 
 /// A figure for a table cell: value, and the interval of a share (n is in `results/scopes.csv`).
-fn figure_cell(name: &str, f: Option<&metrics::Figure>, with_ci: bool) -> String {
-    match (metrics::metric(name), f) {
-        (Some(m), Some(f)) if with_ci && m.unit == metrics::Unit::Share && f.low < f.high => {
+fn figure_cell(m: &metrics::Metric, f: Option<&metrics::Figure>, with_ci: bool) -> String {
+    match f {
+        Some(f) if with_ci && m.unit == metrics::Unit::Share && f.low < f.high => {
             format!("{} [{:.1}, {:.1}]", metrics::format_value(m, f.value), f.low * 100.0, f.high * 100.0)
         }
-        (Some(m), Some(f)) => metrics::format_value(m, f.value),
-        _ => "–".into(),
+        Some(f) => metrics::format_value(m, f.value),
+        None => "–".into(),
     }
 }
 
 /// Headline figures of each strategy's default point per scope (pooled, actionable, each source), with the
-/// paired differences from the reference point: one table for cost, one for quality and storms (each fits
-/// 120 columns; points by `#`).
+/// paired differences from the reference point: one table per group of [`SCOPE_FIGURES`] (cost, what the
+/// history keeps, how often it compresses; each fits 120 columns; points by `#`).
 /// Only the scopes `keep` lets through are rows.
 pub fn scopes_tables(
     plan: &Plan,
@@ -89,14 +87,16 @@ pub fn scopes_tables(
     keep: impl Fn(&aggregate::Scope) -> bool,
 ) -> [Table; 3] {
     let shown = default_points(plan);
-    let groups: [(&[&str], &str, &str); 3] = [
-        (&["tokens_vs_none", "usd_vs_none", "cached_usd_vs_none"], "tokens_vs_none", "Δ tokens − ref. (pp)"),
-        (&["early_only_retention", "at_risk_retention"], "early_only_retention", "Δ early-only − ref. (pp)"),
-        (&["compressions_per_100_requests", "storm_events"], "storm_events", "Δ storms − ref. (per conv.)"),
+    // Each table's paired difference from the reference, and its header.
+    let [cost, kept, compressions] = SCOPE_FIGURES;
+    let groups: [(&[FigureId], FigureId, &str); 3] = [
+        (cost, FigureId::TokensVsNone, "Δ tokens − ref. (pp)"),
+        (kept, FigureId::EarlyOnlyRetention, "Δ early-only − ref. (pp)"),
+        (compressions, FigureId::StormEvents, "Δ storms − ref. (per conv.)"),
     ];
     groups.map(|(own, diff, diff_header)| {
         let mut header: Vec<String> = ["#", "scope", "convs"].map(String::from).to_vec();
-        header.extend(own.iter().map(|n| metrics::metric(n).map(|m| m.title()).unwrap_or_default()));
+        header.extend(own.iter().map(|id| id.metric().title()));
         header.push(diff_header.to_string());
         let mut rows = Vec::new();
         for &i in &shown {
@@ -108,9 +108,11 @@ pub fn scopes_tables(
                 let mut row = vec![(i + 1).to_string(), scope, r.conversations.to_string()];
                 // Intervals on the compared figure and the retention figures (the USD ratios follow the
                 // token ratio's; their intervals are in results/scopes.csv).
-                row.extend(own.iter().map(|n| figure_cell(n, r.figures.get(n), !n.contains("usd"))));
-                let d = r.vs_reference.get(diff).copied();
-                let mut cell = if diff == "storm_events" { count_ci(d) } else { pp_ci(d) };
+                let with_ci = |id: &FigureId| !matches!(id, FigureId::UsdVsNone | FigureId::CachedUsdVsNone);
+                row.extend(own.iter().map(|id| figure_cell(id.metric(), r.figures.get(id), with_ci(id))));
+                let d = r.vs_reference.get(&diff).copied();
+                // A difference of shares in percentage points, of a count per conversation as it is.
+                let mut cell = if diff.metric().unit == metrics::Unit::Share { pp_ci(d) } else { count_ci(d) };
                 // A paired difference over another set than the row's (actionable: those either point can
                 // act on) says over how many.
                 if let Some(d) = d.filter(|d| d.n != r.conversations) {

@@ -4,7 +4,7 @@
 //! the verdict to the conversations behind it.
 
 use crate::data::{CellResult, Plan};
-use crate::metrics;
+use crate::metrics::{self, FigureId};
 use crate::report::gate::{self, Direction, GateReport, Rules};
 use crate::stats::Estimate;
 use serde::Serialize;
@@ -26,7 +26,7 @@ pub struct GateFlags {
 pub struct FlaggedCheck {
     pub point: String,
     pub label: String,
-    pub metric: String,
+    pub metric: FigureId,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub difference: Option<Estimate>,
     pub tolerance: f64,
@@ -37,19 +37,19 @@ pub struct FlaggedCell {
     pub point: String,
     pub conversation: String,
     pub repeat: u32,
-    pub metric: String,
+    pub metric: FigureId,
     pub baseline: f64,
     pub current: f64,
 }
 
 /// A run's per-conversation values of one metric at one point, by (conversation, repeat).
-fn values(plan: &Plan, cells: &[CellResult], point: &str, metric: &str) -> BTreeMap<(String, u32), f64> {
+fn values(plan: &Plan, cells: &[CellResult], point: &str, metric: FigureId) -> BTreeMap<(String, u32), f64> {
     let pricing = plan.points.iter().find(|p| p.id == point).and_then(|p| metrics::point_pricing(plan, p));
     cells
         .iter()
         .filter(|c| c.cell.point == point)
         .filter_map(|c| {
-            let v = *metrics::conversation_values(c, pricing.as_ref()).get(metric)?;
+            let v = *metrics::conversation_values(c, pricing.as_ref()).get(&metric)?;
             Some(((c.cell.conversation.clone(), c.cell.repeat), v))
         })
         .collect()
@@ -69,15 +69,15 @@ pub fn flags(
         regressions.push(FlaggedCheck {
             point: check.point.clone(),
             label: check.label.clone(),
-            metric: check.metric.clone(),
+            metric: check.metric,
             difference: check.difference,
             tolerance: check.tolerance,
         });
         let Some(rule) = rules.rule.iter().find(|r| r.metric == check.metric && r.only == check.only) else {
             continue;
         };
-        let before = values(baseline_plan, baseline_cells, &check.point, &check.metric);
-        let after = values(current_plan, current_cells, &check.point, &check.metric);
+        let before = values(baseline_plan, baseline_cells, &check.point, check.metric);
+        let after = values(current_plan, current_cells, &check.point, check.metric);
         for (key, b) in &before {
             let Some(c) = after.get(key) else { continue };
             let worse = match rule.direction {
@@ -89,7 +89,7 @@ pub fn flags(
                     point: check.point.clone(),
                     conversation: key.0.clone(),
                     repeat: key.1,
-                    metric: check.metric.clone(),
+                    metric: check.metric,
                     baseline: *b,
                     current: *c,
                 });

@@ -7,7 +7,8 @@ use super::recording::{self, Recording, Sanitizer, ShownContent, ShownProbe};
 use super::spans::{self, Span};
 use crate::compress::CompressionStatus;
 use crate::data::{CellResult, Plan};
-use crate::metrics::{self, Better, Figure, Unit};
+use crate::metrics::probe_figures::conversation_tally;
+use crate::metrics::{self, Better, Figure, FigureId, Unit, VIEW_CELL_FIGURES, VIEW_POINT_FIGURES};
 use crate::probes::figures as probe_figures;
 use crate::replay::strategy::Role;
 use serde::Serialize;
@@ -16,21 +17,6 @@ use std::path::Path;
 
 /// Format tag of the page's data.
 pub const FORMAT: &str = "compactbench.view/1";
-
-/// The figures of the points table, in column order: cost, then what was kept, then how compression went.
-pub const POINT_METRICS: [&str; 8] = [
-    "tokens_vs_none",
-    "usd_vs_none",
-    "early_only_retention",
-    "at_risk_retention",
-    "compressed_events",
-    "storm_events",
-    "overflowed_conversations",
-    "overflow_requests",
-];
-
-/// Per-conversation figures of the conversations table.
-pub const CELL_METRICS: [&str; 4] = ["tokens_vs_none", "usd_vs_none", "storm_events", "overflow_requests"];
 
 /// One run directory as the page reads it.
 pub struct RunData<'a> {
@@ -100,7 +86,7 @@ pub struct PointInfo {
     pub axes: BTreeMap<String, String>,
     /// The strategy's default point (the first of its kind in the main grid).
     pub default: bool,
-    pub figures: BTreeMap<&'static str, Figure>,
+    pub figures: BTreeMap<FigureId, Figure>,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,7 +113,7 @@ pub struct CellInfo {
     pub trigger: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_overflow: Option<usize>,
-    pub figures: BTreeMap<&'static str, f64>,
+    pub figures: BTreeMap<FigureId, f64>,
     /// Early-only probes kept at the end, of how many.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub early_only: Option<[f64; 2]>,
@@ -240,25 +226,20 @@ fn role_name(role: Role) -> &'static str {
     }
 }
 
-fn metric_info(name: &'static str) -> Option<MetricInfo> {
-    let m = metrics::metric(name)?;
-    Some(MetricInfo { name: m.name, header: m.header, title: m.title(), unit: m.unit, better: m.better })
+fn metric_info(id: FigureId) -> MetricInfo {
+    let m = id.metric();
+    MetricInfo { name: m.name, header: m.header, title: m.title(), unit: m.unit, better: m.better }
 }
 
 /// A point's figures over its cells, with the report's bootstrap intervals.
-fn point_figures(
-    plan: &Plan,
-    point: &crate::data::ConfigPoint,
-    cells: &[CellResult],
-) -> BTreeMap<&'static str, Figure> {
+fn point_figures(plan: &Plan, point: &crate::data::ConfigPoint, cells: &[CellResult]) -> BTreeMap<FigureId, Figure> {
     let pricing = metrics::point_pricing(plan, point);
     let parts = metrics::point_parts(cells.iter().filter(|c| c.cell.point == point.id), pricing.as_ref());
-    POINT_METRICS
+    VIEW_POINT_FIGURES
         .iter()
-        .filter_map(|name| {
-            let m = metrics::metric(name)?;
-            let parts: Vec<metrics::Parts> = parts.get(name)?.iter().map(|(_, p)| *p).collect();
-            Some((m.name, metrics::figure(m, &parts)?))
+        .filter_map(|&id| {
+            let parts: Vec<metrics::Parts> = parts.get(&id)?.iter().map(|(_, p)| *p).collect();
+            Some((id, metrics::figure(id.metric(), &parts)?))
         })
         .collect()
 }
@@ -273,7 +254,7 @@ fn points(run_index: usize, run: &RunData<'_>) -> Vec<PointInfo> {
     let defaults = crate::report::default_points(plan);
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let per_thread = plan.points.len().div_ceil(threads).max(1);
-    let figures: Vec<BTreeMap<&'static str, Figure>> = std::thread::scope(|scope| {
+    let figures: Vec<BTreeMap<FigureId, Figure>> = std::thread::scope(|scope| {
         let workers: Vec<_> = plan
             .points
             .chunks(per_thread)
@@ -390,8 +371,8 @@ fn cell(
         window: r.token_limit,
         trigger: r.trigger_tokens,
         first_overflow: r.first_overflow_request(),
-        figures: CELL_METRICS.iter().filter_map(|m| Some((*m, *values.get(m)?))).collect(),
-        early_only: probe_figures::conversation_tally(c, "early_only_retention").map(|(hits, n)| [hits, n]),
+        figures: VIEW_CELL_FIGURES.iter().filter_map(|&id| Some((id, *values.get(&id)?))).collect(),
+        early_only: conversation_tally(c, FigureId::EarlyOnlyRetention).map(|(hits, n)| [hits, n]),
         probes: detail.end.len(),
         lost: detail.end.iter().filter(|p| !p.kept).count(),
         events,
@@ -485,7 +466,7 @@ pub fn build(
     let index = Index {
         format: FORMAT,
         runs: runs_out,
-        metrics: POINT_METRICS.iter().filter_map(|m| metric_info(m)).collect(),
+        metrics: VIEW_POINT_FIGURES.iter().map(|&id| metric_info(id)).collect(),
         points: points_out,
         conversations,
         cells: cells_out,

@@ -467,6 +467,60 @@ fn the_literal_check_finds_a_planted_name() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Places where a figure's name is written as a string literal for another reason: the same word names
+/// something else there.
+const NOT_A_FIGURE: [(&str, &str, &str); 2] = [
+    ("src/report/aggregate.rs", "reduction", "the column of `results/events.*` holding one event's reduction"),
+    ("src/report/probe_section.rs", "judge_score", "the column of `results/probes.*` holding one judge's 0–5 score"),
+];
+
+/// Every `"NAME"` literal of a figure of `compactbench::metrics::METRICS` in the logic (tests and comments
+/// cut) of `files`, as `(path relative to harness/, name, line)`.
+fn figure_literals(harness: &Path, files: &[PathBuf]) -> Vec<(String, String, usize)> {
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let body = text.find("#[cfg(test)]\nmod tests").map_or(text.as_str(), |at| &text[..at]);
+        let rel = file.strip_prefix(harness).unwrap().to_string_lossy().replace('\\', "/");
+        for (n, line) in body.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for m in compactbench::metrics::METRICS {
+                if line.contains(&format!("\"{}\"", m.name)) {
+                    found.push((rel.clone(), m.name.to_string(), n + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Issue #35: every module names a figure by its id (`metrics::FigureId`) and takes its lists of figures
+/// from the named sets beside `METRICS`: no figure's name is written outside its entry there.
+#[test]
+fn figure_names_are_written_only_in_metrics() {
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files: Vec<PathBuf> =
+        rust_files(&harness.join("src")).into_iter().filter(|f| !f.ends_with("src/metrics/mod.rs")).collect();
+    assert!(files.len() > 30, "too few files: {}", files.len());
+    let found: Vec<_> = figure_literals(harness, &files)
+        .into_iter()
+        .filter(|(file, name, _)| !NOT_A_FIGURE.iter().any(|(f, n, _)| file == f && name == n))
+        .collect();
+    assert!(found.is_empty(), "figure names written outside METRICS (use metrics::FigureId): {found:?}");
+    let planted = std::env::temp_dir().join(format!("compactbench-figure-{}", std::process::id()));
+    std::fs::create_dir_all(planted.join("src")).unwrap();
+    let file = planted.join("src/planted.rs");
+    std::fs::write(&file, "// \"retention\" in a comment\nfn f(m: &str) -> bool { m == \"tokens_vs_none\" }\n")
+        .unwrap();
+    assert_eq!(
+        figure_literals(&planted, &[file]),
+        vec![("src/planted.rs".to_string(), "tokens_vs_none".to_string(), 2)]
+    );
+    let _ = std::fs::remove_dir_all(&planted);
+}
+
 /// Issue #23: the binary crate's modules form layers, each importing only layers below it (the data of a
 /// run at the bottom, the CLI at the top); a module may import its own layer's modules.
 #[test]

@@ -84,6 +84,7 @@ fn cell(
 /// probes at risk at its compressions and, keeping no snapshot, retains none of them.
 #[tokio::test]
 async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk_probes() {
+    use compactbench::metrics::{probe_figures, FigureId};
     use compactbench::probes::figures;
     let (mut none_cells, mut drop_cells) = (Vec::new(), Vec::new());
     for rel in SAMPLES {
@@ -108,20 +109,25 @@ async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk
     }
     let none_refs: Vec<_> = none_cells.iter().collect();
     let drop_refs: Vec<_> = drop_cells.iter().collect();
-    let n = figures::point_figures(&none_refs, "none").unwrap();
-    assert!(n.early_only_retention.n > 0, "some shipped probes are early-only");
-    assert_eq!(n.early_only_retention.value, Some(1.0));
-    assert_eq!(n.at_risk_retention.n, 0);
-    let d = figures::point_figures(&drop_refs, "drop-oldest").unwrap();
+    let n = probe_figures::point_figures(&none_refs, "none").unwrap();
+    let (n_early, n_at_risk) = (n.rate(FigureId::EarlyOnlyRetention), n.rate(FigureId::AtRiskRetention));
+    assert!(n_early.n > 0, "some shipped probes are early-only");
+    assert_eq!(n_early.value, Some(1.0));
+    assert_eq!(n_at_risk.n, 0);
+    let d = probe_figures::point_figures(&drop_refs, "drop-oldest").unwrap();
+    let (d_early, d_at_risk) = (d.rate(FigureId::EarlyOnlyRetention), d.rate(FigureId::AtRiskRetention));
     // Drop-oldest drops evidence (the observer flags probes at risk) but writes no summary that could keep
     // it: at-risk retention does not apply to it (it would be 0 by construction).
     let flagged = drop_cells.iter().flat_map(|c| &c.probes.as_ref().unwrap().checkpoints).flat_map(|k| &k.scores);
     assert!(flagged.filter(|s| s.at_risk == Some(true)).count() > 0, "drop-oldest puts probes at risk");
-    assert_eq!((d.at_risk_retention.n, d.at_risk_retention.value), (0, None), "not applicable, not 0");
-    assert!(d.early_only_retention.value.unwrap() < 1.0);
-    assert_eq!(d.early_only_retention.n, n.early_only_retention.n);
+    assert_eq!((d_at_risk.n, d_at_risk.value), (0, None), "not applicable, not 0");
+    assert!(d_early.value.unwrap() < 1.0);
+    assert_eq!(d_early.n, n_early.n);
     // Ordinal breakdown: early-only probes right after the first compression are counted.
-    assert!(d.breakdown.iter().any(|b| b.by == "ordinal" && b.value == "1" && b.figure == "early_only_retention"));
+    assert!(d
+        .breakdown
+        .iter()
+        .any(|b| b.by == "ordinal" && b.value == "1" && b.figure == FigureId::EarlyOnlyRetention));
     // Per-conversation tallies (what `metrics` pools) are the rows' own counts.
     for c in &drop_cells {
         let rows = figures::cell_rows(c, "drop-oldest");
@@ -129,7 +135,7 @@ async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk
             .iter()
             .filter(|r| r.moment == compactbench::probes::figures::Moment::End && r.early_only == Some(true))
             .collect();
-        let tally = figures::conversation_tally(c, "early_only_retention");
+        let tally = probe_figures::conversation_tally(c, FigureId::EarlyOnlyRetention);
         if !early.is_empty() {
             let (hits, n) = tally.expect("early-only probes were scored");
             let share = early.iter().filter(|r| r.retained).count() as f64 / early.len() as f64;
@@ -378,6 +384,7 @@ async fn answer_and_judge_server() -> (String, Arc<std::sync::Mutex<Vec<String>>
 async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
     use compactbench::data::ProbeKind;
     use compactbench::llm::{self, BackendOptions, CacheMode};
+    use compactbench::metrics::{probe_figures, FigureId};
     use compactbench::probes::{figures, Probe};
     let (base, seen) = answer_and_judge_server().await;
     let opts = BackendOptions { cache_mode: CacheMode::Off, cache_dir: None, ..BackendOptions::default() };
@@ -417,12 +424,14 @@ async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
     let cell = cell(&conv, "openai", r, results);
     let rows = figures::cell_rows(&cell, "none");
     assert!(rows.iter().all(|r| r.retrieval_correct.is_none() && r.answer_score.is_some()));
-    let f = figures::point_figures(&[&cell], "none").unwrap();
-    assert_eq!((f.answer_match.value, f.answer_match.n), (Some(0.5), 2));
-    assert_eq!(f.judge_score.value, Some(0.8));
+    let f = probe_figures::point_figures(&[&cell], "none").unwrap();
+    let answer_match = f.rate(FigureId::AnswerMatch);
+    assert_eq!((answer_match.value, answer_match.n), (Some(0.5), 2));
+    assert_eq!(f.rate(FigureId::JudgeScore).value, Some(0.8));
     // The judge (4 ≥ 3) agrees with the match grade on the first probe only.
-    assert_eq!((f.judge_agreement.value, f.judge_agreement.n), (Some(0.5), 2));
-    assert_eq!(f.retrieval_accuracy.n, 0);
+    let agreement = f.rate(FigureId::JudgeAgreement);
+    assert_eq!((agreement.value, agreement.n), (Some(0.5), 2));
+    assert_eq!(f.rate(FigureId::RetrievalAccuracy).n, 0);
     let calls = seen.lock().unwrap().clone();
     assert_eq!(calls.iter().filter(|c| *c == "answerer").count(), 2);
     assert_eq!(calls.iter().filter(|c| *c == "judge").count(), 2);
@@ -463,7 +472,11 @@ async fn next_action_agreement_compares_compressed_and_uncompressed_histories_ov
     assert!(actions.iter().all(|a| a.uncompressed.argument_similarity < 1.0));
     assert!(actions.iter().all(|a| a.compressed.error.is_none() && a.uncompressed.error.is_none()));
     let c = cell(&conv, "masking", r, results);
-    let f = compactbench::probes::figures::point_figures(&[&c], "observation-masking").unwrap();
-    assert!(f.next_action_uncompressed.n > 0);
-    assert_eq!((f.next_action_uncompressed.value, f.next_action_compressed.value), (Some(1.0), Some(0.0)));
+    let f = compactbench::metrics::probe_figures::point_figures(&[&c], "observation-masking").unwrap();
+    let (compressed, uncompressed) = (
+        f.rate(compactbench::metrics::FigureId::NextActionCompressed),
+        f.rate(compactbench::metrics::FigureId::NextActionUncompressed),
+    );
+    assert!(uncompressed.n > 0);
+    assert_eq!((uncompressed.value, compressed.value), (Some(1.0), Some(0.0)));
 }

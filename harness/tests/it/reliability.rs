@@ -2,6 +2,7 @@
 //! locked, limits and exit statuses hold, a closed pipe ends quietly.
 
 use compactbench::data::store;
+use compactbench::metrics::FigureId;
 use compactbench::sweep::{self, planner, runner};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -707,7 +708,11 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
     let retention = |r: &gate::GateReport| {
         // The summary's own recall: what halving its sections loses. (Retention at events moves less: after a
         // conversation's first request over the window every probe scores as lost in both runs.)
-        r.checks.iter().find(|c| c.metric == "at_risk_retention" && c.only == gate::Only::Compressed).unwrap().clone()
+        r.checks
+            .iter()
+            .find(|c| c.metric == FigureId::AtRiskRetention && c.only == gate::Only::Compressed)
+            .unwrap()
+            .clone()
     };
     let power = retention(&same);
     assert!(power.n >= 5 && power.detectable.is_some_and(|d| d > 0.0 && d < 0.1), "{power:?}");
@@ -739,5 +744,5 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
     let r = gate::compare(&baseline, &moved, &rules).unwrap();
     assert!(r.complete(), "{:?}", r.completeness);
     assert!(!r.passed(), "{}", gate::markdown(&r));
-    assert!(r.regressions().any(|c| c.metric.contains("retention")), "{}", gate::markdown(&r));
+    assert!(r.regressions().any(|c| c.metric.name().contains("retention")), "{}", gate::markdown(&r));
 }

@@ -1,6 +1,7 @@
 //! Reports and the regression gate, on a real (small) sweep run once per test binary.
 
 use compactbench::data::{store, CellResult};
+use compactbench::metrics::FigureId;
 use compactbench::report::{self, gate};
 use compactbench::sweep;
 use std::path::{Path, PathBuf};
@@ -72,7 +73,7 @@ fn gate_cli(current: &Path) -> std::process::Output {
 fn identical_runs_pass_the_gate() {
     let r = gate::compare(baseline(), baseline(), &gate::Rules::default()).unwrap();
     assert!(r.passed());
-    assert!(r.checks.iter().any(|c| c.metric == "tokens_vs_none" && c.verdict == gate::Verdict::Pass));
+    assert!(r.checks.iter().any(|c| c.metric == FigureId::TokensVsNone && c.verdict == gate::Verdict::Pass));
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use compactbench::compress::CompressionStatus;
 use compactbench::history;
 use compactbench::llm::LanguageModel;
+use compactbench::metrics::FigureId;
 use compactbench::replay::strategy::{
     parse_params, Bound, Compressor, CompressorSession, Knob, Params, Strategy, StrategyError, TurnInput, TurnOutcome,
 };
@@ -344,7 +345,7 @@ fn a_compressor_that_orphans_responses_makes_invalid_requests_and_fails_the_gate
     let regressions: Vec<&gate::Check> = r.regressions().collect();
     assert!(!r.passed());
     assert!(
-        regressions.iter().all(|c| c.metric == "invalid_requests" && c.strategy == "exec"),
+        regressions.iter().all(|c| c.metric == FigureId::InvalidRequests && c.strategy == "exec"),
         "{}",
         gate::markdown(&r)
     );
@@ -354,5 +355,8 @@ fn a_compressor_that_orphans_responses_makes_invalid_requests_and_fails_the_gate
     assert!(gate::compare(&valid, &valid, &rules).unwrap().passed());
     assert!(gate::compare(&planted, &planted, &rules).unwrap().passed());
     // The faults gone from the current run: no regression either.
-    assert!(gate::compare(&planted, &valid, &rules).unwrap().regressions().all(|c| c.metric != "invalid_requests"));
+    assert!(gate::compare(&planted, &valid, &rules)
+        .unwrap()
+        .regressions()
+        .all(|c| c.metric != FigureId::InvalidRequests));
 }
