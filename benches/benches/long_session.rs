@@ -52,7 +52,6 @@ fn long_session(c: &mut Criterion) {
         return;
     };
     let settings = replay_settings_of("long-sessions");
-    let window = settings.token_limit.tokens().unwrap_or(200_000);
     let model = ExtractiveModel::new();
     let mut g = c.benchmark_group("long_session");
     for copies in [1, 2] {
@@ -60,7 +59,7 @@ fn long_session(c: &mut Criterion) {
         let bytes: usize = conversation.history.iter().map(|c| json::to_string(c).len()).sum();
         g.throughput(Throughput::Bytes(bytes as u64));
         for name in STRATEGIES {
-            let spec = registry_default(name, window);
+            let spec = registry_default(name);
             g.bench_function(BenchmarkId::new(name, format!("x{copies}")), |b| {
                 b.iter(|| {
                     let input = conversation.replay_input(&conversation.meta.id);

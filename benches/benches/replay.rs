@@ -33,18 +33,11 @@ fn generated(c: &mut Criterion) {
         ..ReplaySettings::default()
     };
     let strategies = [
-        (
-            "gemini",
-            strategies::gemini::spec(
-                CompressSettings { token_limit: Some(WINDOW), ..CompressSettings::default() },
-                CallerKind::Interactive,
-                Latch::Latched,
-            ),
-        ),
+        ("gemini", strategies::gemini::spec(CompressSettings::default(), CallerKind::Interactive, Latch::Latched)),
         ("observation-masking", strategies::observation_masking::spec(5, "[masked]")),
         // Other agents' policies that do work at every request (pruning, sizing the done messages).
-        ("opencode", registry_default("opencode", WINDOW)),
-        ("aider", registry_default("aider", WINDOW)),
+        ("opencode", registry_default("opencode")),
+        ("aider", registry_default("aider")),
         ("none", strategies::none::spec()),
     ];
     let mut g = c.benchmark_group("replay");
@@ -53,7 +46,7 @@ fn generated(c: &mut Criterion) {
         let bytes = json::to_string(&Value::Array(history.clone())).len() as u64;
         let recorded = vec![None; history.len()];
         for (name, spec) in &strategies {
-            let strategy = spec.build().unwrap();
+            let strategy = spec.compressor();
             g.throughput(Throughput::Bytes(bytes));
             g.bench_with_input(BenchmarkId::new(*name, format!("{rounds}-rounds")), &history, |b, h| {
                 b.iter(|| {
@@ -62,7 +55,7 @@ fn generated(c: &mut Criterion) {
                         recorded_prompt_tokens: &recorded,
                         ..ReplayInput::history("bench", black_box(h))
                     };
-                    futures::executor::block_on(replay(input, strategy.as_ref(), &settings, &model))
+                    futures::executor::block_on(replay(input, strategy, &settings, &model))
                 })
             });
         }

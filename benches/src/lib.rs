@@ -265,15 +265,15 @@ pub struct BenchPoint {
 /// observation masking keeping 5 outputs; drop-oldest keeping 30 %).
 pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
     let config = config_table("default");
-    let settings = replay_settings_in(&config, "default");
-    let limit = settings.token_limit;
     let max_output_tokens = config.get("llm").and_then(|l| l.get("max_output_tokens")).and_then(|v| v.as_integer());
-    let compress = |verification: bool| CompressSettings {
+    let settings = ReplaySettings {
         max_output_tokens: max_output_tokens.map(|n| n as u32),
+        ..replay_settings_in(&config, "default")
+    };
+    let limit = settings.token_limit;
+    let compress = |verification: bool| CompressSettings {
         threshold: Some(0.5),
         preserve_fraction: 0.3,
-        // A relative window is set per conversation by `replay_spec`.
-        token_limit: Some(limit.tokens().unwrap_or(0)),
         verification,
         ..CompressSettings::default()
     };
@@ -282,26 +282,17 @@ pub fn default_points() -> (ReplaySettings, Vec<BenchPoint>) {
         StrategySpec::new("truncation-only", &serde_json::json!({ "settings": compress(false) }))
             .unwrap_or_else(|e| panic!("{e}")),
         strategies::observation_masking::spec(5, "Old environment output: ({num_text_lines} lines omitted)"),
-        strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
-            threshold: 0.5,
-            keep_fraction: 0.3,
-            token_limit: limit.tokens().unwrap_or(0),
-        }),
+        strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams { threshold: 0.5, keep_fraction: 0.3 }),
         strategies::none::spec(),
     ];
     (settings, points.into_iter().map(|strategy| BenchPoint { strategy, token_limit: limit }).collect())
 }
 
-/// A registered strategy with its knobs' defaults, in a window of `window` tokens.
-pub fn registry_default(name: &str, window: u64) -> StrategySpec {
+/// A registered strategy with its knobs' defaults.
+pub fn registry_default(name: &str) -> StrategySpec {
     let def = compactbench_core::replay::registry::find(name).unwrap_or_else(|e| panic!("`{name}`: {e}"));
-    let mut params = compactbench_core::replay::strategy::Params::new();
-    params.insert("token_limit".into(), window.into());
-    params.insert("max_output_tokens".into(), Default::default());
-    for k in def.knobs() {
-        params.insert(k.name.into(), k.default);
-    }
-    StrategySpec { name: name.into(), params }
+    let params = def.knobs().into_iter().map(|k| (k.name.to_string(), k.default)).collect();
+    StrategySpec::configure(name, params).unwrap_or_else(|e| panic!("`{name}`: {e}"))
 }
 
 fn config_path(name: &str) -> PathBuf {

@@ -117,8 +117,7 @@ pub struct ConfigPoint {
     /// Model spec of the summarizer (`None` for strategies without one).
     pub summarizer: Option<String>,
     /// Simulated context window (tokens, or relative to each conversation, e.g. a fraction of its
-    /// uncompressed peak: the strategy's own window is then resolved per conversation by
-    /// `replay::replay_spec`, through `StrategySpec::with_token_limit`).
+    /// uncompressed peak, resolved per conversation by the replay and handed to the strategy's session).
     pub token_limit: TokenLimit,
     /// The slice this point belongs to (`None`: the main grid), which limits its conversations.
     pub slice: Option<String>,

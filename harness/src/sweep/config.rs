@@ -4,7 +4,7 @@
 use crate::data::plan::{STRATEGY_AXIS, SUMMARIZER_AXIS, WINDOW_AXIS};
 pub use crate::data::{ConfigPoint, ProbesConfig};
 use crate::replay::registry;
-use crate::replay::strategy::{GridContext, Knob, StrategyError};
+use crate::replay::strategy::{GridContext, Knob, StrategyError, Variant};
 use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -284,6 +284,9 @@ impl Grid {
             // `[grid.NAME]`: one strategy's own knobs.
             if let (Some(def), serde_json::Value::Object(table)) = (all.iter().find(|s| s.name() == key), &value) {
                 for (k, v) in table {
+                    if let Some(renamed) = def.knobs().into_iter().find(|kn| kn.former_name == Some(k.as_str())) {
+                        return Err(renamed_knob(&format!("{at}.{key}.{k}"), &renamed));
+                    }
                     let knob = def.knobs().into_iter().find(|kn| kn.name == k).ok_or_else(|| {
                         let names: Vec<_> = def.knobs().iter().map(|kn| kn.name).collect();
                         invalid(
@@ -298,6 +301,10 @@ impl Grid {
             let declaring: Vec<_> =
                 all.iter().filter_map(|s| s.knobs().into_iter().find(|k| k.name == key).map(|k| (s, k))).collect();
             if declaring.is_empty() {
+                if let Some(renamed) = all.iter().flat_map(|s| s.knobs()).find(|k| k.former_name == Some(key.as_str()))
+                {
+                    return Err(renamed_knob(&format!("{at}.{key}"), &renamed));
+                }
                 let mut names: Vec<&str> = all.iter().flat_map(|s| s.knobs()).map(|k| k.name).collect();
                 names.sort_unstable();
                 names.dedup();
@@ -318,6 +325,11 @@ impl Grid {
         }
         Ok(())
     }
+}
+
+/// A knob written under the name it had before a rename.
+fn renamed_knob(at: &str, knob: &Knob) -> InvalidKey {
+    invalid(at, format!("renamed `{}`", knob.name))
 }
 
 fn check_values(at: &str, knob: &Knob, value: &serde_json::Value) -> Result<(), InvalidKey> {
@@ -359,8 +371,10 @@ impl SweepConfig {
     }
 
     pub fn parse(text: &str, file: &str) -> Result<SweepConfig, ConfigError> {
-        let cfg: SweepConfig = toml::from_str(text)
+        let mut cfg: SweepConfig = toml::from_str(text)
             .map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string().trim().to_string() })?;
+        // `[llm] max_output_tokens` is the summarizer's: the replay settings carry it to the strategies.
+        cfg.replay.max_output_tokens = cfg.llm.max_output_tokens;
         cfg.validate().map_err(|e| ConfigError::Invalid { file: file.into(), message: e.to_string() })?;
         if let Some(message) = explicit_empty_axis(text) {
             return Err(ConfigError::Invalid { file: file.into(), message });
@@ -458,7 +472,7 @@ impl SweepConfig {
                 )
             }));
         for (slice, max, source, probe_answerer, probe_answers_at_end_only, slice_injection, g) in grids {
-            for p in expand(g, &self.base, &self.replay, &self.llm)? {
+            for p in expand(g, &self.base, &self.replay)? {
                 let p = ConfigPoint {
                     slice: slice.clone(),
                     max_conversations: max,
@@ -478,19 +492,23 @@ impl SweepConfig {
     }
 }
 
-fn point_id(strategy: &StrategySpec, summarizer: &Option<String>, token_limit: TokenLimit) -> String {
+/// A short stable hash of the point: its strategy and parameters, summarizer and window; the parameters as
+/// plans stored them before the window left them and knobs were renamed ([`StrategySpec::id_form`]), so
+/// that ids stay as they were.
+fn point_id(
+    strategy: &StrategySpec,
+    summarizer: &Option<String>,
+    token_limit: TokenLimit,
+    max_output_tokens: Option<u32>,
+) -> String {
+    let strategy = strategy.id_form(token_limit, max_output_tokens);
     let canonical = serde_json::json!({ "strategy": strategy, "summarizer": summarizer, "token_limit": token_limit });
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     hex::encode(&digest[..6])
 }
 
 /// A grid's points: for every strategy and window, the strategy's own expansion of its knobs.
-fn expand(
-    g: &Grid,
-    base: &BaseSettings,
-    replay: &ReplaySettings,
-    llm: &LlmConfig,
-) -> Result<Vec<ConfigPoint>, StrategyError> {
+fn expand(g: &Grid, base: &BaseSettings, replay: &ReplaySettings) -> Result<Vec<ConfigPoint>, StrategyError> {
     let limits: Vec<TokenLimit> =
         if g.token_limit.is_empty() { vec![replay.token_limit] } else { g.token_limit.clone() };
     let shared = g.knob_values();
@@ -501,34 +519,35 @@ fn expand(
             Some(serde_json::Value::Object(m)) => Some(m),
             _ => None,
         };
+        let ctx = GridContext {
+            strategy,
+            argument: strategy.split_once(':').map(|(_, a)| a).filter(|_| def.takes_argument()),
+            summarizers: &g.summarizer,
+            base,
+            shared: &shared,
+            own,
+            knobs: def.knobs(),
+            uses_llm: def.uses_llm(),
+        };
+        // The knobs, parsed once per point; the window is each replay's (`ReplaySettings`).
+        let variants: Vec<(StrategySpec, Variant)> = def
+            .expand(&ctx)?
+            .into_iter()
+            .map(|v| Ok((StrategySpec::configure(def.name(), v.params.clone())?, v)))
+            .collect::<Result<_, StrategyError>>()?;
         for &limit in &limits {
-            let ctx = GridContext {
-                strategy,
-                argument: strategy.split_once(':').map(|(_, a)| a).filter(|_| def.takes_argument()),
-                summarizers: &g.summarizer,
-                // A window relative to each conversation (`peak:F`) is set per replay
-                // (`StrategySpec::with_token_limit`); until then the spec holds 0.
-                token_limit: limit.tokens().unwrap_or(0),
-                base,
-                max_output_tokens: llm.max_output_tokens,
-                shared: &shared,
-                own,
-                knobs: def.knobs(),
-                uses_llm: def.uses_llm(),
-            };
-            for v in def.expand(&ctx)? {
-                let spec = StrategySpec { name: def.name().to_string(), params: v.params };
-                let mut axes = v.axes;
+            for (spec, v) in &variants {
+                let mut axes = v.axes.clone();
                 axes.insert(STRATEGY_AXIS.into(), strategy.clone());
                 axes.insert(WINDOW_AXIS.into(), limit.to_string());
                 if let Some(s) = &v.summarizer {
                     axes.insert(SUMMARIZER_AXIS.into(), s.clone());
                 }
                 out.push(ConfigPoint {
-                    id: point_id(&spec, &v.summarizer, limit),
+                    id: point_id(spec, &v.summarizer, limit, replay.max_output_tokens),
                     axes,
-                    strategy: spec,
-                    summarizer: v.summarizer,
+                    strategy: spec.clone(),
+                    summarizer: v.summarizer.clone(),
                     token_limit: limit,
                     slice: None,
                     max_conversations: None,
@@ -648,6 +667,52 @@ mod tests {
         }
     }
 
+    /// The trigger fraction has one name in every strategy; a config using Codex's or Cline's former name is
+    /// refused with the new one.
+    #[test]
+    fn former_names_of_the_trigger_fraction_are_refused_with_the_new_name() {
+        for (grid, key) in [
+            ("strategy = [\"codex\"]\n[grid.codex]\ntrigger_fraction = [0.9]", "grid.codex.trigger_fraction"),
+            ("strategy = [\"cline\"]\n[grid.cline]\ntrigger_ratio = [0.9]", "grid.cline.trigger_ratio"),
+            ("strategy = [\"cline\"]\ntrigger_ratio = [0.9]", "grid.trigger_ratio"),
+        ] {
+            let e = SweepConfig::parse(&format!("name = \"x\"\ndatasets = []\n[grid]\n{grid}\n"), "c.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("c.toml: key `{key}`: renamed `threshold`")), "{e}");
+        }
+        let cfg = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"codex\", \"cline\", \"gemini\"]\nthreshold = [0.7]\n",
+            "c.toml",
+        )
+        .unwrap();
+        // One shared value sweeps every strategy's trigger fraction.
+        for p in cfg.points().unwrap() {
+            assert_eq!(p.axes["threshold"], "0.7", "{}", p.strategy.kind());
+        }
+    }
+
+    /// The window is the replay's: no point's parameters hold it, and a window relative to each conversation
+    /// is no placeholder but each replay's own (`replay::run` tests resolve it per conversation).
+    #[test]
+    fn points_hold_no_window_and_the_output_limit_is_the_replays() {
+        let cfg = SweepConfig::parse(
+            "name = \"x\"\ndatasets = []\n[replay]\ntoken_limit = \"overhead+peak:0.6\"\n[llm]\nmax_output_tokens = 77\n\
+             [grid]\nstrategy = [\"gemini\", \"codex\", \"drop-oldest\", \"truncation-only\"]\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(cfg.replay.max_output_tokens, Some(77));
+        for p in cfg.points().unwrap() {
+            let params = serde_json::to_string(p.strategy.params()).unwrap();
+            assert!(!params.contains("token_limit") && !params.contains("max_output_tokens"), "{params}");
+        }
+        let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[replay]\nmax_output_tokens = 77\n[grid]\n", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_output_tokens"), "{e}");
+    }
+
     #[test]
     fn grid_expands_per_strategy_axes_only() {
         let cfg = SweepConfig::parse(
@@ -684,14 +749,14 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.starts_with("c.toml: ") && e.contains("grid.codex.trigger") && e.contains("trigger_fraction"), "{e}");
+        assert!(e.starts_with("c.toml: ") && e.contains("grid.codex.trigger") && e.contains("threshold"), "{e}");
         let e = SweepConfig::parse(
-            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"codex\"]\n[grid.codex]\ntrigger_fraction = [2]\n",
+            "name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"codex\"]\n[grid.codex]\nthreshold = [2]\n",
             "c.toml",
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("grid.codex.trigger_fraction") && e.contains("2 is not in (0, 1]"), "{e}");
+        assert!(e.starts_with("c.toml: key `grid.codex.threshold`: 2 is not in (0, 1]"), "{e}");
         let e = SweepConfig::parse("name = \"x\"\ndatasets = []\n[grid]\nstrategy = [\"exec:\"]\n", "c.toml")
             .unwrap_err()
             .to_string();

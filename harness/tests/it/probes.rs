@@ -57,8 +57,7 @@ async fn observe_probes(
         .with_recording(&conv.history);
     // Without the recorded system prompt: requests are the history alone.
     let input = ReplayInput { system_instruction: None, ..conv.replay_input(&conv.meta.id) };
-    let r = replay_observed(input, spec.build().unwrap().as_ref(), &settings(limit), &ExtractiveModel::new(), &mut obs)
-        .await;
+    let r = replay_observed(input, spec.compressor(), &settings(limit), &ExtractiveModel::new(), &mut obs).await;
     assert_eq!(r.error, None);
     (r, obs.into_results())
 }
@@ -100,7 +99,6 @@ async fn early_only_set_is_fixed_none_keeps_it_and_drop_oldest_loses_its_at_risk
         let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
             threshold: 0.5,
             keep_fraction: 0.3,
-            token_limit: 4096,
         });
         let (dr, dropped) = observe_probes(&conv, extract::extract(&conv), &spec, 4096, None).await;
         assert_eq!(flags(&none), flags(&dropped), "{rel}: the early-only set does not depend on the strategy");
@@ -234,11 +232,8 @@ async fn none_strategy_retains_every_answer_in_the_history() {
 #[tokio::test]
 async fn drop_oldest_in_a_small_window_loses_early_evidence() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
-    let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
-        threshold: 0.5,
-        keep_fraction: 0.3,
-        token_limit: 4096,
-    });
+    let spec =
+        strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams { threshold: 0.5, keep_fraction: 0.3 });
     let r = observe(&conv, &spec, 4096, false).await;
     let end = r.at_end().unwrap();
     let lost = end.scores.iter().filter(|s| !s.retained).count();
@@ -252,7 +247,6 @@ async fn observer_scores_a_real_compression_with_answers() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
     let spec = strategies::gemini::spec(
         CompressSettings {
-            token_limit: Some(8192),
             threshold: Some(0.5),
             prompts: CompressionPrompts::current(),
             ..CompressSettings::default()
@@ -285,7 +279,6 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
     for variant in ["v5", "v2"] {
         let spec = strategies::gemini::spec(
             CompressSettings {
-                token_limit: Some(8192),
                 threshold: Some(0.5),
                 prompts: CompressionPrompts::from_spec(variant).unwrap(),
                 ..CompressSettings::default()
@@ -296,8 +289,7 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
         let mut obs =
             ProbeObserver::new(&conv.meta.id, Vec::new(), None, None, ProbeOptions::default()).with_injection(&planted);
         let input = ReplayInput { system_instruction: None, ..injected.replay_input(&conv.meta.id) };
-        replay_observed(input, spec.build().unwrap().as_ref(), &settings(8192), &ExtractiveModel::new(), &mut obs)
-            .await;
+        replay_observed(input, spec.compressor(), &settings(8192), &ExtractiveModel::new(), &mut obs).await;
         let inj = obs.into_results().injection.unwrap();
         assert!(inj.snapshots > 0, "{variant}: summaries were written after the planted output");
         assert!(inj.obeyed_snapshots <= inj.snapshots);
@@ -409,7 +401,7 @@ async fn model_answers_are_matched_and_judged_end_to_end_over_loopback() {
     let input = conv.replay_input(&conv.meta.id);
     let r = replay_observed(
         input,
-        strategies::none::spec().build().unwrap().as_ref(),
+        strategies::none::spec().compressor(),
         &settings(1_000_000),
         &ExtractiveModel::new(),
         &mut obs,
@@ -460,9 +452,7 @@ async fn next_action_agreement_compares_compressed_and_uncompressed_histories_ov
     let mut obs =
         ProbeObserver::new(&conv.meta.id, Vec::new(), Some(model), None, options).with_recording(&conv.history);
     let input = conv.replay_input(&conv.meta.id);
-    let r =
-        replay_observed(input, spec.build().unwrap().as_ref(), &settings(1_000_000), &ExtractiveModel::new(), &mut obs)
-            .await;
+    let r = replay_observed(input, spec.compressor(), &settings(1_000_000), &ExtractiveModel::new(), &mut obs).await;
     assert_eq!(r.error, None);
     let results = obs.into_results();
     let actions: Vec<_> = results.checkpoints.iter().filter_map(|c| c.next_action.as_ref()).collect();

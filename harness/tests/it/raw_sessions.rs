@@ -33,7 +33,7 @@ fn config(dir: &std::path::Path, compress_at: &str) -> SweepConfig {
 fn events_by_strategy(out: &std::path::Path, plan: &compactbench::data::Plan) -> Vec<(String, Vec<(u64, String)>)> {
     let mut rows = Vec::new();
     for point in &plan.points {
-        let name = point.strategy.name.clone();
+        let name = point.strategy.kind().to_string();
         let cells = std::fs::read_dir(out.join("cells").join(&point.id)).unwrap();
         for cell in cells {
             let v: serde_json::Value = serde_json::from_slice(&std::fs::read(cell.unwrap().path()).unwrap()).unwrap();

@@ -27,10 +27,9 @@ fn settings(limit: u64) -> ReplaySettings {
     }
 }
 
-fn gemini(limit: u64, threshold: f64) -> StrategySpec {
+fn gemini(threshold: f64) -> StrategySpec {
     strategies::gemini::spec(
         CompressSettings {
-            token_limit: Some(limit),
             threshold: Some(threshold),
             prompts: CompressionPrompts::current(),
             ..CompressSettings::default()
@@ -42,7 +41,7 @@ fn gemini(limit: u64, threshold: f64) -> StrategySpec {
 
 async fn run(conv: &datasets::Conversation, spec: &StrategySpec, s: &ReplaySettings) -> ConversationResult {
     let llm = ExtractiveModel::new();
-    replay(conv.replay_input(&conv.meta.id), spec.build().unwrap().as_ref(), s, &llm).await
+    replay(conv.replay_input(&conv.meta.id), spec.compressor(), s, &llm).await
 }
 
 /// The first model turn whose preceding request reached the threshold, computed straight from the
@@ -68,7 +67,7 @@ fn first_trigger(conv: &datasets::Conversation, limit: u64, threshold: f64, over
 async fn reference_replay_of_a_real_trajectory() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
     let (limit, threshold) = (8192, 0.5);
-    let r = run(&conv, &gemini(limit, threshold), &settings(limit)).await;
+    let r = run(&conv, &gemini(threshold), &settings(limit)).await;
     assert_eq!(r.error, None);
     assert_eq!(r.requests, conv.history.iter().filter(|c| history::is_model(c)).count());
     let compressed: Vec<_> =
@@ -111,7 +110,7 @@ async fn a_single_task_tool_loop_has_no_split_point() {
     // at every request however large the history grows (`findCompressSplitPoint`, then `compress` returns NOOP when
     // nothing is before the split).
     let conv = conversation("datasets/mini-swe-agent/django__django-11099.json");
-    let r = run(&conv, &gemini(16_384, 0.5), &settings(16_384)).await;
+    let r = run(&conv, &gemini(0.5), &settings(16_384)).await;
     assert!(r.events.is_empty(), "{:?}", r.events_by_status);
     assert_eq!(r.events_by_status.get(compactbench::compress::CompressionStatus::Noop), r.requests as u64);
     assert!(r.overflow_guard_refusals > 0, "the window overflows instead");
@@ -138,11 +137,8 @@ async fn none_strategy_is_the_uncompressed_baseline() {
 #[tokio::test]
 async fn drop_oldest_keeps_the_window_and_cuts_at_user_turns() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
-    let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
-        threshold: 0.5,
-        keep_fraction: 0.3,
-        token_limit: 8192,
-    });
+    let spec =
+        strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams { threshold: 0.5, keep_fraction: 0.3 });
     let r = run(&conv, &spec, &settings(8192)).await;
     assert!(!r.events.is_empty());
     for e in &r.events {
@@ -155,7 +151,7 @@ async fn drop_oldest_keeps_the_window_and_cuts_at_user_turns() {
 async fn an_llm_failure_is_recorded_and_stops_only_that_replay() {
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
     let llm = ScriptedModel::with_results(vec![Err(compactbench::llm::LlmError::Timeout { seconds: 1 })]);
-    let r = replay(conv.replay_input("x"), gemini(8192, 0.5).build().unwrap().as_ref(), &settings(8192), &llm).await;
+    let r = replay(conv.replay_input("x"), gemini(0.5).compressor(), &settings(8192), &llm).await;
     let e = r.error.expect("the summarizer timed out");
     assert_eq!(e.kind(), compactbench::replay::ReplayErrorKind::Model, "a summarizer failure is the model's: {e}");
     assert!(e.to_string().contains("timed out"), "{e}");

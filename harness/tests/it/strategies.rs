@@ -7,7 +7,8 @@ use compactbench::history;
 use compactbench::llm::LanguageModel;
 use compactbench::metrics::FigureId;
 use compactbench::replay::strategy::{
-    parse_params, Bound, Compressor, CompressorSession, Knob, Params, Strategy, StrategyError, TurnInput, TurnOutcome,
+    parse_params, Bound, Compressor, CompressorSession, Knob, Params, SessionContext, Strategy, StrategyError,
+    TurnInput, TurnOutcome,
 };
 use compactbench::sweep::config::SweepConfig;
 use serde::Deserialize;
@@ -20,7 +21,6 @@ struct KeepLast;
 
 #[derive(Clone, Deserialize)]
 struct KeepLastParams {
-    token_limit: u64,
     trigger: f64,
     keep_last: usize,
 }
@@ -44,13 +44,21 @@ impl Strategy for KeepLast {
         ]
     }
     // `expand` is the default: the product of the knobs' values.
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        let p: KeepLastParams = parse_params(self.name(), params)?;
-        Ok(Box::new(move || Box::new(KeepLastSession(p.clone())) as Box<dyn CompressorSession>))
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(parse_params::<KeepLastParams>(self.name(), params)?))
     }
 }
 
-struct KeepLastSession(KeepLastParams);
+impl Compressor for KeepLastParams {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(KeepLastSession { p: self.clone(), token_limit: conversation.window.token_limit })
+    }
+}
+
+struct KeepLastSession {
+    p: KeepLastParams,
+    token_limit: u64,
+}
 
 #[async_trait::async_trait]
 impl CompressorSession for KeepLastSession {
@@ -59,9 +67,9 @@ impl CompressorSession for KeepLastSession {
         turn: TurnInput<'_>,
         _llm: &dyn LanguageModel,
     ) -> Result<TurnOutcome, StrategyError> {
-        let p = &self.0;
+        let p = &self.p;
         let orig = turn.last_prompt_tokens;
-        if (orig as f64) < p.trigger * p.token_limit as f64 || turn.stored.len() <= p.keep_last {
+        if (orig as f64) < p.trigger * self.token_limit as f64 || turn.stored.len() <= p.keep_last {
             return Ok(TurnOutcome::noop(orig));
         }
         // Start at a plain user turn, never at a tool response.
@@ -148,6 +156,10 @@ fn default_config_points_keep_the_committed_baseline_ids() {
     let now: Vec<(String, String)> =
         config.points().unwrap().iter().map(|p| (p.id.clone(), serde_json::to_string(&p.axes).unwrap())).collect();
     assert_eq!(now, baseline);
+    // The baseline's plan, written when the window was among the parameters, holds the points the config
+    // makes now (the gate compares them).
+    let stored = compactbench::data::store::load_plan(&repo().join("reports/baseline")).unwrap();
+    assert_eq!(stored.points, config.points().unwrap());
 }
 
 /// `configs/external.toml` with the example's path made absolute (tests run in `harness/`).
@@ -265,10 +277,7 @@ fn compactbench_strategies_lists_at_least_eleven_with_knobs() {
     let names: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()).collect();
     assert!(names.len() >= 11, "{names:?}");
     assert!(text.contains("codex (calls the summarizer)") && text.contains("exec:COMMAND"));
-    assert!(
-        text.lines().any(|l| l.trim_start().starts_with("trigger_fraction") && l.contains("default 0.9")),
-        "{text}"
-    );
+    assert!(text.lines().any(|l| l.trim_start().starts_with("threshold") && l.contains("default 0.9")), "{text}");
 }
 
 /// Issue #23: both Cline modes printed as `cline`; a knob the strategy labels points by tells them apart.

@@ -48,7 +48,9 @@ pub struct CompressSettings {
     pub function_response_budget: u64,
     /// `tools.truncateToolOutputThreshold` (characters).
     pub truncate_tool_output_threshold: i64,
-    /// Overrides `tokenLimit(model)` (a simulated context window).
+    /// Overrides `tokenLimit(model)` (a simulated context window). Unset in a strategy's parameters: its
+    /// session sets the replay's window here.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub token_limit: Option<u64>,
     /// Overrides `getTruncateToolOutputThreshold()`, which the reference derives from the *configured*
     /// model's limit (not the `model` argument) and the UI's token count.
@@ -69,6 +71,8 @@ pub struct CompressSettings {
     pub prompts: CompressionPrompts,
     /// Text of the environment turn `getInitialChatHistory` prepends for the new count (`None`: none).
     pub env_text: Option<String>,
+    /// Unset in a strategy's parameters: its session sets the replay's `[llm] max_output_tokens` here.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
 }
 

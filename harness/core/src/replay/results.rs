@@ -319,9 +319,9 @@ pub struct ConversationResult {
     /// "recorded"`): the first recorded request minus the history it carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_overhead_tokens: Option<u64>,
-    /// The smallest last prompt count at which the strategy compresses, as it declares it
-    /// (`Strategy::trigger_tokens`: ⌈threshold × window⌉ for the reference); `None` where its trigger is not a
-    /// token count, or for replays not started from a spec (`replay_spec` sets it).
+    /// The smallest last prompt count at which the strategy compresses in this replay's window, as it declares
+    /// it (`Compressor::trigger_tokens`: ⌈threshold × window⌉ for the reference); `None` where its trigger is
+    /// not a token count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_tokens: Option<u64>,
     /// Summarizer input and output tokens over the whole replay (every pass, every event).

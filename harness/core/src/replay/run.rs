@@ -12,8 +12,7 @@ use crate::llm::LanguageModel;
 
 /// Replays one conversation through one strategy. Never fails: an error stops this conversation's replay
 /// and is recorded in the result. A relative window is resolved against the conversation's uncompressed
-/// peak here, but `strategy` must have been built with the same window ([`StrategySpec::with_token_limit`]); the
-/// sweep runner does both through [`replay_spec`].
+/// replay here and handed to the strategy's session ([`SessionContext`](super::strategy::SessionContext)).
 pub async fn replay(
     input: ReplayInput<'_>,
     strategy: &dyn Compressor,
@@ -47,7 +46,7 @@ fn failed(input: &ReplayInput<'_>, error: ReplayError) -> ConversationResult {
     }
 }
 
-/// Replays a strategy spec, building it with the window resolved for this conversation.
+/// Replays a strategy spec: [`replay_observed`], and whether the strategy writes summaries.
 pub async fn replay_spec(
     input: ReplayInput<'_>,
     spec: &StrategySpec,
@@ -55,21 +54,9 @@ pub async fn replay_spec(
     llm: &dyn LanguageModel,
     observer: &mut dyn ReplayObserver,
 ) -> ConversationResult {
-    let uncompressed = match Uncompressed::new(&input, settings).await {
-        Ok(u) => u,
-        Err(e) => return failed(&input, ReplayError::Tokenizer { turn: None, message: e.to_string() }),
-    };
-    let limit = settings.token_limit.resolve(uncompressed.window_basis());
-    let spec = spec.with_token_limit(limit);
-    match spec.build() {
-        Ok(strategy) => {
-            let mut result = replay_prepared(input, &uncompressed, strategy.as_ref(), settings, llm, observer).await;
-            result.trigger_tokens = spec.trigger_tokens();
-            result.summarizes = spec.summarizes();
-            result
-        }
-        Err(e) => failed(&input, ReplayError::Config(e.to_string())),
-    }
+    let mut result = replay_observed(input, spec.compressor(), settings, llm, observer).await;
+    result.summarizes = spec.summarizes();
+    result
 }
 
 #[cfg(test)]
@@ -179,11 +166,11 @@ mod tests {
         let spec = strategies::drop_oldest::spec(strategies::drop_oldest::DropOldestParams {
             threshold: 0.5,
             keep_fraction: 0.3,
-            token_limit: 0,
         });
         let r = run(&spec, input, &settings);
         assert_eq!(r.none_peak_request_tokens, peak);
         assert_eq!(r.token_limit, (0.6 * peak as f64).ceil() as u64);
+        assert_eq!(r.trigger_tokens, Some((0.5 * r.token_limit as f64).ceil() as u64), "the trigger in that window");
         assert_eq!(r.overflow_requests, r.request_tokens.iter().filter(|&&t| t > r.token_limit).count() as u64);
         // No trigger sees the last request: the peak it sees is the largest of the others.
         let seen = r.request_tokens[..r.request_tokens.len() - 1].iter().copied().max().unwrap();
@@ -195,6 +182,43 @@ mod tests {
         assert_eq!(r.split_points["current"], 0, "{:?}", r.split_points);
         // The 2025-07-07 variant still split at function-response turns.
         assert_ne!(r.split_points["2025-07-07"], 0, "{:?}", r.split_points);
+    }
+
+    /// A relative window reaches each session as the tokens it resolves to for that conversation (never a
+    /// placeholder), with the configured output limit.
+    #[test]
+    fn sessions_get_the_resolved_window() {
+        use crate::replay::strategy::{CompressorSession, SessionContext, TurnInput, TurnOutcome, Window};
+        use std::sync::{Arc, Mutex};
+        #[derive(Default)]
+        struct Seen(Arc<Mutex<Vec<Window>>>);
+        struct Noop;
+        #[async_trait::async_trait]
+        impl CompressorSession for Noop {
+            async fn before_request(
+                &mut self,
+                turn: TurnInput<'_>,
+                _: &dyn crate::llm::LanguageModel,
+            ) -> Result<TurnOutcome, crate::replay::StrategyError> {
+                Ok(TurnOutcome::noop(turn.last_prompt_tokens))
+            }
+        }
+        impl Compressor for Seen {
+            fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+                self.0.lock().unwrap().push(conversation.window);
+                Box::new(Noop)
+            }
+        }
+        let h = tool_history();
+        for window in [TokenLimit::PeakFraction(0.6), TokenLimit::FixedPlusGrowth(0.6), TokenLimit::Tokens(5000)] {
+            let settings = ReplaySettings { token_limit: window, max_output_tokens: Some(128), ..Default::default() };
+            let seen = Seen::default();
+            let llm = crate::llm::ScriptedModel::new(["unused"]);
+            let r = futures::executor::block_on(replay(ReplayInput::history("t", &h), &seen, &settings, &llm));
+            assert!(r.token_limit > 0, "{window}");
+            let expected = Window { token_limit: r.token_limit, max_output_tokens: Some(128) };
+            assert_eq!(*seen.0.lock().unwrap(), [expected], "{window}");
+        }
     }
 
     /// An image part: `{"inlineData": …}` holding the base64 of a PNG header of `w` × `h`.

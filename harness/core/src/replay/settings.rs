@@ -135,8 +135,14 @@ impl<'de> Deserialize<'de> for TokenScale {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReplaySettings {
-    /// Simulated context window (tokens, or `"peak:F"`), for the trigger and the overflow guard.
+    /// Simulated context window (tokens, or relative to each conversation: `"peak:F"`, …), for the strategies'
+    /// triggers and the overflow guard; each session gets it resolved for its conversation.
     pub token_limit: TokenLimit,
+    /// The summarizer's output limit, which every strategy's summary requests carry. Set from `[llm]
+    /// max_output_tokens` when a config is read (`[replay]` does not take it); not written into plans, whose
+    /// point ids hash it for the strategies that call the summarizer (`StrategySpec::id_form`).
+    #[serde(skip)]
+    pub max_output_tokens: Option<u32>,
     pub prompt_count_source: PromptCountSource,
     /// The tokenizer every request size is counted with.
     pub tokenizer: Tokenizer,
@@ -171,6 +177,7 @@ impl Default for ReplaySettings {
     fn default() -> Self {
         ReplaySettings {
             token_limit: TokenLimit::default(),
+            max_output_tokens: None,
             prompt_count_source: PromptCountSource::Measured,
             tokenizer: Tokenizer::O200k,
             system_prompt_tokens: 0,

@@ -174,29 +174,43 @@ impl RecordedCompaction {
     }
 }
 
-/// What a session may know of its conversation beyond the turns the replay shows it. Strategies compress
-/// from what they are shown; the only per-conversation data handed over is the agent's own recorded
-/// compactions, for the `recorded` strategy, which replays them instead of compressing.
-#[derive(Clone, Copy, Debug, Default)]
+/// The window a conversation is replayed in, as its session sees it: never a parameter of a strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The simulated window in tokens, resolved for this conversation (`[replay] token_limit`; a window
+    /// relative to each conversation is resolved against its uncompressed replay). Never 0.
+    pub token_limit: u64,
+    /// `[llm] max_output_tokens`: the limit every summarizer request carries.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// What a session knows of its conversation besides the turns: its window, and the agent's own recorded
+/// compactions (for `recorded`, which replays them instead of compressing). Strategies compress from what
+/// they are shown.
+#[derive(Clone, Copy, Debug)]
 pub struct SessionContext<'a> {
+    pub window: Window,
     /// Sorted by `at`; empty for most sources.
     pub recorded_compactions: &'a [RecordedCompaction],
 }
 
-/// A strategy with its knob values fixed: makes a fresh session per conversation.
-pub trait Compressor: Send + Sync {
-    fn start(&self) -> Box<dyn CompressorSession>;
-
-    /// A session for one conversation, given what is recorded with it. The replay calls this; strategies
-    /// that need nothing but the turns (all but `recorded`) keep this default.
-    fn start_for(&self, _conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
-        self.start()
+impl From<Window> for SessionContext<'static> {
+    /// A conversation with nothing recorded (tests, benches).
+    fn from(window: Window) -> Self {
+        SessionContext { window, recorded_compactions: &[] }
     }
 }
 
-impl<F: Fn() -> Box<dyn CompressorSession> + Send + Sync> Compressor for F {
-    fn start(&self) -> Box<dyn CompressorSession> {
-        self()
+/// A strategy with its knob values parsed (once, when its point is made or read): starts a session per
+/// conversation.
+pub trait Compressor: Send + Sync {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession>;
+
+    /// The smallest last prompt count at which a session in a window of `token_limit` tokens compresses, when
+    /// its trigger is a token count; `None` when it is not (event counts, done-message budgets). Storms and
+    /// actionability are measured against it.
+    fn trigger_tokens(&self, _token_limit: u64) -> Option<u64> {
+        None
     }
 }
 
@@ -259,30 +273,45 @@ pub trait Strategy: Send + Sync {
         false
     }
     /// Its part of the grid: one [`Variant`] per point. The default is the product of its knobs' values
-    /// (and of the summarizers when it uses a model), with parameters `{token_limit, knob: value, …}`.
+    /// (and of the summarizers when it uses a model), with parameters `{knob: value, …}`.
     fn expand(&self, grid: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
         grid.knob_product()
     }
-    /// Parameters of one point → the compressor.
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError>;
-    /// The smallest last prompt count at which a session with these parameters (window set) compresses,
-    /// when its trigger is a token count; `None` when it is not (event counts, done-message budgets) or
-    /// the window is unset. Storms and actionability are measured against it. Each strategy reads it from
-    /// its own typed parameters (see [`threshold_trigger`]); the default has none.
-    fn trigger_tokens(&self, _params: &Params) -> Option<u64> {
-        None
+    /// Parameters of one point → the compressor: the one place they are parsed (into the strategy's typed
+    /// parameters), when the point is made or read. The window is not among them: sessions get it from their
+    /// [`SessionContext`].
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError>;
+    /// Where its stored parameters held the window before it left them; [`WindowInIds::Absent`] for a new
+    /// strategy.
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::Absent
     }
 }
 
-/// `⌈threshold × token_limit⌉`: the trigger of a strategy that compresses when the count is not below the
-/// product. `None` before the window is set.
-pub fn threshold_trigger(threshold: f64, token_limit: u64) -> Option<u64> {
-    (token_limit > 0).then(|| (threshold * token_limit as f64).ceil() as u64)
+/// Where a strategy's stored parameters held the window (`token_limit`, the tokens of an absolute window and
+/// 0 for one relative to each conversation) and `max_output_tokens` until issue #35 moved them to the replay
+/// settings. Point ids hash the parameters as stored then, so that the ids of stored runs (cell directories,
+/// results rows, gate baselines) keep naming the same points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowInIds {
+    /// Nowhere: ids hash the parameters as they are (strategies without a window then, and every new one).
+    Absent,
+    /// `token_limit` at this position of the parameters, followed by `max_output_tokens` for a strategy that
+    /// calls the summarizer.
+    At(usize),
+    /// In the reference's `settings`: `token_limit` before `tool_output_chars_limit`, `max_output_tokens` last.
+    InSettings,
 }
 
-/// Parses a point's parameters into a strategy's typed parameter struct.
+/// `⌈threshold × token_limit⌉`: the trigger of a strategy that compresses when the count is not below the
+/// product.
+pub fn threshold_trigger(threshold: f64, token_limit: u64) -> u64 {
+    (threshold * token_limit as f64).ceil() as u64
+}
+
+/// Parses a point's parameters into a strategy's typed parameter struct; an error names the parameter.
 pub fn parse_params<P: DeserializeOwned>(strategy: &str, params: &Params) -> Result<P, StrategyError> {
-    serde_json::from_value(Json::Object(params.clone()))
+    serde_path_to_error::deserialize(Json::Object(params.clone()))
         .map_err(|e| StrategyError::Params { strategy: strategy.into(), message: e.to_string() })
 }
 
@@ -335,6 +364,8 @@ pub struct Knob {
     pub short: Option<&'static str>,
     /// The column header in summary tables (default: the name).
     pub header: &'static str,
+    /// The name it had before a rename: a config that still uses it is refused with the new name.
+    pub former_name: Option<&'static str>,
     check: KnobCheck,
 }
 
@@ -381,7 +412,7 @@ impl Knob {
         help: &'static str,
         check: KnobCheck,
     ) -> Knob {
-        Knob { name, kind, default, range, help, short: None, header: name, check }
+        Knob { name, kind, default, range, help, short: None, header: name, former_name: None, check }
     }
 
     /// Shows the knob in point labels as `short=value`.
@@ -393,6 +424,12 @@ impl Knob {
     /// Heads its column in summary tables with `header` instead of its name.
     pub fn headed(mut self, header: &'static str) -> Knob {
         self.header = header;
+        self
+    }
+
+    /// Was called `former` in configs before.
+    pub fn renamed_from(mut self, former: &'static str) -> Knob {
+        self.former_name = Some(former);
         self
     }
 
@@ -572,11 +609,7 @@ pub struct GridContext<'a> {
     /// The part after `NAME:` for strategies that take an argument.
     pub argument: Option<&'a str>,
     pub summarizers: &'a [String],
-    /// The simulated window of this point.
-    pub token_limit: u64,
     pub base: &'a BaseSettings,
-    /// `[llm] max_output_tokens`.
-    pub max_output_tokens: Option<u32>,
     /// The grid's knob values (`[grid]` keys), and this strategy's own table (`[grid.NAME]`), which wins.
     pub shared: &'a BTreeMap<String, Json>,
     pub own: Option<&'a Map<String, Json>>,
@@ -636,14 +669,7 @@ impl GridContext<'_> {
 
     /// The default expansion: summarizers (when the strategy uses a model) × the product of all knobs.
     pub fn knob_product(&self) -> Result<Vec<Variant>, StrategyError> {
-        let mut combos: Vec<(Params, BTreeMap<String, String>)> = {
-            let mut p = Params::new();
-            p.insert("token_limit".into(), Json::from(self.token_limit));
-            if self.uses_llm {
-                p.insert("max_output_tokens".into(), Json::from(self.max_output_tokens));
-            }
-            vec![(p, BTreeMap::new())]
-        };
+        let mut combos: Vec<(Params, BTreeMap<String, String>)> = vec![(Params::new(), BTreeMap::new())];
         for knob in &self.knobs {
             let values = self.raw_values(knob.name)?;
             combos = combos
@@ -670,12 +696,45 @@ impl GridContext<'_> {
     }
 }
 
-/// Which strategy, with its parameters; the sweep grid builds these and the plan stores them, as
-/// `{"strategy": NAME, …parameters}`.
-#[derive(Clone, Debug, PartialEq)]
+/// Which strategy, with its parameters and the compressor they configure. The sweep grid makes these and the
+/// plan stores them, as `{"strategy": NAME, …parameters}`; the parameters are parsed once, when a spec is made
+/// or read (`StrategySpec::configure` in `registry.rs`).
+#[derive(Clone)]
 pub struct StrategySpec {
-    pub name: String,
-    pub params: Params,
+    name: String,
+    params: Params,
+    compressor: Arc<dyn Compressor>,
+}
+
+impl StrategySpec {
+    /// A spec from its parts; `compressor` is what the registry entry `name` configured from `params`.
+    pub(crate) fn from_parts(name: String, params: Params, compressor: Arc<dyn Compressor>) -> StrategySpec {
+        StrategySpec { name, params, compressor }
+    }
+
+    /// The registry name (`gemini`, `exec`, …).
+    pub fn kind(&self) -> &str {
+        &self.name
+    }
+
+    /// The parameters as the plan stores them.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The compressor its parameters configure.
+    pub fn compressor(&self) -> &dyn Compressor {
+        self.compressor.as_ref()
+    }
+}
+
+/// The keys a plan written before issue #35 holds the window under: its tokens, the summarizer's output limit.
+pub(crate) const WINDOW_KEYS: [&str; 2] = ["token_limit", "max_output_tokens"];
+
+impl std::fmt::Debug for StrategySpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrategySpec").field("name", &self.name).field("params", &self.params).finish()
+    }
 }
 
 impl Serialize for StrategySpec {
@@ -687,46 +746,6 @@ impl Serialize for StrategySpec {
             m.serialize_entry(k, v)?;
         }
         m.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for StrategySpec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let m = Map::<String, Json>::deserialize(d)?;
-        let name = match m.get("strategy") {
-            Some(Json::String(s)) => s.clone(),
-            _ => return Err(serde::de::Error::custom("missing string field `strategy`")),
-        };
-        let params = m.into_iter().filter(|(k, _)| k != "strategy").collect();
-        Ok(StrategySpec { name, params })
-    }
-}
-
-impl StrategySpec {
-    /// A spec from a strategy's typed parameters.
-    pub fn new<P: Serialize>(name: &str, params: &P) -> Result<StrategySpec, StrategyError> {
-        Ok(StrategySpec { name: name.into(), params: to_params(name, params)? })
-    }
-
-    /// The registry name (`gemini`, `exec`, …).
-    pub fn kind(&self) -> &str {
-        &self.name
-    }
-
-    /// The spec with its simulated window set to `limit` (a window relative to each conversation is
-    /// resolved per replay). Strategies name their window `token_limit`: at the top of their parameters, or
-    /// in `settings` for those built on the reference's settings; strategies without one are unchanged.
-    pub fn with_token_limit(&self, limit: u64) -> StrategySpec {
-        let mut spec = self.clone();
-        if let Some(v) = spec.params.get_mut("token_limit") {
-            *v = Json::from(limit);
-        }
-        if let Some(Json::Object(settings)) = spec.params.get_mut("settings") {
-            if let Some(v) = settings.get_mut("token_limit") {
-                *v = Json::from(limit);
-            }
-        }
-        spec
     }
 }
 

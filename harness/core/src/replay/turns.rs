@@ -11,7 +11,7 @@ use super::observer::{first_pass_history, ReplayObserver};
 use super::results::{CompressionEvent, ConversationResult, ReplayError};
 use super::settings::{CompressAt, PromptCountSource, ReplaySettings};
 use super::stored::Stored;
-use super::strategy::{Compressor, CompressorSession, SessionContext, TurnInput, TurnOutcome};
+use super::strategy::{Compressor, CompressorSession, SessionContext, TurnInput, TurnOutcome, Window};
 use super::uncompressed::Uncompressed;
 use super::validity;
 use crate::compress::callers::overflow_check;
@@ -30,7 +30,10 @@ pub async fn replay_prepared(
     observer: &mut dyn ReplayObserver,
 ) -> ConversationResult {
     let token_limit = settings.token_limit.resolve(uncompressed.window_basis());
-    let result = accounting::opening_result(&input, uncompressed, settings, token_limit);
+    let result = ConversationResult {
+        trigger_tokens: strategy.trigger_tokens(token_limit),
+        ..accounting::opening_result(&input, uncompressed, settings, token_limit)
+    };
     let counting = match Counting::of(settings, input.image_billing).map(|c| c.scaled(uncompressed.scale)) {
         Ok(c) => c,
         Err(e) => {
@@ -40,7 +43,10 @@ pub async fn replay_prepared(
             }
         }
     };
-    let session = strategy.start_for(SessionContext { recorded_compactions: input.recorded_compactions });
+    let session = strategy.start(SessionContext {
+        window: Window { token_limit, max_output_tokens: settings.max_output_tokens },
+        recorded_compactions: input.recorded_compactions,
+    });
     let mut stored = Stored::new(counting);
     if let Some(env) = &settings.env_text {
         if let Err(e) = stored.push(&history::user_text(env), uncompressed.env).await {

@@ -422,9 +422,17 @@ mod tests {
         }
     }
 
+    impl crate::replay::strategy::Compressor for Rewrite {
+        fn start(
+            &self,
+            _: crate::replay::strategy::SessionContext<'_>,
+        ) -> Box<dyn crate::replay::strategy::CompressorSession> {
+            Box::new(Rewrite { drop_calls: self.drop_calls })
+        }
+    }
+
     fn replay_with(h: &[Content], drop_calls: bool) -> crate::replay::results::ConversationResult {
-        let compressor =
-            move || Box::new(Rewrite { drop_calls }) as Box<dyn crate::replay::strategy::CompressorSession>;
+        let compressor = Rewrite { drop_calls };
         let settings = crate::replay::settings::ReplaySettings::default();
         let llm = crate::llm::ScriptedModel::new(["unused"]);
         let input = crate::replay::input::ReplayInput::history("t", h);

@@ -164,8 +164,7 @@ fn recorded_replays_the_imported_compaction_where_the_agent_made_it() {
     let settings = ReplaySettings::default();
     let llm = compactbench_core::llm::ScriptedModel::new(["unused"]);
     let run = |spec: &replay::StrategySpec| {
-        let strategy = spec.build().unwrap();
-        futures::executor::block_on(replay::replay(c.replay_input("c"), strategy.as_ref(), &settings, &llm))
+        futures::executor::block_on(replay::replay(c.replay_input("c"), spec.compressor(), &settings, &llm))
     };
     let recorded = run(&strategies::recorded::spec());
     let none = run(&strategies::none::spec());

@@ -19,6 +19,7 @@ use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct Aider;
 
@@ -26,8 +27,6 @@ const MIN_SPLIT: usize = 4;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct AiderParams {
-    token_limit: u64,
-    max_output_tokens: Option<u32>,
     max_chat_history_tokens: u64,
     max_depth: u32,
 }
@@ -56,14 +55,31 @@ impl Strategy for Aider {
             Knob::integer("max_depth", 3, 0, "recursion depth of summarize_real"),
         ]
     }
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
+    }
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
         let p: AiderParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("aider", &format!("aider:{n}"));
         let prompts = [s("system")?, s("summary_prefix")?, s("assistant_ack_after_summary")?];
-        Ok(Box::new(move || {
-            Box::new(AiderSession { p: p.clone(), prompts: prompts.clone(), sizes: RunningEstimates::default() })
-                as Box<dyn CompressorSession>
-        }))
+        Ok(Arc::new(AiderCompressor { p, prompts }))
+    }
+}
+
+struct AiderCompressor {
+    p: AiderParams,
+    /// system, summary prefix, acknowledgement.
+    prompts: [String; 3],
+}
+
+impl Compressor for AiderCompressor {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(AiderSession {
+            p: self.p.clone(),
+            prompts: self.prompts.clone(),
+            window: conversation.window,
+            sizes: RunningEstimates::default(),
+        })
     }
 }
 
@@ -71,6 +87,7 @@ struct AiderSession {
     p: AiderParams,
     /// system, summary prefix, acknowledgement.
     prompts: [String; 3],
+    window: Window,
     sizes: RunningEstimates,
 }
 
@@ -99,7 +116,7 @@ fn flatten(h: &[Content]) -> String {
 impl AiderSession {
     fn budget(&self) -> u64 {
         match self.p.max_chat_history_tokens {
-            0 => default_budget(self.p.token_limit),
+            0 => default_budget(self.window.token_limit),
             n => n,
         }
     }
@@ -112,7 +129,8 @@ impl AiderSession {
         calls: &mut Vec<LlmCallRecord>,
     ) -> Result<(String, Vec<Content>), StrategyError> {
         let request = vec![history::user_text(&flatten(h))];
-        let (summary, record) = call(llm, Some(self.prompts[0].clone()), request, id, self.p.max_output_tokens).await?;
+        let (summary, record) =
+            call(llm, Some(self.prompts[0].clone()), request, id, self.window.max_output_tokens).await?;
         calls.push(record);
         let text = format!("{}\n{summary}", self.prompts[1]);
         Ok((summary, vec![history::user_text(&text), history::model_text(&self.prompts[2])]))
@@ -151,7 +169,7 @@ impl AiderSession {
                 return self.summarize_all(&messages, llm, &format!("{id}-{depth}"), calls).await;
             }
             // The newest head messages that fit the summarizer's input.
-            let cap = self.p.token_limit.saturating_sub(512);
+            let cap = self.window.token_limit.saturating_sub(512);
             let (mut total, mut keep_from) = (0, split);
             while keep_from > 0 && total + sizes[keep_from - 1] <= cap {
                 total += sizes[keep_from - 1];

@@ -1,8 +1,8 @@
 //! Cline's context management, two modes, modelled from `cline/cline`:
 //!
 //! - `summary` (the SDK, @`21cb8d25`, `sdk/packages/core/src/extensions/context/compaction-shared.ts`):
-//!   at `COMPACTION_TRIGGER_RATIO = 0.9` of the window the head is serialised and summarised (system
-//!   `sdk_system`, one user message `sdk_summary_request` + previous summary + transcript, files read and
+//!   at `COMPACTION_TRIGGER_RATIO = 0.9` of the window (Cline's name for the `threshold` knob, which was
+//!   `trigger_ratio` here) the head is serialised and summarised (system `sdk_system`, one user message `sdk_summary_request` + previous summary + transcript, files read and
 //!   edited listed); the newest `DEFAULT_PRESERVE_RECENT_TOKENS = 20,000` are kept verbatim.
 //! - `truncate` (the classic rule-based fallback, @`0fe207c0`, `src/core/context/context-management/`):
 //!   above `maxAllowedSize` (window − 27k/30k/40k for 64k/128k/200k windows, else
@@ -11,12 +11,14 @@
 //!   alternate.
 
 use super::common::{self, call, pieces, section, Piece};
+use super::gemini::THRESHOLD;
 use crate::compress::CompressionStatus;
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct Cline;
 
@@ -38,10 +40,10 @@ enum Keep {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct ClineParams {
-    token_limit: u64,
-    max_output_tokens: Option<u32>,
     mode: Mode,
-    trigger_ratio: f64,
+    /// Plans written before the rename call it `trigger_ratio`.
+    #[serde(alias = "trigger_ratio")]
+    threshold: f64,
     preserve_recent: u64,
     truncate_keep: Keep,
 }
@@ -69,12 +71,13 @@ impl Strategy for Cline {
             )
             .labelled("mode"),
             Knob::number(
-                "trigger_ratio",
+                THRESHOLD,
                 0.9,
                 Bound::Open(0.0),
                 Bound::Closed(1.0),
-                "summary mode: compact at this share of the window",
-            ),
+                "summary mode: compact at this share of the window (COMPACTION_TRIGGER_RATIO)",
+            )
+            .renamed_from("trigger_ratio"),
             Knob::integer("preserve_recent", 20_000, 0, "summary mode: recent tokens kept verbatim"),
             Knob::choice(
                 "truncate_keep",
@@ -84,16 +87,11 @@ impl Strategy for Cline {
             ),
         ]
     }
-    /// Summary mode: ⌈trigger_ratio × window⌉; truncate mode: the context-window guard's allowed size.
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        let p: ClineParams = parse_params(self.name(), params).ok()?;
-        (p.token_limit > 0).then(|| match p.mode {
-            Mode::Truncate => max_allowed_size(p.token_limit),
-            Mode::Summary => (p.trigger_ratio * p.token_limit as f64).ceil() as u64,
-        })
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
     }
 
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
         let p: ClineParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("cline", &format!("cline:{n}"));
         let prompts = [
@@ -102,9 +100,26 @@ impl Strategy for Cline {
             s("sdk_previous_summary_block")?,
             s("sdk_conversation_block")?,
         ];
-        Ok(Box::new(move || {
-            Box::new(ClineSession { p: p.clone(), prompts: prompts.clone() }) as Box<dyn CompressorSession>
-        }))
+        Ok(Arc::new(ClineCompressor { p, prompts }))
+    }
+}
+
+struct ClineCompressor {
+    p: ClineParams,
+    /// system, summary request, previous-summary block, conversation block.
+    prompts: [String; 4],
+}
+
+impl Compressor for ClineCompressor {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(ClineSession { p: self.p.clone(), prompts: self.prompts.clone(), window: conversation.window })
+    }
+    /// Summary mode: ⌈threshold × window⌉; truncate mode: the context-window guard's allowed size.
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        Some(match self.p.mode {
+            Mode::Truncate => max_allowed_size(token_limit),
+            Mode::Summary => threshold_trigger(self.p.threshold, token_limit),
+        })
     }
 }
 
@@ -112,6 +127,7 @@ struct ClineSession {
     p: ClineParams,
     /// system, summary request, previous-summary block, conversation block.
     prompts: [String; 4],
+    window: Window,
 }
 
 /// `maxAllowedSize` of the classic context manager.
@@ -207,7 +223,7 @@ impl CompressorSession for ClineSession {
     ) -> Result<TurnOutcome, StrategyError> {
         let orig = turn.last_prompt_tokens;
         if self.p.mode == Mode::Truncate {
-            if !turn.force && orig < max_allowed_size(self.p.token_limit) {
+            if !turn.force && orig < max_allowed_size(self.window.token_limit) {
                 return Ok(TurnOutcome::noop(orig));
             }
             return Ok(match truncated(turn.stored, self.p.truncate_keep) {
@@ -215,7 +231,7 @@ impl CompressorSession for ClineSession {
                 None => TurnOutcome::noop(orig),
             });
         }
-        if !turn.force && (orig as f64) < self.p.trigger_ratio * self.p.token_limit as f64 {
+        if !turn.force && (orig as f64) < self.p.threshold * self.window.token_limit as f64 {
             return Ok(TurnOutcome::noop(orig));
         }
         let cut = common::tail_start_by_tokens(turn.stored, self.p.preserve_recent);
@@ -233,7 +249,7 @@ impl CompressorSession for ClineSession {
         let request = vec![history::user_text(&self.request(previous.as_deref(), head))];
         let id = format!("{}-compaction", turn.prompt_id);
         let (summary, record) =
-            call(llm, Some(self.prompts[0].clone()), request, &id, self.p.max_output_tokens).await?;
+            call(llm, Some(self.prompts[0].clone()), request, &id, self.window.max_output_tokens).await?;
         let mut new = vec![history::user_text(&format!("{SUMMARY_HEADER}\n{summary}"))];
         new.extend_from_slice(tail);
         Ok(common::summarized(orig, &summary, vec![record], head.len(), tail.len(), new))

@@ -3,7 +3,8 @@
 //! (`auto_compact_token_limit = min(configured, 90 % of the window)`) and the prompt
 //! `codex-rs/core/templates/compact/prompt.md` @`11baefb5` (`configs/prompts/codex.txt`).
 //!
-//! - Trigger: the last request ≥ `trigger_fraction × window` (or `/compress`).
+//! - Trigger: the last request ≥ `auto_compact_token_limit` = ⌊`threshold` × window⌋ (Codex: 90 % of the
+//!   window; the knob was `trigger_fraction` here), or `/compress`.
 //! - The summarizer gets the whole history with the prompt appended as a user turn; when that request does
 //!   not fit the window, the oldest items are dropped until it does ("Trimmed N older conversation items").
 //! - New history: the previous user messages, newest first, within `user_message_budget` tokens (the
@@ -12,19 +13,21 @@
 //!   earlier summary messages (the new summary covers them).
 
 use super::common::{self, call, clip_chars, is_plain_user, section, text_tokens};
+use super::gemini::THRESHOLD;
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct Codex;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct CodexParams {
-    token_limit: u64,
-    max_output_tokens: Option<u32>,
-    trigger_fraction: f64,
+    /// Plans written before the rename call it `trigger_fraction`.
+    #[serde(alias = "trigger_fraction")]
+    threshold: f64,
     user_message_budget: u64,
     summary_prompt: String,
 }
@@ -45,12 +48,13 @@ impl Strategy for Codex {
     fn knobs(&self) -> Vec<Knob> {
         vec![
             Knob::number(
-                "trigger_fraction",
+                THRESHOLD,
                 0.9,
                 Bound::Open(0.0),
                 Bound::Closed(1.0),
-                "auto-compact at this share of the window",
-            ),
+                "auto-compact at this share of the window (auto_compact_token_limit: 90 %)",
+            )
+            .renamed_from("trigger_fraction"),
             Knob::integer(
                 "user_message_budget",
                 20_000,
@@ -60,20 +64,44 @@ impl Strategy for Codex {
             prompt_knob("summary_prompt", "codex:prompt_handoff", "the compaction prompt"),
         ]
     }
-    /// `auto_compact_token_limit`: compacts when the count is not below ⌊trigger_fraction × window⌋.
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        let p: CodexParams = parse_params(self.name(), params).ok()?;
-        (p.token_limit > 0).then_some((p.trigger_fraction * p.token_limit as f64) as u64)
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
     }
 
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
         let p: CodexParams = parse_params(self.name(), params)?;
         let prompt = section(self.name(), &p.summary_prompt)?;
         let prefix = section(self.name(), "codex:summary_prefix")?;
-        Ok(Box::new(move || {
-            Box::new(CodexSession { p: p.clone(), prompt: prompt.clone(), prefix: prefix.clone() })
-                as Box<dyn CompressorSession>
-        }))
+        Ok(Arc::new(CodexCompressor { p, prompt, prefix }))
+    }
+}
+
+struct CodexCompressor {
+    p: CodexParams,
+    prompt: String,
+    prefix: String,
+}
+
+impl CodexCompressor {
+    /// `auto_compact_token_limit`: ⌊threshold × window⌋.
+    fn limit(&self, token_limit: u64) -> u64 {
+        (self.p.threshold * token_limit as f64) as u64
+    }
+}
+
+impl Compressor for CodexCompressor {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(CodexSession {
+            p: self.p.clone(),
+            prompt: self.prompt.clone(),
+            prefix: self.prefix.clone(),
+            window: conversation.window,
+            limit: self.limit(conversation.window.token_limit),
+        })
+    }
+    /// Compacts when the count is not below `auto_compact_token_limit`.
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        Some(self.limit(token_limit))
     }
 }
 
@@ -81,6 +109,9 @@ struct CodexSession {
     p: CodexParams,
     prompt: String,
     prefix: String,
+    window: Window,
+    /// `auto_compact_token_limit`.
+    limit: u64,
 }
 
 /// The marker Codex puts in a user message cut to the budget.
@@ -127,8 +158,7 @@ impl CompressorSession for CodexSession {
         llm: &dyn LanguageModel,
     ) -> Result<TurnOutcome, StrategyError> {
         let orig = turn.last_prompt_tokens;
-        let limit = (self.p.trigger_fraction * self.p.token_limit as f64) as u64;
-        if turn.stored.is_empty() || (!turn.force && orig < limit) {
+        if turn.stored.is_empty() || (!turn.force && orig < self.limit) {
             return Ok(TurnOutcome::noop(orig));
         }
         // Codex compacts mid-task, once the tool outputs (or the user's new message) are in its history:
@@ -138,14 +168,14 @@ impl CompressorSession for CodexSession {
         let prompt_turn = history::user_text(&self.prompt);
         let mut from = 0;
         let mut size = common::tokens(&whole) + common::content_tokens(&prompt_turn);
-        while size > self.p.token_limit && from + 1 < whole.len() {
+        while size > self.window.token_limit && from + 1 < whole.len() {
             size -= common::content_tokens(&whole[from]).min(size);
             from += 1;
         }
         let mut request = whole[from..].to_vec();
         request.push(prompt_turn);
         let id = format!("{}-compact", turn.prompt_id);
-        let (summary, record) = call(llm, None, request, &id, self.p.max_output_tokens).await?;
+        let (summary, record) = call(llm, None, request, &id, self.window.max_output_tokens).await?;
         let new = self.compacted(&whole, &summary);
         let mut outcome = common::summarized(orig, &summary, vec![record], whole.len(), 0, new);
         outcome.covers_until = Some(turn.turn);

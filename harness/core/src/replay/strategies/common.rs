@@ -255,20 +255,26 @@ pub mod fixtures {
         }
     }
 
-    /// A strategy's session from knob values (the rest default), through the registry as a sweep builds it.
+    /// A strategy's session from knob values (the rest default), through the registry as a sweep builds it, in a
+    /// window of `token_limit` tokens.
     pub fn session_of(
         name: &str,
         knobs: serde_json::Value,
         token_limit: u64,
     ) -> Box<dyn crate::replay::strategy::CompressorSession> {
+        spec_of(name, knobs)
+            .compressor()
+            .start(crate::replay::strategy::Window { token_limit, max_output_tokens: None }.into())
+    }
+
+    /// A strategy's spec from knob values (the rest default).
+    pub fn spec_of(name: &str, knobs: serde_json::Value) -> crate::replay::strategy::StrategySpec {
         let def = crate::replay::registry::find(name).expect("registered");
         let mut params = crate::replay::strategy::Params::new();
-        params.insert("token_limit".into(), token_limit.into());
-        params.insert("max_output_tokens".into(), serde_json::Value::Null);
         for k in def.knobs() {
             params.insert(k.name.into(), knobs.get(k.name).cloned().unwrap_or(k.default.clone()));
         }
-        def.configure(&params).expect("valid params").start()
+        crate::replay::strategy::StrategySpec::configure(name, params).expect("valid params")
     }
 
     pub fn text_of(c: &Content) -> String {

@@ -9,6 +9,7 @@ use crate::replay::strategy::*;
 use crate::tokens::Estimator;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct DropOldest;
 
@@ -20,7 +21,6 @@ pub const KEEP_FRACTION: &str = "drop_keep_fraction";
 pub struct DropOldestParams {
     pub threshold: f64,
     pub keep_fraction: f64,
-    pub token_limit: u64,
 }
 
 impl Strategy for DropOldest {
@@ -33,9 +33,8 @@ impl Strategy for DropOldest {
     fn uses_llm(&self) -> bool {
         false
     }
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        let p: DropOldestParams = parse_params(self.name(), params).ok()?;
-        threshold_trigger(p.threshold, p.token_limit)
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(2)
     }
     fn knobs(&self) -> Vec<Knob> {
         vec![
@@ -49,7 +48,7 @@ impl Strategy for DropOldest {
         let mut out = Vec::new();
         for (threshold, t_shown) in g.values::<f64>(THRESHOLD)? {
             for (keep_fraction, k_shown) in g.values::<f64>(KEEP_FRACTION)? {
-                let p = DropOldestParams { threshold, keep_fraction, token_limit: g.token_limit };
+                let p = DropOldestParams { threshold, keep_fraction };
                 let axes = [(THRESHOLD.to_string(), t_shown.clone()), (KEEP_FRACTION.to_string(), k_shown)];
                 out.push(Variant {
                     params: to_params(self.name(), &p)?,
@@ -60,9 +59,17 @@ impl Strategy for DropOldest {
         }
         Ok(out)
     }
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        let p: DropOldestParams = parse_params(self.name(), params)?;
-        Ok(Box::new(move || Box::new(DropOldestSession(p.clone())) as Box<dyn CompressorSession>))
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(parse_params::<DropOldestParams>(self.name(), params)?))
+    }
+}
+
+impl Compressor for DropOldestParams {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(DropOldestSession { p: self.clone(), token_limit: conversation.window.token_limit })
+    }
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        Some(threshold_trigger(self.threshold, token_limit))
     }
 }
 
@@ -71,7 +78,10 @@ pub fn spec(p: DropOldestParams) -> StrategySpec {
     StrategySpec::new("drop-oldest", &p).expect("plain numbers serialize")
 }
 
-struct DropOldestSession(DropOldestParams);
+struct DropOldestSession {
+    p: DropOldestParams,
+    token_limit: u64,
+}
 
 #[async_trait]
 impl CompressorSession for DropOldestSession {
@@ -80,12 +90,12 @@ impl CompressorSession for DropOldestSession {
         turn: TurnInput<'_>,
         _llm: &dyn LanguageModel,
     ) -> Result<TurnOutcome, StrategyError> {
-        let p = &self.0;
+        let (p, window) = (&self.p, self.token_limit as f64);
         let orig = turn.last_prompt_tokens;
-        if !turn.force && (orig as f64) < p.threshold * p.token_limit as f64 {
+        if !turn.force && (orig as f64) < p.threshold * window {
             return Ok(TurnOutcome::noop(orig));
         }
-        let budget = p.keep_fraction * p.token_limit as f64;
+        let budget = p.keep_fraction * window;
         // Walk back from the newest turn; cut at the oldest plain user turn whose suffix fits the budget.
         let mut suffix = 0.0;
         let mut cut = turn.stored.len();

@@ -14,6 +14,7 @@ use crate::history::{self, Content};
 use crate::json::{self, Value};
 use crate::llm::LanguageModel;
 use crate::replay::strategies::common;
+use crate::replay::strategies::gemini::THRESHOLD;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -30,8 +31,6 @@ pub struct Exec;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct ExecParams {
     command: String,
-    token_limit: u64,
-    max_output_tokens: Option<u32>,
     threshold: f64,
     keep_fraction: f64,
     timeout_secs: u64,
@@ -53,14 +52,13 @@ impl Strategy for Exec {
     fn takes_argument(&self) -> bool {
         true
     }
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        let p: ExecParams = parse_params(self.name(), params).ok()?;
-        threshold_trigger(p.threshold, p.token_limit)
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(1)
     }
     fn knobs(&self) -> Vec<Knob> {
         vec![
             Knob::number(
-                "threshold",
+                THRESHOLD,
                 0.5,
                 Bound::Open(0.0),
                 Bound::Closed(1.0),
@@ -90,11 +88,17 @@ impl Strategy for Exec {
         }
         Ok(out)
     }
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        let p: ExecParams = parse_params(self.name(), params)?;
-        Ok(Box::new(move || {
-            Box::new(ExecSession { p: p.clone(), running: None, request: 0 }) as Box<dyn CompressorSession>
-        }))
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(parse_params::<ExecParams>(self.name(), params)?))
+    }
+}
+
+impl Compressor for ExecParams {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(ExecSession { p: self.clone(), window: conversation.window, running: None, request: 0 })
+    }
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        Some(threshold_trigger(self.threshold, token_limit))
     }
 }
 
@@ -108,6 +112,7 @@ struct Running {
 
 struct ExecSession {
     p: ExecParams,
+    window: Window,
     running: Option<Running>,
     /// Requests sent so far (1-based in messages).
     request: u64,
@@ -253,7 +258,7 @@ impl ExecSession {
     }
 }
 
-fn request_line(p: &ExecParams, n: u64, turn: &TurnInput<'_>) -> String {
+fn request_line(p: &ExecParams, window: Window, n: u64, turn: &TurnInput<'_>) -> String {
     let from = turn.changed_from.min(turn.stored.len());
     let meta = serde_json::json!({
         "protocol": PROTOCOL,
@@ -262,7 +267,7 @@ fn request_line(p: &ExecParams, n: u64, turn: &TurnInput<'_>) -> String {
         "prompt_id": turn.prompt_id,
         "force": turn.force,
         "last_prompt_tokens": turn.last_prompt_tokens,
-        "token_limit": p.token_limit,
+        "token_limit": window.token_limit,
         "history_length": turn.stored.len(),
         "changed_from": from,
         "knobs": {"threshold": p.threshold, "keep_fraction": p.keep_fraction},
@@ -287,7 +292,7 @@ impl CompressorSession for ExecSession {
         let turn = if self.running.is_none() { TurnInput { changed_from: 0, ..turn } } else { turn };
         self.start(&prompt_id)?;
         self.request += 1;
-        self.send(request_line(&self.p, self.request, &turn), &prompt_id).await?;
+        self.send(request_line(&self.p, self.window, self.request, &turn), &prompt_id).await?;
         let mut records: Vec<LlmCallRecord> = Vec::new();
         let mut last_text = None;
         loop {
@@ -335,7 +340,7 @@ impl CompressorSession for ExecSession {
                             c.system,
                             contents,
                             &id,
-                            c.max_output_tokens.or(self.p.max_output_tokens),
+                            c.max_output_tokens.or(self.window.max_output_tokens),
                         )
                         .await?;
                         records.push(record);

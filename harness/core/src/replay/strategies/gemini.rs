@@ -12,6 +12,7 @@ use crate::tokens::Estimator;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub struct Gemini;
 
@@ -43,8 +44,9 @@ pub(crate) fn truncation_knobs() -> Vec<Knob> {
     ]
 }
 
-/// The reference's trigger knob: compress when the last prompt reaches this share of the window. Reports
-/// lay the reference's grid out over it and [`PRESERVE_FRACTION`].
+/// The trigger fraction: compress when the last prompt reaches this share of the window. One name in every
+/// strategy whose trigger is a share of the window (each strategy's doc says what its agent calls it).
+/// Reports lay the reference's grid out over it and [`PRESERVE_FRACTION`].
 pub const THRESHOLD: &str = "threshold";
 /// The share of the history the reference keeps verbatim.
 pub const PRESERVE_FRACTION: &str = "preserve_fraction";
@@ -55,12 +57,22 @@ pub(crate) fn threshold_knob(default: f64) -> Knob {
         .headed("thr")
 }
 
-/// The trigger of strategies built on the reference's settings.
-pub(crate) fn settings_trigger(settings: &CompressSettings) -> Option<u64> {
-    threshold_trigger(settings.threshold?, settings.token_limit?)
+/// The trigger of strategies built on the reference's settings, in a window of `token_limit` tokens.
+pub(crate) fn settings_trigger(settings: &CompressSettings, token_limit: u64) -> Option<u64> {
+    settings.threshold.map(|t| threshold_trigger(t, token_limit))
 }
 
-/// `[base]` and the window → the reference's settings before the knobs.
+/// The reference's settings in one conversation's window (whatever window they held: the parameters of plans
+/// written before issue #35 hold one).
+pub(crate) fn in_window(settings: &CompressSettings, conversation: SessionContext<'_>) -> CompressSettings {
+    CompressSettings {
+        token_limit: Some(conversation.window.token_limit),
+        max_output_tokens: conversation.window.max_output_tokens,
+        ..settings.clone()
+    }
+}
+
+/// `[base]` → the reference's settings before the knobs.
 pub(crate) fn base_settings(g: &GridContext<'_>, verification: bool) -> CompressSettings {
     let base = g.base;
     CompressSettings {
@@ -69,14 +81,12 @@ pub(crate) fn base_settings(g: &GridContext<'_>, verification: bool) -> Compress
         approved_plan_path: base.approved_plan_path.clone(),
         threshold: Some(0.5),
         preserve_fraction: 0.3,
-        token_limit: Some(g.token_limit),
         model_table: base.model_table,
         high_fidelity: base.high_fidelity,
         inflation_guard: base.inflation_guard,
         verification,
         prompts: CompressionPrompts::current(),
         env_text: base.env_text.clone(),
-        max_output_tokens: g.max_output_tokens,
         ..CompressSettings::default()
     }
 }
@@ -124,8 +134,8 @@ impl Strategy for Gemini {
     fn role(&self) -> Role {
         Role::Reference
     }
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        settings_trigger(&parse_params::<GeminiParams>(self.name(), params).ok()?.settings)
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::InSettings
     }
     fn uses_llm(&self) -> bool {
         true
@@ -229,20 +239,27 @@ impl Strategy for Gemini {
         Ok(out)
     }
 
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        let p: GeminiParams = parse_params("gemini", params)?;
-        Ok(Box::new(move || {
-            Box::new(GeminiSession {
-                settings: p.settings.clone(),
-                caller: Caller::new(p.caller, p.latch),
-                next_id: 0,
-                store: MemoryToolOutputStore::new("/tmp/compactbench/project"),
-            }) as Box<dyn CompressorSession>
-        }))
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(parse_params::<GeminiParams>(self.name(), params)?))
     }
 }
 
-/// A spec of the reference with these settings (tests, benches).
+impl Compressor for GeminiParams {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(GeminiSession {
+            settings: in_window(&self.settings, conversation),
+            caller: Caller::new(self.caller, self.latch),
+            next_id: 0,
+            store: MemoryToolOutputStore::new("/tmp/compactbench/project"),
+        })
+    }
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        settings_trigger(&self.settings, token_limit)
+    }
+}
+
+/// A spec of the reference with these settings (tests, benches); the window and output limit are the
+/// replay's.
 pub fn spec(settings: CompressSettings, caller: CallerKind, latch: Latch) -> StrategySpec {
     let p = GeminiParams { settings, caller, latch };
     StrategySpec::new("gemini", &p).expect("the reference's settings serialize")

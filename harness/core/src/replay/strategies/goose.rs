@@ -11,18 +11,18 @@
 //!   message again (auto mode).
 
 use super::common::{self, call, is_plain_user, pieces, section, Piece};
+use super::gemini::THRESHOLD;
 use crate::history;
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct Goose;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct GooseParams {
-    token_limit: u64,
-    max_output_tokens: Option<u32>,
     threshold: f64,
 }
 
@@ -41,7 +41,7 @@ impl Strategy for Goose {
     }
     fn knobs(&self) -> Vec<Knob> {
         vec![Knob::number(
-            "threshold",
+            THRESHOLD,
             0.8,
             Bound::None,
             Bound::None,
@@ -50,26 +50,38 @@ impl Strategy for Goose {
         .labelled("t")
         .headed("thr")]
     }
-    /// Compacts strictly above threshold × window (off outside (0, 1)).
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        let p: GooseParams = parse_params(self.name(), params).ok()?;
-        (p.token_limit > 0 && p.threshold > 0.0 && p.threshold < 1.0)
-            .then(|| (p.threshold * p.token_limit as f64).floor() as u64 + 1)
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
     }
 
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
         let p: GooseParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("goose", &format!("goose:{n}"));
         let prompts = [s("compaction_system")?, s("do_compact_user")?, s("continuation_conversation")?];
-        Ok(Box::new(move || {
-            Box::new(GooseSession { p: p.clone(), prompts: prompts.clone() }) as Box<dyn CompressorSession>
-        }))
+        Ok(Arc::new(GooseCompressor { p, prompts }))
+    }
+}
+
+struct GooseCompressor {
+    p: GooseParams,
+    prompts: [String; 3],
+}
+
+impl Compressor for GooseCompressor {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(GooseSession { p: self.p.clone(), prompts: self.prompts.clone(), window: conversation.window })
+    }
+    /// Compacts strictly above threshold × window (off outside (0, 1)).
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        let t = self.p.threshold;
+        (t > 0.0 && t < 1.0).then(|| (t * token_limit as f64).floor() as u64 + 1)
     }
 }
 
 struct GooseSession {
     p: GooseParams,
     prompts: [String; 3],
+    window: Window,
 }
 
 /// The shares of tool responses removed on successive overflow retries.
@@ -118,7 +130,7 @@ impl CompressorSession for GooseSession {
         let orig = turn.last_prompt_tokens;
         let t = self.p.threshold;
         let enabled = t > 0.0 && t < 1.0;
-        let ratio = orig as f64 / self.p.token_limit as f64;
+        let ratio = orig as f64 / self.window.token_limit as f64;
         if turn.stored.is_empty() || !(turn.force || (enabled && ratio > t)) {
             return Ok(TurnOutcome::noop(orig));
         }
@@ -128,7 +140,7 @@ impl CompressorSession for GooseSession {
         let mut system = None;
         for percent in REMOVAL_STEPS {
             let s = self.prompts[0].replace("{{ messages }}", &serialize(&all, &middle_out(n_results, percent)));
-            if common::text_tokens(&s) + common::content_tokens(&user) <= self.p.token_limit {
+            if common::text_tokens(&s) + common::content_tokens(&user) <= self.window.token_limit {
                 system = Some(s);
                 break;
             }
@@ -136,7 +148,7 @@ impl CompressorSession for GooseSession {
         // "context limit exceeded even after removing all tool responses": nothing changes.
         let Some(system) = system else { return Ok(TurnOutcome::noop(orig)) };
         let id = format!("{}-compact", turn.prompt_id);
-        let (summary, record) = call(llm, Some(system), vec![user], &id, self.p.max_output_tokens).await?;
+        let (summary, record) = call(llm, Some(system), vec![user], &id, self.window.max_output_tokens).await?;
         let mut new = vec![history::user_text(&format!("{summary}\n\n{}", self.prompts[2]))];
         if let Some(last) = turn.stored.iter().rev().find(|c| is_plain_user(c) && !history::visible_text(c).is_empty())
         {

@@ -14,13 +14,12 @@ use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct LangChain;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct LangChainParams {
-    token_limit: u64,
-    max_output_tokens: Option<u32>,
     max_tokens_before_summary: u64,
     messages_to_keep: usize,
     trim_tokens: u64,
@@ -51,20 +50,36 @@ impl Strategy for LangChain {
             ),
         ]
     }
-    /// Summarises when the request reaches `max_tokens_before_summary`, whatever the window.
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        let p: LangChainParams = parse_params(self.name(), params).ok()?;
-        Some(p.max_tokens_before_summary)
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
     }
 
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
         let p: LangChainParams = parse_params(self.name(), params)?;
         let prompt = section("langchain", "langchain:middleware_summary_prompt")?;
         let message = section("langchain", "langchain:middleware_summary_message")?;
-        Ok(Box::new(move || {
-            Box::new(LangChainSession { p: p.clone(), prompt: prompt.clone(), message: message.clone() })
-                as Box<dyn CompressorSession>
-        }))
+        Ok(Arc::new(LangChainCompressor { p, prompt, message }))
+    }
+}
+
+struct LangChainCompressor {
+    p: LangChainParams,
+    prompt: String,
+    message: String,
+}
+
+impl Compressor for LangChainCompressor {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(LangChainSession {
+            p: self.p.clone(),
+            prompt: self.prompt.clone(),
+            message: self.message.clone(),
+            max_output_tokens: conversation.window.max_output_tokens,
+        })
+    }
+    /// Summarises when the request reaches `max_tokens_before_summary`, whatever the window.
+    fn trigger_tokens(&self, _token_limit: u64) -> Option<u64> {
+        Some(self.p.max_tokens_before_summary)
     }
 }
 
@@ -72,6 +87,7 @@ struct LangChainSession {
     p: LangChainParams,
     prompt: String,
     message: String,
+    max_output_tokens: Option<u32>,
 }
 
 /// The cutoff: `len − keep`, moved earlier while the kept part would start with a tool response.
@@ -127,8 +143,7 @@ impl CompressorSession for LangChainSession {
         }
         let prompt = self.prompt.replace("{messages}", &lines[from..].join("\n"));
         let id = format!("{}-summarize", turn.prompt_id);
-        let (summary, record) =
-            call(llm, None, vec![history::user_text(&prompt)], &id, self.p.max_output_tokens).await?;
+        let (summary, record) = call(llm, None, vec![history::user_text(&prompt)], &id, self.max_output_tokens).await?;
         let mut new = vec![history::user_text(&self.message.replace("{summary}", &summary))];
         new.extend_from_slice(&turn.stored[cut..]);
         Ok(common::summarized(orig, &summary, vec![record], cut, turn.stored.len() - cut, new))

@@ -43,9 +43,10 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
 
 #[cfg(test)]
 mod tests {
-    use super::common::fixtures::{run, Recorder};
+    use super::common::fixtures::{run, spec_of, Recorder};
     use crate::compress::CompressionStatus;
     use crate::history;
+    use crate::replay::strategy::Window;
 
     /// Every strategy whose trigger is a token count says where it is, and its session agrees: one token
     /// below, no compression; at the trigger, it acts.
@@ -57,44 +58,29 @@ mod tests {
         let llm = Recorder::new("<state_snapshot>summary</state_snapshot>");
         // About 6k tokens of history in a window of 8k.
         let window = 8_000;
-        let of_knobs = |name: &str, knobs: serde_json::Value| {
-            let def = crate::replay::registry::find(name).unwrap();
-            let mut params = crate::replay::strategy::Params::new();
-            params.insert("token_limit".into(), window.into());
-            params.insert("max_output_tokens".into(), serde_json::Value::Null);
-            for k in def.knobs() {
-                params.insert(k.name.into(), knobs.get(k.name).cloned().unwrap_or(k.default.clone()));
-            }
-            crate::replay::strategy::StrategySpec { name: name.into(), params }
-        };
         let specs = [
-            super::drop_oldest::spec(super::drop_oldest::DropOldestParams {
-                threshold: 0.5,
-                keep_fraction: 0.3,
-                token_limit: window,
-            }),
-            of_knobs("codex", serde_json::json!({})),
-            of_knobs("cline", serde_json::json!({"preserve_recent": 1000})),
-            of_knobs("cline", serde_json::json!({"mode": "truncate"})),
-            of_knobs("opencode", serde_json::json!({"prune": false, "reserved": 1000})),
-            of_knobs("langchain", serde_json::json!({"max_tokens_before_summary": 3000, "messages_to_keep": 4})),
-            of_knobs("goose", serde_json::json!({})),
+            super::drop_oldest::spec(super::drop_oldest::DropOldestParams { threshold: 0.5, keep_fraction: 0.3 }),
+            spec_of("codex", serde_json::json!({})),
+            spec_of("cline", serde_json::json!({"preserve_recent": 1000})),
+            spec_of("cline", serde_json::json!({"mode": "truncate"})),
+            spec_of("opencode", serde_json::json!({"prune": false, "reserved": 1000})),
+            spec_of("langchain", serde_json::json!({"max_tokens_before_summary": 3000, "messages_to_keep": 4})),
+            spec_of("goose", serde_json::json!({})),
         ];
         for spec in specs {
-            let trigger = spec.trigger_tokens().unwrap_or_else(|| panic!("{spec:?}: no trigger"));
+            let trigger = spec.trigger_tokens(window).unwrap_or_else(|| panic!("{spec:?}: no trigger"));
             let status = |last: u64| {
-                let mut s = spec.build().unwrap().start();
+                let mut s = spec.compressor().start(Window { token_limit: window, max_output_tokens: None }.into());
                 run(s.as_mut(), &stored, last, &llm).info.compression_status
             };
-            assert_eq!(status(trigger - 1), CompressionStatus::Noop, "{} below {trigger}", spec.name);
-            assert_ne!(status(trigger), CompressionStatus::Noop, "{} at {trigger}", spec.name);
+            assert_eq!(status(trigger - 1), CompressionStatus::Noop, "{} below {trigger}", spec.kind());
+            assert_ne!(status(trigger), CompressionStatus::Noop, "{} at {trigger}", spec.kind());
         }
         // Event-count and budget triggers declare none.
-        for name in ["observation-masking", "openhands", "aider", "none"] {
-            let def = crate::replay::registry::find(name).unwrap();
-            let mut params = crate::replay::strategy::Params::new();
-            params.insert("token_limit".into(), window.into());
-            assert_eq!(def.trigger_tokens(&params), None, "{name}");
+        let masking = super::observation_masking::spec(5, "[omitted]");
+        let (openhands, aider) = (spec_of("openhands", serde_json::json!({})), spec_of("aider", serde_json::json!({})));
+        for spec in [masking, openhands, aider, super::none::spec()] {
+            assert_eq!(spec.trigger_tokens(window), None, "{}", spec.kind());
         }
     }
 }

@@ -4,6 +4,7 @@ use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub struct NoCompression;
 
@@ -26,14 +27,22 @@ impl Strategy for NoCompression {
     fn expand(&self, _: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
         Ok(vec![Variant { params: Params::new(), axes: BTreeMap::new(), summarizer: None }])
     }
-    fn configure(&self, _: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        Ok(Box::new(|| Box::new(NoneSession) as Box<dyn CompressorSession>))
+    fn configure(&self, _: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(NoneCompressor))
     }
 }
 
 /// The spec of `none`.
 pub fn spec() -> StrategySpec {
-    StrategySpec { name: "none".into(), params: Params::new() }
+    StrategySpec::configure("none", Params::new()).expect("`none` takes no parameters")
+}
+
+struct NoneCompressor;
+
+impl Compressor for NoneCompressor {
+    fn start(&self, _: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(NoneSession)
+    }
 }
 
 struct NoneSession;

@@ -13,6 +13,7 @@ use crate::replay::strategy::*;
 use crate::tokens::Estimator;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct ObservationMasking;
 
@@ -52,9 +53,14 @@ impl Strategy for ObservationMasking {
             })
             .collect()
     }
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        let p: MaskingParams = parse_params(self.name(), params)?;
-        Ok(Box::new(move || Box::new(MaskingSession::new(p.clone())) as Box<dyn CompressorSession>))
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(parse_params::<MaskingParams>(self.name(), params)?))
+    }
+}
+
+impl Compressor for MaskingParams {
+    fn start(&self, _: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(MaskingSession::new(self.clone()))
     }
 }
 

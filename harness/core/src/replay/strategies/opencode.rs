@@ -18,6 +18,7 @@ use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct OpenCode;
 
@@ -27,8 +28,6 @@ const SUMMARY_HEADER: &str = "[Compaction summary]";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct OpenCodeParams {
-    token_limit: u64,
-    max_output_tokens: Option<u32>,
     reserved: u64,
     preserve_recent: u64,
     prune: bool,
@@ -65,13 +64,11 @@ impl Strategy for OpenCode {
             Knob::integer("tool_result_chars", 2_000, 1, "tool result characters in the serialised head"),
         ]
     }
-    /// Compacts when the count reaches the usable window (window − reserved).
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        let p: OpenCodeParams = parse_params(self.name(), params).ok()?;
-        (p.token_limit > 0).then(|| p.token_limit.saturating_sub(p.reserved))
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
     }
 
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
         let p: OpenCodeParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("opencode", &format!("opencode:{n}"));
         let prompts = Prompts {
@@ -81,9 +78,22 @@ impl Strategy for OpenCode {
             new_instruction: s("build_prompt_new_instruction")?,
             prior: s("build_prompt_prior_summary_block")?,
         };
-        Ok(Box::new(move || {
-            Box::new(OpenCodeSession { p: p.clone(), prompts: prompts.clone() }) as Box<dyn CompressorSession>
-        }))
+        Ok(Arc::new(OpenCodeCompressor { p, prompts }))
+    }
+}
+
+struct OpenCodeCompressor {
+    p: OpenCodeParams,
+    prompts: Prompts,
+}
+
+impl Compressor for OpenCodeCompressor {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(OpenCodeSession { p: self.p.clone(), prompts: self.prompts.clone(), window: conversation.window })
+    }
+    /// Compacts when the count reaches the usable window (window − reserved).
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        Some(token_limit.saturating_sub(self.p.reserved))
     }
 }
 
@@ -99,6 +109,7 @@ struct Prompts {
 struct OpenCodeSession {
     p: OpenCodeParams,
     prompts: Prompts,
+    window: Window,
 }
 
 fn is_summary(c: &Content) -> bool {
@@ -124,7 +135,7 @@ fn serialize(h: &[Content], tool_chars: usize) -> String {
 
 impl OpenCodeSession {
     fn usable(&self) -> u64 {
-        self.p.token_limit.saturating_sub(self.p.reserved)
+        self.window.token_limit.saturating_sub(self.p.reserved)
     }
 
     /// `prune`: the outputs to clear, as in-place edits (empty when below the minimum).
@@ -235,7 +246,7 @@ impl CompressorSession for OpenCodeSession {
         }
         let request = vec![history::user_text(&self.prompt(previous.as_deref(), head))];
         let id = format!("{}-compaction", turn.prompt_id);
-        let (summary, record) = call(llm, None, request, &id, self.p.max_output_tokens).await?;
+        let (summary, record) = call(llm, None, request, &id, self.window.max_output_tokens).await?;
         let mut new = vec![history::user_text(&format!("{SUMMARY_HEADER}\n{summary}"))];
         new.extend_from_slice(tail);
         let mut outcome = common::summarized(orig, &summary, vec![record], head.len(), tail.len(), new);

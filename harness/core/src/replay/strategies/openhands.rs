@@ -16,6 +16,7 @@ use crate::llm::LanguageModel;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub struct OpenHands;
 pub struct OpenHandsAmortized;
@@ -24,9 +25,6 @@ const SUMMARY_HEADER: &str = "[OpenHands condensation summary]";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct OpenHandsParams {
-    token_limit: u64,
-    #[serde(default)]
-    max_output_tokens: Option<u32>,
     max_size: usize,
     keep_first: usize,
     #[serde(default)]
@@ -58,14 +56,15 @@ impl Strategy for OpenHands {
         k.push(Knob::integer("max_event_length", 10_000, 1, "characters of each forgotten event sent"));
         k
     }
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
+    }
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
         let p: OpenHandsParams = parse_params(self.name(), params)?;
         let s = |n: &str| section("openhands", &format!("openhands:{n}"));
         let prompts =
             [s("summarizer_rules")?, s("previous_summary_block")?, s("event_block")?, s("summarizer_closing")?];
-        Ok(Box::new(move || {
-            Box::new(OpenHandsSession { p: p.clone(), prompts: Some(prompts.clone()) }) as Box<dyn CompressorSession>
-        }))
+        Ok(Arc::new(OpenHandsCompressor { p, prompts: Some(prompts) }))
     }
 }
 
@@ -85,9 +84,27 @@ impl Strategy for OpenHandsAmortized {
     fn knobs(&self) -> Vec<Knob> {
         common_knobs()
     }
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        let p: OpenHandsParams = parse_params(self.name(), params)?;
-        Ok(Box::new(move || Box::new(OpenHandsSession { p: p.clone(), prompts: None }) as Box<dyn CompressorSession>))
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::At(0)
+    }
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(OpenHandsCompressor { p: parse_params(self.name(), params)?, prompts: None }))
+    }
+}
+
+struct OpenHandsCompressor {
+    p: OpenHandsParams,
+    /// rules, previous-summary block, event block, closing; `None`: amortized forgetting.
+    prompts: Option<[String; 4]>,
+}
+
+impl Compressor for OpenHandsCompressor {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(OpenHandsSession {
+            p: self.p.clone(),
+            prompts: self.prompts.clone(),
+            max_output_tokens: conversation.window.max_output_tokens,
+        })
     }
 }
 
@@ -95,6 +112,7 @@ struct OpenHandsSession {
     p: OpenHandsParams,
     /// rules, previous-summary block, event block, closing; `None`: amortized forgetting.
     prompts: Option<[String; 4]>,
+    max_output_tokens: Option<u32>,
 }
 
 /// The kept head and tail: `(head_end, tail_start)` for a view of `len` events.
@@ -155,8 +173,7 @@ impl CompressorSession for OpenHandsSession {
         }
         prompt.push_str(&prompts[3]);
         let id = format!("{}-condense", turn.prompt_id);
-        let (summary, record) =
-            call(llm, None, vec![history::user_text(&prompt)], &id, self.p.max_output_tokens).await?;
+        let (summary, record) = call(llm, None, vec![history::user_text(&prompt)], &id, self.max_output_tokens).await?;
         let mut new = view[..head_end].to_vec();
         new.push(history::user_text(&format!("{SUMMARY_HEADER}\n{summary}")));
         new.extend_from_slice(&view[tail_start..]);

@@ -18,6 +18,7 @@ use crate::replay::strategy::*;
 use crate::tokens::Estimator;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub struct Recorded;
 
@@ -44,24 +45,20 @@ impl Strategy for Recorded {
     fn expand(&self, _: &GridContext<'_>) -> Result<Vec<Variant>, StrategyError> {
         Ok(vec![Variant { params: Params::new(), axes: BTreeMap::new(), summarizer: None }])
     }
-    fn configure(&self, _: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        Ok(Box::new(RecordedCompressor))
+    fn configure(&self, _: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(RecordedCompressor))
     }
 }
 
 /// The spec of `recorded`.
 pub fn spec() -> StrategySpec {
-    StrategySpec { name: "recorded".into(), params: Params::new() }
+    StrategySpec::configure("recorded", Params::new()).expect("`recorded` takes no parameters")
 }
 
 struct RecordedCompressor;
 
 impl Compressor for RecordedCompressor {
-    /// Without a conversation there is nothing recorded: never compress.
-    fn start(&self) -> Box<dyn CompressorSession> {
-        Box::new(RecordedSession { compactions: Vec::new(), next: 0 })
-    }
-    fn start_for(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
         let mut compactions = conversation.recorded_compactions.to_vec();
         compactions.sort_by_key(|c| c.at);
         Box::new(RecordedSession { compactions, next: 0 })
@@ -144,11 +141,10 @@ mod tests {
     ) -> (crate::replay::results::ConversationResult, Seen) {
         let input = ReplayInput { recorded_compactions: compactions, ..ReplayInput::history("c", h) };
         let settings = ReplaySettings::default();
-        let strategy = spec.build().expect("builds");
         let mut seen = Seen::default();
         let llm = crate::llm::ScriptedModel::new(["unused"]);
         let observer: &mut dyn ReplayObserver = &mut seen;
-        let result = futures::executor::block_on(replay_observed(input, strategy.as_ref(), &settings, &llm, observer));
+        let result = futures::executor::block_on(replay_observed(input, spec.compressor(), &settings, &llm, observer));
         (result, seen)
     }
 

@@ -1,7 +1,8 @@
 //! Tool-output truncation only (the reference's fallback path, used as a strategy), at the threshold.
 
 use super::gemini::{
-    axis, base_settings, settings_trigger, threshold_knob, truncation_axes, truncation_knobs, Variants, THRESHOLD,
+    axis, base_settings, in_window, settings_trigger, threshold_knob, truncation_axes, truncation_knobs, Variants,
+    THRESHOLD,
 };
 use crate::compress::truncate::{effective_max_chars, truncate_history_to_budget, TruncationSettings};
 use crate::compress::{CompressSettings, CompressionStatus, MemoryToolOutputStore};
@@ -11,6 +12,7 @@ use crate::tokens::Estimator;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub struct TruncationOnly;
 
@@ -32,8 +34,8 @@ impl Strategy for TruncationOnly {
     fn role(&self) -> Role {
         Role::Ablation
     }
-    fn trigger_tokens(&self, params: &Params) -> Option<u64> {
-        settings_trigger(&parse_params::<TruncationParams>(self.name(), params).ok()?.settings)
+    fn window_in_ids(&self) -> WindowInIds {
+        WindowInIds::InSettings
     }
     fn knobs(&self) -> Vec<Knob> {
         let mut k = vec![threshold_knob(0.5)];
@@ -51,15 +53,21 @@ impl Strategy for TruncationOnly {
             })
             .collect()
     }
-    fn configure(&self, params: &Params) -> Result<Box<dyn Compressor>, StrategyError> {
-        let p: TruncationParams = parse_params(self.name(), params)?;
-        Ok(Box::new(move || {
-            Box::new(TruncationOnlySession {
-                settings: p.settings.clone(),
-                next_id: 0,
-                store: MemoryToolOutputStore::new("/tmp/compactbench/project"),
-            }) as Box<dyn CompressorSession>
-        }))
+    fn configure(&self, params: &Params) -> Result<Arc<dyn Compressor>, StrategyError> {
+        Ok(Arc::new(parse_params::<TruncationParams>(self.name(), params)?))
+    }
+}
+
+impl Compressor for TruncationParams {
+    fn start(&self, conversation: SessionContext<'_>) -> Box<dyn CompressorSession> {
+        Box::new(TruncationOnlySession {
+            settings: in_window(&self.settings, conversation),
+            next_id: 0,
+            store: MemoryToolOutputStore::new("/tmp/compactbench/project"),
+        })
+    }
+    fn trigger_tokens(&self, token_limit: u64) -> Option<u64> {
+        settings_trigger(&self.settings, token_limit)
     }
 }
 
