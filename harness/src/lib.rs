@@ -11,7 +11,7 @@
 //! The lower crates are re-exported under their module names, so `compactbench::replay::…` and
 //! `compactbench::datasets::…` name the same items as the crates themselves.
 
-pub use compactbench_core::{compress, fsutil, history, inspect, json, models, replay, tokens};
+pub use compactbench_core::{compress, fsutil, history, inspect, json, model_tables, replay, tokens};
 pub use compactbench_datasets as datasets;
 pub use compactbench_llm as llm;
 

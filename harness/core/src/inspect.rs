@@ -8,7 +8,7 @@ use crate::compress::{
 use crate::history::Content;
 use crate::json::{self, Value};
 use crate::llm::ScriptedModel;
-use crate::models::{self, FlashModels, ModelTable};
+use crate::model_tables::{self, FlashModels, ModelTable};
 use crate::tokens::Estimator;
 
 /// Everything `inspect` needs besides the history.
@@ -47,8 +47,8 @@ pub async fn inspect(
     store_for_truncation: &mut dyn ToolOutputStore,
     store_for_compress: &mut dyn ToolOutputStore,
 ) -> Result<Value, CompressError> {
-    let limit = models::token_limit(&opts.model, ModelTable::Current);
-    let alias = models::compression_model_alias(&opts.model, ModelTable::Current, &FlashModels::default());
+    let limit = model_tables::token_limit(&opts.model, ModelTable::Current);
+    let alias = model_tables::compression_model_alias(&opts.model, ModelTable::Current, &FlashModels::default());
     let split = compress::split::SplitVariant::Current.split(history, opts.fraction)?;
     let est = Estimator::Current;
     let truncated = truncation_report(history, opts, limit, store_for_truncation)?;

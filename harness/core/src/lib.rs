@@ -19,7 +19,7 @@ pub mod inspect;
 pub mod json;
 pub mod llm;
 pub mod memo;
-pub mod models;
+pub mod model_tables;
 pub mod named;
 pub mod replay;
 pub mod tokens;

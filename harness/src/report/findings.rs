@@ -5,7 +5,7 @@
 use super::{aggregate, claims};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, percent, percentage_points, FigureId, PercentStyle, PointsStyle, Share};
-use crate::replay::strategies::gemini::THRESHOLD;
+use crate::replay::strategies::reference_grid::THRESHOLD;
 use crate::replay::strategy::Role;
 use crate::report::summary::summarize;
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@ use super::plots::{self, Plot};
 use super::{aggregate, default_points};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, FigureId};
-use crate::replay::strategies::gemini::{PRESERVE_FRACTION, THRESHOLD};
+use crate::replay::strategies::reference_grid::{PRESERVE_FRACTION, THRESHOLD};
 use crate::replay::strategy::Role;
 use std::path::Path;
 

@@ -11,7 +11,7 @@ use super::{CompressionInfo, CompressionStatus};
 use crate::history::{self, Content};
 use crate::json::Value;
 use crate::llm::{GenerationParams, LanguageModel, LlmError, LlmRequest, RequestLabel, Usage};
-use crate::models::{self, FlashModels, ModelTable, PromptFamily};
+use crate::model_tables::{self, FlashModels, ModelTable, PromptFamily};
 use crate::tokens::Estimator;
 use serde::{Deserialize, Serialize};
 
@@ -106,11 +106,11 @@ impl Default for CompressSettings {
 
 impl CompressSettings {
     pub fn token_limit(&self) -> u64 {
-        self.token_limit.unwrap_or_else(|| models::token_limit(&self.model, self.model_table))
+        self.token_limit.unwrap_or_else(|| model_tables::token_limit(&self.model, self.model_table))
     }
 
     pub fn model_alias(&self) -> &'static str {
-        models::compression_model_alias(&self.model, self.model_table, &FlashModels::default())
+        model_tables::compression_model_alias(&self.model, self.model_table, &FlashModels::default())
     }
 
     pub fn split_fraction(&self) -> f64 {
@@ -127,7 +127,7 @@ impl CompressSettings {
 
     pub fn system_instruction(&self) -> Option<String> {
         let active = self.active_model.as_deref().unwrap_or(&self.model);
-        let modern = models::prompt_family(active) == PromptFamily::Modern;
+        let modern = model_tables::prompt_family(active) == PromptFamily::Modern;
         self.prompts.system_instruction(modern, self.approved_plan_path.as_deref())
     }
 }

@@ -1,8 +1,8 @@
 //! How a replay counts tokens: the tokenizer (with the counter a model tokenizer needs), and the fixed part
 //! of every request, the system prompt and the tool declarations.
 
-use super::counter::{self, CountError, TokenCounter};
 use super::input::ReplayInput;
+use super::model_counter::{self, CountError, TokenCounter};
 use super::settings::ReplaySettings;
 use super::window::Tokenizer;
 use crate::history::Content;
@@ -66,7 +66,7 @@ impl<'c> Counting<'c> {
         match self.by {
             By::O200k => Ok(self.scale(tokens::o200k_count_text(text))),
             By::Heuristic => Ok(Estimator::Current.text(&crate::json::JsStr::new(text))),
-            By::Model(m) => Ok(self.scale(m.count(&counter::text_as_content(text)).await?)),
+            By::Model(m) => Ok(self.scale(m.count(&model_counter::text_as_content(text)).await?)),
         }
     }
 

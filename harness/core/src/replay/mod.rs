@@ -23,7 +23,7 @@
 //! figures it records, `results` what a replay returns (results and errors), `observer` what watches it,
 //! and `run` the entry points (and the tests of a whole replay). Each imports its siblings, never this file.
 
-pub mod counter;
+pub mod model_counter;
 pub mod registry;
 pub mod results;
 pub mod strategies;
@@ -43,9 +43,9 @@ mod turns;
 mod uncompressed;
 
 pub use accounting::is_unsplittable;
-pub use counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use counting::{calibrated_scale, request_overhead};
 pub use input::ReplayInput;
+pub use model_counter::{CountError, CounterHandle, ModelCounter, TokenCounter};
 pub use observer::{NoObserver, ReplayObserver};
 pub use registry::register;
 pub use results::{

@@ -65,8 +65,8 @@ mod tests {
     use crate::history::{self, Content};
     use crate::json::Value;
     use crate::replay::accounting::is_unsplittable;
-    use crate::replay::counter::{self, CounterHandle, ModelCounter};
     use crate::replay::counting::request_overhead;
+    use crate::replay::model_counter::{self, CounterHandle, ModelCounter};
     use crate::replay::settings::{OverheadSource, TokenScale};
     use crate::replay::strategies;
     use crate::replay::strategy::{CacheUsage, RecordedCompaction};
@@ -457,7 +457,7 @@ mod tests {
         let input = ReplayInput { system_instruction: Some(system), ..ReplayInput::history("t", &h) };
         let model = std::sync::Arc::new(QuarterBytes { calls: Default::default() });
         let (settings, counter) = model_settings(&model);
-        let overhead = quarter(&[counter::text_as_content(system)]) + settings.tool_declaration_tokens;
+        let overhead = quarter(&[model_counter::text_as_content(system)]) + settings.tool_declaration_tokens;
         let none = run(&strategies::none::spec(), input, &settings);
         assert_eq!(none.error, None);
         let expected: Vec<u64> = (0..h.len())

@@ -2,7 +2,7 @@
 //! (the window, the tokenizer, where the prompt count, the fixed part of every request and the scale of
 //! the counts come from, where strategies may compress).
 
-use super::counter::CounterHandle;
+use super::model_counter::CounterHandle;
 use super::window::{TokenLimit, Tokenizer, FROM_RECORDING};
 use crate::compress::callers::OverflowGuard;
 use serde::{Deserialize, Serialize};

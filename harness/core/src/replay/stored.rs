@@ -2,8 +2,8 @@
 //! and running totals: every Content is measured once, and a strategy's rewrite re-measures only what it
 //! changed.
 
-use super::counter::CountError;
 use super::counting::Counting;
+use super::model_counter::CountError;
 use crate::compress::curated;
 use crate::history::Content;
 use crate::json::Value;

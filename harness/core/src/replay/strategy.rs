@@ -569,7 +569,7 @@ pub struct BaseSettings {
     pub model: String,
     pub active_model: Option<String>,
     pub approved_plan_path: Option<String>,
-    pub model_table: crate::models::ModelTable,
+    pub model_table: crate::model_tables::ModelTable,
     pub high_fidelity: bool,
     pub inflation_guard: bool,
     pub env_text: Option<String>,

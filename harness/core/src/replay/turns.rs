@@ -3,10 +3,10 @@
 //! recorded model turn is appended, so later compressions see earlier snapshots.
 
 use super::accounting::{self, uses_recorded_counts};
-use super::counter::CountError;
 use super::counting::{first_compaction_at, Counting};
 use super::event::build_event;
 use super::input::ReplayInput;
+use super::model_counter::CountError;
 use super::observer::{first_pass_history, ReplayObserver};
 use super::results::{CompressionEvent, ConversationResult, ReplayError};
 use super::settings::{CompressAt, PromptCountSource, ReplaySettings};

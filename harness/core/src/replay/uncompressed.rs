@@ -4,9 +4,9 @@
 //! ([`OverheadSource::Recorded`]), the factor on the tokenizer's counts ([`TokenScale::Recorded`]) and the
 //! window the agent ran in ([`TokenLimit::Recorded`](super::window::TokenLimit::Recorded)).
 
-use super::counter::CountError;
 use super::counting::{calibrated_scale, first_compaction_at, overhead, recorded_count, Counting};
 use super::input::ReplayInput;
+use super::model_counter::CountError;
 use super::settings::{OverheadSource, ReplaySettings, TokenScale};
 use super::stored::{Measure, Stored};
 use super::window::{recorded_window, WindowBasis};

@@ -14,7 +14,7 @@ pub enum Tokenizer {
     Heuristic,
     /// The tokenizer of the model this spec names, through its backend's token counter (Gemini
     /// `countTokens`): the sizes the provider would bill. Each Content is counted alone and a request is the
-    /// sum of its parts; the replay needs a [`TokenCounter`](super::counter::TokenCounter) for it
+    /// sum of its parts; the replay needs a [`TokenCounter`](super::model_counter::TokenCounter) for it
     /// ([`ReplaySettings::counter`](super::settings::ReplaySettings::counter)).
     Model(String),
 }
@@ -167,7 +167,7 @@ impl TokenLimit {
 
 impl Default for TokenLimit {
     fn default() -> Self {
-        TokenLimit::Tokens(crate::models::DEFAULT_TOKEN_LIMIT)
+        TokenLimit::Tokens(crate::model_tables::DEFAULT_TOKEN_LIMIT)
     }
 }
 
@@ -382,7 +382,7 @@ impl PromptCountOrigin {
     pub fn model_windows(self) -> &'static [u64] {
         match self {
             PromptCountOrigin::ClaudeCodeApi => &CLAUDE_WINDOWS,
-            PromptCountOrigin::GeminiApi => &[crate::models::DEFAULT_TOKEN_LIMIT],
+            PromptCountOrigin::GeminiApi => &[crate::model_tables::DEFAULT_TOKEN_LIMIT],
             _ => &[],
         }
     }

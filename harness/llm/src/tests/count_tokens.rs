@@ -110,7 +110,7 @@ async fn counts_are_recorded_and_replayed_offline_without_the_key() {
         from_spec("gemini:m", &options(&server.base, "CB_TEST_KEY_C1", cache.path(), CacheMode::ReadWrite)).unwrap();
     let reqs: Vec<LlmRequest> = ["What is 2+2?", "Summarise the session so far, please."]
         .iter()
-        .map(|q| replay::counter::count_request(&history::user_text(q)))
+        .map(|q| replay::model_counter::count_request(&history::user_text(q)))
         .collect();
     let mut first = Vec::new();
     for r in &reqs {
@@ -152,7 +152,7 @@ async fn counts_are_recorded_and_replayed_offline_without_the_key() {
         assert_eq!(replayed.count_tokens(r).await.unwrap(), Some(*n));
     }
     // An unrecorded count is a cache miss that says what was asked, not a network error.
-    let missing = replay::counter::count_request(&history::model_text("never counted"));
+    let missing = replay::model_counter::count_request(&history::model_text("never counted"));
     let err = replayed.count_tokens(&missing).await.unwrap_err();
     assert!(
         matches!(&err, LlmError::CacheMiss { description, .. } if description.contains("countTokens of a model Content")),

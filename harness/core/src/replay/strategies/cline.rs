@@ -11,7 +11,7 @@
 //!   alternate.
 
 use super::common::{self, call, pieces, section, Piece};
-use super::gemini::THRESHOLD;
+use super::reference_grid::THRESHOLD;
 use crate::compress::CompressionStatus;
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;

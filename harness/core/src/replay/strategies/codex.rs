@@ -13,7 +13,7 @@
 //!   earlier summary messages (the new summary covers them).
 
 use super::common::{self, call, clip_chars, is_plain_user, section, text_tokens};
-use super::gemini::THRESHOLD;
+use super::reference_grid::THRESHOLD;
 use crate::history::{self, Content};
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;

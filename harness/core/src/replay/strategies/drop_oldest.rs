@@ -1,7 +1,7 @@
 //! Sliding window at user-turn boundaries: above the threshold, drop the oldest turns until the history
 //! fits `keep_fraction × window` tokens.
 
-use super::gemini::{threshold_knob, THRESHOLD};
+use super::reference_grid::{threshold_knob, THRESHOLD};
 use crate::compress::CompressionStatus;
 use crate::history;
 use crate::llm::LanguageModel;

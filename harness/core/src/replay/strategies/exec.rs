@@ -14,7 +14,7 @@ use crate::history::{self, Content};
 use crate::json::{self, Value};
 use crate::llm::LanguageModel;
 use crate::replay::strategies::common;
-use crate::replay::strategies::gemini::THRESHOLD;
+use crate::replay::strategies::reference_grid::THRESHOLD;
 use crate::replay::strategy::*;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -11,7 +11,7 @@
 //!   message again (auto mode).
 
 use super::common::{self, call, is_plain_user, pieces, section, Piece};
-use super::gemini::THRESHOLD;
+use super::reference_grid::THRESHOLD;
 use crate::history;
 use crate::llm::LanguageModel;
 use crate::replay::strategy::*;

@@ -15,6 +15,7 @@ pub mod observation_masking;
 pub mod opencode;
 pub mod openhands;
 pub mod recorded;
+pub mod reference_grid;
 pub mod truncation_only;
 
 use crate::replay::strategy::Strategy;

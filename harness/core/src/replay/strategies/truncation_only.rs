@@ -1,6 +1,6 @@
 //! Tool-output truncation only (the reference's fallback path, used as a strategy), at the threshold.
 
-use super::gemini::{
+use super::reference_grid::{
     axis, base_settings, in_window, settings_trigger, threshold_knob, truncation_axes, truncation_knobs, Variants,
     THRESHOLD,
 };
