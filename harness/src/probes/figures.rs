@@ -22,8 +22,8 @@ use super::Probe;
 use crate::data::CellResult;
 use crate::data::ProbeResults;
 use crate::history::{self, Content};
+use rustc_hash::FxHashSet as HashSet;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
 /// Share of the recording's text (characters of what the agent reads) that makes up the final stretch.
@@ -138,7 +138,7 @@ impl RecordingIndex {
     }
 
     pub fn view(&self, stored: &[Content], grader: &Grader, matchers: &[Matcher]) -> StoredView {
-        let mut parts = HashSet::new();
+        let mut parts = HashSet::default();
         let mut verbatim = Vec::new();
         for c in stored {
             for t in part_texts(c) {

@@ -105,17 +105,39 @@ pub fn token_f1(answer: &str, gold: &str) -> f64 {
 }
 
 /// A normalised haystack, searched for whole-token phrases.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Haystack {
     text: String,
     /// The same with tokens also split at dots, so `attr` is found in `obj.attr` (`Coder.flag` → `flag`).
     dotless: String,
+    /// The pieces `text` joins, with what is kept per piece ([`Haystack::keyed_tokens`]).
+    pieces: Vec<std::sync::Arc<NormalPiece>>,
 }
 
-/// One piece's normalised text and its dot-split form.
+/// Two haystacks are equal when their texts are, however they were pieced.
+impl PartialEq for Haystack {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text && self.dotless == other.dotless
+    }
+}
+
+/// One piece's normalised text and its dot-split form, and its tokens' keys once a grader asked for them.
+#[derive(Debug)]
 struct NormalPiece {
     text: String,
     dotless: String,
+    keys: std::sync::OnceLock<Vec<String>>,
+}
+
+impl NormalPiece {
+    fn of(piece: &str) -> Self {
+        let text = normalize(piece);
+        NormalPiece { dotless: split_dots(&text), text, keys: std::sync::OnceLock::new() }
+    }
+
+    fn tokens(&self) -> impl Iterator<Item = &str> {
+        self.text.split(' ').filter(|t| !t.is_empty())
+    }
 }
 
 /// One piece's normalised text and its dot-split form, kept per piece by digest ([`DigestMemo`]).
@@ -123,10 +145,7 @@ fn normalized_piece(piece: &str) -> std::sync::Arc<NormalPiece> {
     // Characters of normalised text kept before the memo starts afresh.
     static PIECES: DigestMemo<std::sync::Arc<NormalPiece>> =
         DigestMemo::new(256 << 20, |p| p.text.len() + p.dotless.len());
-    PIECES.get(piece, |piece| {
-        let text = normalize(piece);
-        std::sync::Arc::new(NormalPiece { dotless: split_dots(&text), text })
-    })
+    PIECES.get(piece, |piece| std::sync::Arc::new(NormalPiece::of(piece)))
 }
 
 fn split_dots(normalized: &str) -> String {
@@ -135,8 +154,12 @@ fn split_dots(normalized: &str) -> String {
 
 impl Haystack {
     pub fn new(text: &str) -> Self {
-        let n = normalize(text);
-        Haystack { dotless: format!(" {} ", split_dots(&n)), text: format!(" {n} ") }
+        let piece = NormalPiece::of(text);
+        Haystack {
+            dotless: format!(" {} ", piece.dotless),
+            text: format!(" {} ", piece.text),
+            pieces: vec![std::sync::Arc::new(piece)],
+        }
     }
 
     /// `Haystack::new` of the pieces each followed by a line break, built from each piece's normalised
@@ -146,6 +169,7 @@ impl Haystack {
     /// recorded Contents in every cell of a conversation.
     pub fn of_lines<S: AsRef<str>>(pieces: impl IntoIterator<Item = S>) -> Self {
         let (mut text, mut dotless) = (String::from(" "), String::from(" "));
+        let mut kept = Vec::new();
         for piece in pieces {
             let normal = normalized_piece(piece.as_ref());
             if !normal.text.is_empty() {
@@ -156,6 +180,7 @@ impl Haystack {
                 dotless.push_str(&normal.dotless);
                 dotless.push(' ');
             }
+            kept.push(normal);
         }
         // An empty text is still wrapped in two spaces, as `Haystack::new` wraps it.
         for s in [&mut text, &mut dotless] {
@@ -163,7 +188,21 @@ impl Haystack {
                 s.push(' ');
             }
         }
-        Haystack { text, dotless }
+        Haystack { text, dotless, pieces: kept }
+    }
+
+    /// The normalised text's tokens, and with `key` (a function of the token alone, e.g. its stem) each
+    /// token's key: computed once per piece, which is remembered by digest, so a history scored at many
+    /// moments keys each recorded Content once, not at every moment.
+    pub fn keyed_tokens(&self, key: Option<&dyn Fn(&str) -> String>) -> (Vec<&str>, Vec<&str>) {
+        let tokens = self.pieces.iter().flat_map(|p| p.tokens()).collect();
+        let Some(key) = key else { return (tokens, Vec::new()) };
+        let keys = self
+            .pieces
+            .iter()
+            .flat_map(|p| p.keys.get_or_init(|| p.tokens().map(key).collect()).iter().map(String::as_str))
+            .collect();
+        (tokens, keys)
     }
 
     /// The normalised text: tokens separated by single spaces, with a space at each end.

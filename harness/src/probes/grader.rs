@@ -30,7 +30,8 @@ use super::grade::{self, Haystack};
 use super::Probe;
 use crate::history::{self, Content};
 use crate::json::Value;
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeSet;
 use std::sync::{LazyLock, Mutex};
 
 /// Tokens a free-text fact's key terms must all fall within. A summary states one fact in a sentence or a
@@ -162,13 +163,13 @@ impl Grader {
                 _ => n.clone(),
             });
         }
-        let mut suffix_owners: HashMap<String, usize> = HashMap::new();
+        let mut suffix_owners: HashMap<String, usize> = HashMap::default();
         for f in &files {
             for s in suffixes(f) {
                 *suffix_owners.entry(s.to_string()).or_default() += 1;
             }
         }
-        Grader { roots, suffix_owners, files, stems: Mutex::new(HashMap::new()) }
+        Grader { roots, suffix_owners, files, stems: Mutex::new(HashMap::default()) }
     }
 
     /// The grader of a conversation as imported: its `cwd` from `meta.extra`.
@@ -311,13 +312,13 @@ impl Grader {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let tokens: Vec<&str> = hay.normalized().split(' ').filter(|t| !t.is_empty()).collect();
         // Each token's key, computed once for both rules that read it (words of change, key terms).
-        let keys: Vec<String> =
-            if wants_change || !names.is_empty() { tokens.iter().map(|t| self.key(t)).collect() } else { Vec::new() };
+        let key = |t: &str| self.key(t);
+        let (tokens, keys) =
+            hay.keyed_tokens((wants_change || !names.is_empty()).then_some(&key as &dyn Fn(&str) -> String));
         HistoryIndex {
             paths: if wants_paths {
-                path_index(&tokens, wants_change.then_some(keys.as_slice()))
+                path_index(&tokens, wants_change.then_some(keys.as_slice()), &path_lookups(matchers))
             } else {
                 PathIndex::default()
             },
@@ -326,7 +327,7 @@ impl Grader {
     }
 
     /// Where each key a term needs occurs, given the haystack's tokens and their keys.
-    fn term_index(&self, tokens: &[&str], token_keys: &[String], names: Vec<String>) -> TermIndex {
+    fn term_index(&self, tokens: &[&str], token_keys: &[&str], names: Vec<String>) -> TermIndex {
         if names.is_empty() {
             return TermIndex::default();
         }
@@ -334,7 +335,7 @@ impl Grader {
         let mut positions: Vec<Vec<u32>> = vec![Vec::new(); names.len()];
         let mut keys: Vec<Vec<u32>> = Vec::new();
         for (pos, (token, key)) in tokens.iter().zip(token_keys).enumerate() {
-            let mut here: Vec<u32> = ids.get(key.as_str()).copied().into_iter().collect();
+            let mut here: Vec<u32> = ids.get(key).copied().into_iter().collect();
             if token.contains('.') {
                 // `obj.attr` names `obj` and `attr`, as the exact rule's dot-split haystack does.
                 here.extend(token.split('.').filter_map(|part| ids.get(self.key(part).as_str()).copied()));
@@ -352,11 +353,23 @@ impl Grader {
 }
 
 /// Path-shaped tokens with their positions, and (given the tokens' keys) where words of change occur.
-fn path_index(tokens: &[&str], keys: Option<&[String]>) -> PathIndex {
+/// Every path [`Grader::kept`] may look up in a [`PathIndex`] for these matchers (whole or as a tail): the
+/// index holds these alone, not every path-shaped token of the history.
+fn path_lookups(matchers: &[Matcher]) -> HashSet<String> {
+    matchers
+        .iter()
+        .filter(|m| !m.path_forms.is_empty() || m.bare_name.is_some())
+        .flat_map(|m| {
+            let forms = m.path_forms.iter().flat_map(|f| [f.clone(), f.trim_start_matches('/').to_string()]);
+            m.answers.iter().filter_map(|a| normal_path(a)).chain(forms).chain(m.bare_name.clone())
+        })
+        .collect()
+}
+
+fn path_index(tokens: &[&str], keys: Option<&[&str]>, lookups: &HashSet<String>) -> PathIndex {
     let mut index = PathIndex::default();
     for (pos, token) in tokens.iter().enumerate() {
-        let is_change =
-            |keys: &[String]| token.chars().all(char::is_alphabetic) && CHANGE_STEMS.contains(&keys[pos].as_str());
+        let is_change = |keys: &[&str]| token.chars().all(char::is_alphabetic) && CHANGE_STEMS.contains(&keys[pos]);
         if keys.is_some_and(is_change) {
             index.change.push(pos as u32);
         }
@@ -364,10 +377,12 @@ fn path_index(tokens: &[&str], keys: Option<&[String]>) -> PathIndex {
             continue;
         }
         let token = strip_line_suffix(token);
-        index.whole.entry(token.to_string()).or_default().push(pos as u32);
+        if lookups.contains(token) {
+            index.whole.entry(token.to_string()).or_default().push(pos as u32);
+        }
         for (i, _) in token.match_indices('/') {
             let tail = &token[i + 1..];
-            if !tail.is_empty() {
+            if !tail.is_empty() && lookups.contains(tail) {
                 index.tails.entry(tail.to_string()).or_default().push(pos as u32);
             }
         }
