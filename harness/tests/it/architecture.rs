@@ -276,13 +276,22 @@ fn no_crate_of_the_harness_has_an_import_cycle() {
     }
 }
 
+/// A source tree of `files` (path, text) in a fresh temporary directory, removed when dropped.
+fn planted(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
 /// Issue #23: a ring hidden behind a `pub use` (`b` imports `a::Thing`, which `a` re-exports from
 /// `a::inner`, which imports `b`) is a ring.
 #[test]
 fn the_cycle_check_follows_reexports() {
-    let dir = std::env::temp_dir().join(format!("compactbench-ring-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("a")).unwrap();
-    let files = [
+    let tree = planted(&[
         ("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n"),
         ("a/mod.rs", "pub mod inner;\npub use inner::{Other, Thing as Thing};\n"),
         ("a/inner.rs", "pub struct Thing;\npub struct Other;\npub fn f() { crate::b::g() }\n"),
@@ -290,17 +299,14 @@ fn the_cycle_check_follows_reexports() {
         ("c.rs", "pub fn h() {}\n"),
         ("d.rs", "pub fn i() {}\n"),
         ("e.rs", "pub fn j() {}\n"),
-    ];
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    let graph = module_graph(&dir);
+    ]);
+    let dir = tree.path();
+    let graph = module_graph(dir);
     assert!(graph["b"].contains("a::inner"), "{graph:?}");
     assert_eq!(cycles(&graph), vec![vec!["a::inner".to_string(), "b".into()]]);
     // Without the re-export there is no ring.
     std::fs::write(dir.join("b.rs"), "pub fn g() {}\n").unwrap();
-    assert!(cycles(&module_graph(&dir)).is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(cycles(&module_graph(dir)).is_empty());
 }
 
 #[test]
@@ -359,29 +365,24 @@ fn no_child_of_replay_imports_its_parent() {
 
 #[test]
 fn the_parent_check_finds_a_planted_import() {
-    let dir = std::env::temp_dir().join(format!("compactbench-parent-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("replay/deep")).unwrap();
-    let files = [
+    let tree = planted(&[
         ("lib.rs", "pub mod replay;\n"),
         ("replay/mod.rs", "pub mod a;\npub mod b;\npub mod deep;\npub use b::Thing;\npub struct Own;\n"),
         ("replay/a.rs", "use super::b::Thing;\npub fn f(_: Thing) {}\n"),
         ("replay/b.rs", "pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n"),
         ("replay/deep/mod.rs", "use crate::replay::{a, b::Thing};\npub fn g(_: Thing) { a::f(Thing) }\n"),
-    ];
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    assert!(imports_of_the_parent(&dir, "replay").is_empty());
+    ]);
+    let dir = tree.path();
+    assert!(imports_of_the_parent(dir, "replay").is_empty());
     // An item `mod.rs` defines, and one it re-exports, from a child and from a grandchild.
     std::fs::write(dir.join("replay/a.rs"), "use super::{b, Own};\npub fn f(_: b::Thing, _: Own) {}\n").unwrap();
     std::fs::write(dir.join("replay/deep/mod.rs"), "pub fn g(_: crate::replay::Thing) {}\n").unwrap();
-    let found = imports_of_the_parent(&dir, "replay");
+    let found = imports_of_the_parent(dir, "replay");
     assert_eq!(
         found,
         ["replay::a: an item defined in `replay`", "replay::a: `replay::Own`", "replay::deep: `replay::Thing`"],
         "{found:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Places where a registered strategy's name is written as a string literal for another reason: the same
@@ -458,13 +459,10 @@ fn strategy_names_are_written_only_in_their_own_file_and_the_registry() {
 
 #[test]
 fn the_literal_check_finds_a_planted_name() {
-    let dir = std::env::temp_dir().join(format!("compactbench-literal-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    let file = dir.join("src/planted.rs");
-    std::fs::write(&file, "// \"gemini\" in a comment\nfn f(p: &str) -> bool { p == \"drop-oldest\" }\n").unwrap();
-    let found = strategy_literals(&dir, &[file]);
+    let tree =
+        planted(&[("src/planted.rs", "// \"gemini\" in a comment\nfn f(p: &str) -> bool { p == \"drop-oldest\" }\n")]);
+    let found = strategy_literals(tree.path(), &[tree.path().join("src/planted.rs")]);
     assert_eq!(found, vec![("src/planted.rs".to_string(), "drop-oldest".to_string(), 2)]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Places where a figure's name is written as a string literal for another reason: the same word names
@@ -509,16 +507,14 @@ fn figure_names_are_written_only_in_metrics() {
         .filter(|(file, name, _)| !NOT_A_FIGURE.iter().any(|(f, n, _)| file == f && name == n))
         .collect();
     assert!(found.is_empty(), "figure names written outside METRICS (use metrics::FigureId): {found:?}");
-    let planted = std::env::temp_dir().join(format!("compactbench-figure-{}", std::process::id()));
-    std::fs::create_dir_all(planted.join("src")).unwrap();
-    let file = planted.join("src/planted.rs");
-    std::fs::write(&file, "// \"retention\" in a comment\nfn f(m: &str) -> bool { m == \"tokens_vs_none\" }\n")
-        .unwrap();
+    let tree = planted(&[(
+        "src/planted.rs",
+        "// \"retention\" in a comment\nfn f(m: &str) -> bool { m == \"tokens_vs_none\" }\n",
+    )]);
     assert_eq!(
-        figure_literals(&planted, &[file]),
+        figure_literals(tree.path(), &[tree.path().join("src/planted.rs")]),
         vec![("src/planted.rs".to_string(), "tokens_vs_none".to_string(), 2)]
     );
-    let _ = std::fs::remove_dir_all(&planted);
 }
 
 /// Issue #23: the binary crate's modules form layers, each importing only layers below it (the data of a
@@ -581,12 +577,7 @@ fn reports_and_the_view_read_runs_through_the_data_store_not_the_sweep() {
 
 #[test]
 fn the_store_check_finds_a_planted_sweep_import() {
-    let dir = std::env::temp_dir().join(format!("compactbench-store-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["data", "sweep", "report", "view"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    let files = [
+    let tree = planted(&[
         ("lib.rs", "pub mod data;\npub mod report;\npub mod sweep;\npub mod view;\n"),
         ("data/mod.rs", "pub mod store;\n"),
         ("data/store.rs", "pub fn load_plan() {}\n"),
@@ -595,13 +586,10 @@ fn the_store_check_finds_a_planted_sweep_import() {
         ("report/mod.rs", "pub mod gate;\nuse crate::data::store;\npub fn f() { store::load_plan() }\n"),
         ("report/gate.rs", "use crate::{data, sweep::runner};\npub fn g() { runner::run() }\n"),
         ("view/mod.rs", "use crate::sweep;\npub fn h() { sweep::load_plan() }\n"),
-    ];
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    assert_eq!(sweep_imports_of_readers(&dir), ["report::gate → sweep::runner", "view → sweep"]);
+    ]);
+    let dir = tree.path();
+    assert_eq!(sweep_imports_of_readers(dir), ["report::gate → sweep::runner", "view → sweep"]);
     std::fs::write(dir.join("report/gate.rs"), "use crate::data::store;\npub fn g() { store::load_plan() }\n").unwrap();
     std::fs::write(dir.join("view/mod.rs"), "#[cfg(test)]\nmod tests {\n    use crate::sweep;\n}\n").unwrap();
-    assert!(sweep_imports_of_readers(&dir).is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(sweep_imports_of_readers(dir).is_empty());
 }
