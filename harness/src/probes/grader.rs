@@ -58,6 +58,8 @@ pub struct Grader {
 #[derive(Debug, Clone, Default)]
 pub struct Matcher {
     answers: Vec<String>,
+    /// The answers normalised as paths (`normal_path`), for the path rule's exact lookup.
+    answer_paths: Vec<String>,
     /// An artifact probe asks which file was *changed*: the file must be named within [`CHANGE_SPAN`] tokens
     /// of a word of change (edited, added, `Write`, …), not only listed as read.
     changed: bool,
@@ -203,7 +205,9 @@ impl Grader {
     /// The probe compiled against this session.
     pub fn matcher(&self, probe: &Probe) -> Matcher {
         let answers: Vec<String> = probe.answers().map(str::to_string).collect();
-        let mut m = Matcher { answers, changed: probe.kind == super::ProbeKind::Artifact, ..Default::default() };
+        let answer_paths = answers.iter().filter_map(|a| normal_path(a)).collect();
+        let changed = probe.kind == super::ProbeKind::Artifact;
+        let mut m = Matcher { answers, answer_paths, changed, ..Default::default() };
         for answer in probe.answers() {
             let Some(gold) = normal_path(answer).filter(|_| path_like(answer)) else { continue };
             let named_file = gold.contains('/') || self.owners(&gold) > 0;
@@ -281,7 +285,7 @@ impl Grader {
             let named = |positions: Option<&Vec<u32>>| {
                 positions.is_some_and(|ps| !m.changed || ps.iter().any(|&p| index.paths.near_change(p)))
             };
-            let exact = m.answers.iter().filter_map(|a| normal_path(a)).any(|a| named(index.paths.whole.get(&a)));
+            let exact = m.answer_paths.iter().any(|a| named(index.paths.whole.get(a)));
             if exact {
                 return Some(KeptBy::Exact);
             }
@@ -361,7 +365,7 @@ fn path_lookups(matchers: &[Matcher]) -> HashSet<String> {
         .filter(|m| !m.path_forms.is_empty() || m.bare_name.is_some())
         .flat_map(|m| {
             let forms = m.path_forms.iter().flat_map(|f| [f.clone(), f.trim_start_matches('/').to_string()]);
-            m.answers.iter().filter_map(|a| normal_path(a)).chain(forms).chain(m.bare_name.clone())
+            m.answer_paths.iter().cloned().chain(forms).chain(m.bare_name.clone())
         })
         .collect()
 }
