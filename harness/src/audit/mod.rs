@@ -197,11 +197,26 @@ answerer = "extractive"
 injection = false
 answer_at_events = false
 derive_auto = true
-"#,
+{labels}"#,
         datasets = datasets.join("\n"),
         strategies = strategies.join(", "),
         probe_dir = toml_string(&probe_dir.to_string_lossy()),
+        labels = labels_line(dirs, probe_dir),
     )
+}
+
+/// The project's labels of a directory's sessions, when one directory is audited and the project holds labels
+/// for a directory of that name (`datasets/labels/claude-code-long.labels.json` for the shared sessions):
+/// its probe figures and its listing then count only the kinds the grader is trusted on there.
+fn labels_line(dirs: &[AuditedDir], probe_dir: &Path) -> String {
+    let [dir] = dirs else { return String::new() };
+    let Some(labels) = probe_dir.parent().map(|d| d.join("labels").join(format!("{}.labels.json", dir.source))) else {
+        return String::new();
+    };
+    if !labels.is_file() {
+        return String::new();
+    }
+    format!("labels = {}\n", toml_string(&labels.to_string_lossy()))
 }
 
 /// A strategy of the audit, as its columns name it.
@@ -358,13 +373,21 @@ fn column_rank(role: Option<Role>) -> u8 {
 
 /// `text` on one line, at most [`SHOWN_CHARS`] characters (an ellipsis where it was cut).
 pub fn shorten(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat: String = home_as_tilde(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if flat.chars().count() <= SHOWN_CHARS {
         return flat;
     }
     let mut out: String = flat.chars().take(SHOWN_CHARS - 1).collect();
     out.push('…');
     out
+}
+
+/// A text with every home directory (`/Users/<name>`, `/home/<name>`) shown as `~`: a listing may be pasted
+/// into an issue or a README, and a user name is nobody else's business.
+pub fn home_as_tilde(text: &str) -> String {
+    static HOME: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(?:/Users|/home)/[^/\s`'\x22]+").expect("valid regex"));
+    HOME.replace_all(text, "~").into_owned()
 }
 
 /// Reads a finished audit run: every planned session, its compactions and what each strategy kept there.

@@ -81,10 +81,15 @@ pub struct ProbesConfig {
     /// (raw sessions read in place, whose probes must not be written into the repository).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub derive_auto: bool,
-    /// Human labels of (probe, compression) pairs (`compactbench.labels/1`, relative to the working
+    /// Labels of (probe, compression) pairs (`compactbench.labels/1`, relative to the working
     /// directory) the report checks the grader against (`report::grader_check`); the file may not exist yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<PathBuf>,
+    /// The probe kinds scored (empty: every kind). A run with no labels of its own names here the kinds the
+    /// grader is trusted on for its sessions (e.g. a policy run over a corpus another run labels), so that
+    /// its pooled figures count only those, as a labelled run's report does.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<crate::data::ProbeKind>,
 }
 
 impl Default for ProbesConfig {
@@ -102,6 +107,7 @@ impl Default for ProbesConfig {
             derive_auto: false,
             max_answer_tokens: Some(128),
             labels: None,
+            kinds: Vec::new(),
         }
     }
 }

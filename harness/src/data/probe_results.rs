@@ -229,10 +229,18 @@ pub enum LintKind {
     /// The agent is given the fact at the start of every request (system prompt, instruction file such as
     /// `CLAUDE.md`), so no compaction can lose it.
     KnownAtStart,
+    /// The question names a turn number: the agent never sees turn numbers, so no reader of the history
+    /// could use it.
+    TurnNumber,
+    /// The question quotes an empty or punctuation-only hint (`` with `Edit` (``) ``): it names nothing.
+    EmptyHint,
+    /// The gold starts or ends mid-phrase (a dangling bracket or quote, a trailing article, preposition or
+    /// conjunction, a leading conjunction): a fragment cut from a sentence, not a fact.
+    FragmentGold,
 }
 
 impl LintKind {
-    pub const ALL: [LintKind; 8] = [
+    pub const ALL: [LintKind; 11] = [
         LintKind::SharedGold,
         LintKind::LongGold,
         LintKind::DuplicateQuestion,
@@ -241,17 +249,24 @@ impl LintKind {
         LintKind::DeadGold,
         LintKind::GoldInQuestion,
         LintKind::KnownAtStart,
+        LintKind::TurnNumber,
+        LintKind::EmptyHint,
+        LintKind::FragmentGold,
     ];
 
     /// A probe file holding a probe with this lint fails `probes check`: the probe cannot measure what
     /// compression loses (the others mark probes that scoring leaves out).
     pub fn is_error(self) -> bool {
         match self {
-            LintKind::DeadGold | LintKind::GoldInQuestion | LintKind::LongGold | LintKind::KnownAtStart => true,
-            LintKind::SharedGold
+            LintKind::DeadGold
+            | LintKind::GoldInQuestion
+            | LintKind::LongGold
+            | LintKind::KnownAtStart
             | LintKind::DuplicateQuestion
-            | LintKind::SucceededError
-            | LintKind::GarbledQuestion => false,
+            | LintKind::TurnNumber
+            | LintKind::EmptyHint
+            | LintKind::FragmentGold => true,
+            LintKind::SharedGold | LintKind::SucceededError | LintKind::GarbledQuestion => false,
         }
     }
 
@@ -265,6 +280,9 @@ impl LintKind {
             LintKind::DeadGold => "dead-gold",
             LintKind::GoldInQuestion => "gold-in-question",
             LintKind::KnownAtStart => "known-at-start",
+            LintKind::TurnNumber => "turn-number",
+            LintKind::EmptyHint => "empty-hint",
+            LintKind::FragmentGold => "fragment-gold",
         }
     }
 }

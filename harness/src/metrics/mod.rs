@@ -904,7 +904,7 @@ pub const METRICS: &[Metric] = &[
         id: FigureId::GraderAgreement,
         name: "grader_agreement",
         header: "grader agreement",
-        formula: "Σ human-labelled (probe, compression) pairs where the grader's `retained` equals the label's `answerable` / Σ labelled pairs (`[probes] labels`; stale labels, whose probe is gone or whose question changed, are not counted); a probe kind is gradable offline at ≥ 90 % over ≥ 10 pairs. Computed by the report from the labels file (`report::grader_check`), not per conversation: empty in results/conversations.*",
+        formula: "Σ labelled (probe, compression) pairs where the grader's `retained` equals the label's `answerable` / Σ labelled pairs (`[probes] labels`; stale labels, whose probe is gone or whose question changed, are not counted); a probe kind is gradable offline where, for every labelled strategy, agreement is ≥ 90 % over ≥ 20 of that strategy's pairs of the kind. Computed by the report from the labels file (`report::grader_check`), not per conversation: empty in results/conversations.*",
         unit: Unit::Share,
         better: Better::Higher,
         level: Level::Probe,

@@ -23,7 +23,10 @@ fn cap(kind: ProbeKind) -> usize {
         ProbeKind::Recall => 5,
         ProbeKind::Artifact => 4,
         ProbeKind::Decision => 2,
-        ProbeKind::Continuation => 1,
+        // What the agent "said it would do next" needs an anchor on what it was doing, which a sentence of
+        // its own rarely gives in words a reader can match: none are extracted (`probes generate` may
+        // write them where a model is configured).
+        ProbeKind::Continuation => 0,
         ProbeKind::Constraint => 3,
     }
 }
@@ -43,7 +46,6 @@ re!(AIDER_COMMIT, r"(?m)^Commit ([0-9a-f]{7,40}) (.+)$");
 re!(CAT_WRITE, r#"cat\s+(?:<<-?\s*['"]?\w+['"]?\s*)?>>?\s*([^\s;&|<>'"]+)(?:\s*<<-?\s*['"]?\w+['"]?)?"#);
 // `-i`, `-i.bak`, or BSD/macOS `-i ''` (an empty backup suffix as its own argument) before the expression.
 re!(SED_INPLACE, r#"sed\s+-i(?:\s+(?:''|"")|\S*)\s+(?:-e\s+)?('[^']*'|"[^"]*"|\S+)\s+([^\s;&|<>]+)"#);
-re!(ECHO_WRITE, r#"(?:echo|printf)\s[^\n>|;]*?>>?\s*([^\s;&|<>'"]+)"#);
 re!(OPEN_FILE, r"\(Open file: ([^)\n]+)\)");
 re!(RETURNCODE, r"<returncode>(-?\d+)</returncode>");
 re!(
@@ -58,31 +60,11 @@ re!(UNITTEST_RAN, r"Ran (\d+) tests? in [\d.]+s");
 /// Words that make a user sentence a directive, a model sentence a reason, or a plan. The `extractive`
 /// baseline must not share them (a test checks): a summarizer that copied exactly these sentences would be
 /// rewarded by construction.
-pub const DIRECTIVE_WORDS: &[&str] = &[
-    "must",
-    "don't",
-    "do not",
-    "never",
-    "always",
-    "make sure",
-    "should not",
-    "shouldn't",
-    "avoid",
-    "instead of",
-    "only",
-];
-pub const REASON_WORDS: &[&str] = &["because", "since", "so that", "in order to"];
-pub const PLAN_WORDS: &[&str] = &["let's", "let me", "i'll", "i will", "i need to", "we need to"];
+pub const DIRECTIVE_WORDS: &[&str] =
+    &["must", "don't", "do not", "never", "always", "make sure", "should not", "shouldn't", "avoid", "only"];
 
 static DIRECTIVE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!(r"(?i)\b({})\b", DIRECTIVE_WORDS.join("|"))).expect("valid regex"));
-static BECAUSE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(r"(?i)^(.{{12,}}?)\s*,?\s+(?:{})\s+(.+)$", REASON_WORDS.join("|"))).expect("valid regex")
-});
-static NEXT_STEP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&format!(r"(?i)^(?:now,?\s+|next,?\s+|then,?\s+)?(?:{})\s+(.+)$", PLAN_WORDS.join("|")))
-        .expect("valid regex")
-});
 
 /// One candidate probe before filtering and numbering.
 struct Candidate {
@@ -91,8 +73,22 @@ struct Candidate {
     gold: String,
     accept: Vec<String>,
     evidence: Vec<usize>,
-    /// The task statement (a sentence, graded by its key terms too).
-    goal: bool,
+    /// How the probe's key terms are chosen.
+    terms: Terms,
+    /// What an artifact's change introduced, by which its question names it.
+    anchor: Option<Anchor>,
+}
+
+/// A candidate's key terms ([`super::grader`]'s term rule).
+#[derive(Clone, Debug, PartialEq)]
+enum Terms {
+    /// None: the gold is graded verbatim (identifiers, numbers, errors) or as a path.
+    Verbatim,
+    /// The gold's own key terms ([`key_terms`]): a sentence a paraphrase may state.
+    OfGold,
+    /// Given: an artifact's anchor (what the change introduced, which the history must also say), or a
+    /// directive's topic with its key words.
+    Given(Vec<String>),
 }
 
 /// Key terms a free-text gold's fact is graded by ([`super::grader`]): the gold's content words that the
@@ -253,8 +249,7 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
         aider_commits(h, &mut cands);
     }
     tool_calls(h, &mut cands);
-    directives(h, is_aider, &mut cands);
-    reasons_and_plans(h, split, &mut cands);
+    unique_anchors(h, &mut cands);
 
     let frequency = token_frequency(h);
     let mut out: Vec<Probe> = Vec::new();
@@ -283,13 +278,10 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
                 question: c.question.clone(),
                 gold: c.gold.clone(),
                 accept: c.accept.clone(),
-                terms: match kind {
-                    ProbeKind::Constraint | ProbeKind::Decision | ProbeKind::Continuation => {
-                        key_terms(&c.gold, &c.question, &frequency)
-                    }
-                    // The task is a sentence too: its words graded as a paraphrase may say them.
-                    ProbeKind::Recall if c.goal => key_terms(&c.gold, &c.question, &frequency),
-                    ProbeKind::Recall | ProbeKind::Artifact => Vec::new(),
+                terms: match &c.terms {
+                    Terms::Verbatim => Vec::new(),
+                    Terms::OfGold => key_terms(&c.gold, &c.question, &frequency),
+                    Terms::Given(terms) => terms.clone(),
                 },
                 evidence: c.evidence.clone(),
                 source: ProbeOrigin::Auto,
@@ -298,6 +290,45 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
         }
     }
     disambiguate_questions(&mut out);
+    out
+}
+
+/// Drops each artifact whose anchor (what its change introduced) another file's changes also write: the
+/// question would fit both files.
+fn unique_anchors(h: &[Content], cands: &mut Vec<Candidate>) {
+    let written = written_by_file(h);
+    cands.retain(|c| {
+        let pattern = match &c.anchor {
+            None => return true,
+            Some(Anchor::Definition(name) | Anchor::Identifier(name)) => format!(r"\b{}\b", regex::escape(name)),
+            // A heading another file also has ("Quick Start", "Technical Specification") tells no file apart.
+            Some(Anchor::Heading(h)) => format!(r"(?m)^#{{1,4}}[ \t]+[*`_]*{}", regex::escape(h)),
+        };
+        let anchor = Regex::new(&pattern).expect("escaped");
+        let other = |path: &String, text: &String| *path != c.gold && anchor.is_match(text);
+        !written.iter().any(|(path, text)| other(path, text))
+    });
+}
+
+/// What the session's file-writing calls put into each file (structured writes and Codex patches).
+fn written_by_file(h: &[Content]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for c in h {
+        for p in history::parts(c) {
+            let Some(call) = history::function_call(p) else { continue };
+            let name = call.get("name").and_then(|v| v.as_str()).unwrap_or("").to_ascii_lowercase();
+            let args = call.get("args").map(|v| v.to_serde()).unwrap_or_default();
+            for section in patch_sections(&args) {
+                out.entry(section.path).or_default().push_str(&section.added);
+            }
+            let path = PATH_KEYS.iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()));
+            if let (true, Some(path)) = (WRITE_TOOLS.contains(&name.as_str()) || name.contains("editor"), path) {
+                let text = out.entry(path.to_string()).or_default();
+                text.push_str(&written_text(&args).0);
+                text.push('\n');
+            }
+        }
+    }
     out
 }
 
@@ -313,21 +344,21 @@ fn token_frequency(h: &[Content]) -> BTreeMap<String, usize> {
     frequency
 }
 
-/// Repeated questions name their evidence turn; a question still repeated after that is dropped.
+/// A question asked twice in a conversation with different golds names no single fact: every probe that
+/// asks it is dropped (the agent never sees turn numbers, so a turn cannot tell them apart).
 fn disambiguate_questions(probes: &mut Vec<Probe>) {
-    let mut count: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut count: BTreeMap<String, usize> = Default::default();
     for p in probes.iter() {
         *count.entry(grade::normalize(&p.question)).or_default() += 1;
     }
+    probes.retain(|p| count[&grade::normalize(&p.question)] == 1);
+    // Numbered again per kind, in order.
+    let mut n: BTreeMap<ProbeKind, usize> = Default::default();
     for p in probes.iter_mut() {
-        if count[&grade::normalize(&p.question)] > 1 {
-            let turn = p.evidence.first().copied().unwrap_or_default();
-            let q = p.question.trim_end_matches('?');
-            p.question = format!("{q} (turn {turn})?");
-        }
+        let k = n.entry(p.kind).or_default();
+        *k += 1;
+        p.id = format!("auto-{}-{k}", p.kind.name());
     }
-    let mut seen = BTreeSet::new();
-    probes.retain(|p| seen.insert(grade::normalize(&p.question)));
 }
 
 /// Probes of many conversations: each conversation's [`extract`], minus every probe a lint marks against
@@ -392,10 +423,6 @@ pub fn extract_file(conv: &Conversation) -> ProbeFile {
         dataset: conv.meta.source.clone(),
         probes: extract(conv),
     }
-}
-
-fn first_words(s: &str, n: usize) -> String {
-    s.split_whitespace().take(n).collect::<Vec<_>>().join(" ")
 }
 
 fn clip(s: &str, max: usize) -> String {
@@ -483,14 +510,25 @@ fn goal(h: &[Content], is_aider: bool, out: &mut Vec<Candidate>) {
                     && !lower.starts_with("please solve")
             })
             .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('<')));
-        if let Some(line) = line {
+        // The task's first sentence when it is short enough to be one fact. A Markdown heading is the title
+        // of a document the user pasted (`Implement the following plan:` then `# Plan: …`): not the user's
+        // words of request, and a summary that says "implement the plan" keeps the task without its title.
+        let first = line.filter(|l| !l.starts_with('#')).and_then(|l| sentences(l).into_iter().next());
+        let gold = first.and_then(|f| {
+            let f = f.trim_end_matches(['.', '!', '?', ':']).to_string();
+            let short = f.split_whitespace().count() <= MAX_GOLD_WORDS && super::lint::fragment(&f).is_none();
+            let task = f.chars().next().is_some_and(char::is_alphanumeric) && !f.to_lowercase().starts_with("you are");
+            (short && task).then_some(f)
+        });
+        if let Some(gold) = gold {
             out.push(Candidate {
                 kind: ProbeKind::Recall,
                 question: "What task did the user ask for at the start of the conversation?".into(),
-                gold: first_words(line, MAX_GOLD_WORDS),
+                gold,
                 accept: Vec::new(),
                 evidence: vec![i],
-                goal: true,
+                terms: Terms::OfGold,
+                anchor: None,
             });
         }
         return;
@@ -514,7 +552,8 @@ fn aider_commits(h: &[Content], out: &mut Vec<Candidate>) {
                         gold: first.clone(),
                         accept: rest.to_vec(),
                         evidence: vec![i],
-                        goal: false,
+                        terms: Terms::Verbatim,
+                        anchor: None,
                     });
                 }
                 out.push(Candidate {
@@ -523,7 +562,8 @@ fn aider_commits(h: &[Content], out: &mut Vec<Candidate>) {
                     gold: hash,
                     accept: Vec::new(),
                     evidence: vec![i],
-                    goal: false,
+                    terms: Terms::Verbatim,
+                    anchor: None,
                 });
             }
         }
@@ -577,6 +617,165 @@ pub fn patched_files(args: &serde_json::Value) -> Vec<String> {
     argument_strings(args).into_iter().filter(|s| s.contains("*** Begin Patch")).flat_map(patch_paths).collect()
 }
 
+/// One file of a Codex patch: its path, whether the patch adds it, and the lines it adds and removes.
+struct PatchSection {
+    path: String,
+    created: bool,
+    added: String,
+    removed: String,
+}
+
+/// Every file section of the Codex patches among a call's argument strings.
+fn patch_sections(args: &serde_json::Value) -> Vec<PatchSection> {
+    const HEADERS: [(&str, bool); 4] = [
+        ("*** Add File: ", true),
+        ("*** Update File: ", false),
+        ("*** Delete File: ", false),
+        ("*** Move to: ", false),
+    ];
+    let mut out: Vec<PatchSection> = Vec::new();
+    for text in argument_strings(args).into_iter().filter(|s| s.contains("*** Begin Patch")) {
+        for line in text.lines() {
+            let trimmed = line.trim_start();
+            if let Some((path, created)) = HEADERS.iter().find_map(|(h, c)| trimmed.strip_prefix(h).map(|p| (p, *c))) {
+                let path = path.trim();
+                if !path.is_empty() {
+                    out.push(PatchSection {
+                        path: path.to_string(),
+                        created,
+                        added: String::new(),
+                        removed: String::new(),
+                    });
+                }
+                continue;
+            }
+            let Some(section) = out.last_mut() else { continue };
+            if let Some(added) = line.strip_prefix('+') {
+                section.added.push_str(added);
+                section.added.push('\n');
+            } else if let Some(removed) = line.strip_prefix('-') {
+                section.removed.push_str(removed);
+                section.removed.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The text a file-writing call puts into the file and the text it replaces: `new_string`/`old_string`
+/// (Claude Code's `Edit`, Gemini CLI's `replace`), each edit of a `MultiEdit`, `content` (`Write`,
+/// `write_file`), SWE-agent's `file_text`/`new_str`/`old_str`, a notebook cell's `new_source`.
+fn written_text(args: &serde_json::Value) -> (String, String) {
+    const NEW: &[&str] = &["new_string", "new_str", "content", "file_text", "new_source", "replace", "new_text"];
+    const OLD: &[&str] = &["old_string", "old_str", "search", "old_text"];
+    let pick = |v: &serde_json::Value, keys: &[&str]| {
+        keys.iter().filter_map(|k| v.get(*k).and_then(|x| x.as_str())).collect::<Vec<_>>().join("\n")
+    };
+    let (mut added, mut removed) = (pick(args, NEW), pick(args, OLD));
+    if let Some(edits) = args.get("edits").and_then(|e| e.as_array()) {
+        for e in edits {
+            added.push('\n');
+            added.push_str(&pick(e, NEW));
+            removed.push('\n');
+            removed.push_str(&pick(e, OLD));
+        }
+    }
+    (added, removed)
+}
+
+/// What a change introduced, by which the question names it.
+#[derive(Clone, Debug, PartialEq)]
+enum Anchor {
+    /// A definition the change added: a function, type, test, class, constant.
+    Definition(String),
+    /// A Markdown heading the change added.
+    Heading(String),
+    /// An identifier the new text uses and the old did not (a rename, a new call).
+    Identifier(String),
+}
+
+re!(
+    DEFINITION,
+    r"(?m)^[ \t]*(?:export\s+(?:default\s+)?)?(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(?:static\s+)?(?:func\s+(?:\([^)]*\)\s*)?|(?:fn|def|class|struct|enum|trait|interface|type|function|const|impl|module)\s+)([A-Za-z_][A-Za-z0-9_]*)"
+);
+re!(HEADING, r"(?m)^#{1,4}[ \t]+(.+?)[ \t#]*$");
+re!(IDENTIFIER, r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*");
+
+/// Names too generic to tell one change from another.
+const GENERIC_NAMES: &[&str] = &[
+    "main", "init", "new", "test", "self", "this", "setup", "teardown", "default", "string", "error", "result",
+    "value", "config", "options", "handler", "helper", "data", "type", "func", "function", "return", "const", "true",
+    "false", "null", "nil",
+];
+
+/// An identifier that names something specific: `handleGeminiNotification`, `push_sessions`,
+/// `strategy.TransitionAndLog` — mixed case inside, an underscore or a dot, and at least 6 characters.
+fn specific_identifier(word: &str) -> bool {
+    let inner_upper =
+        word.chars().skip(1).any(|c| c.is_ascii_uppercase()) && word.chars().any(|c| c.is_ascii_lowercase());
+    // A dotted call (`assert.False`, `user.Save`) names a library's function, used in many files.
+    let joined = word.contains('_') && !word.contains('.');
+    word.len() >= 6
+        && !word.contains('.')
+        && (inner_upper || joined)
+        && !word.starts_with("__")
+        && !GENERIC_NAMES.contains(&word.to_ascii_lowercase().as_str())
+}
+
+/// What `added` introduces that `removed` did not hold: its first new definition, else its first new
+/// Markdown heading, else its first new specific identifier.
+fn introduced(added: &str, removed: &str, document: bool) -> Option<Anchor> {
+    let old: BTreeSet<&str> = IDENTIFIER.find_iter(removed).map(|m| m.as_str()).collect();
+    let old_headings: BTreeSet<String> = HEADING.captures_iter(removed).map(|m| clean_heading(&m[1])).collect();
+    let heading = HEADING.captures_iter(added).map(|m| clean_heading(&m[1])).find(|h| {
+        let words = h.split_whitespace().count();
+        (2..=10).contains(&words) && !old_headings.contains(h) && h.chars().any(char::is_alphabetic)
+    });
+    // A document (a plan, notes, a README) is named by its sections, not by the code it quotes.
+    if document {
+        return heading.map(Anchor::Heading);
+    }
+    let old_words: BTreeSet<&str> = removed.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
+    let new_name = |name: &str| {
+        name.len() >= 4 && !old_words.contains(name) && !GENERIC_NAMES.contains(&name.to_ascii_lowercase().as_str())
+    };
+    if let Some(name) = DEFINITION.captures_iter(added).map(|m| m[1].to_string()).find(|n| new_name(n)) {
+        return Some(Anchor::Definition(name));
+    }
+    IDENTIFIER
+        .find_iter(added)
+        .map(|m| m.as_str())
+        .find(|w| specific_identifier(w) && !old.contains(w) && !removed.contains(w))
+        .map(|w| Anchor::Identifier(w.to_string()))
+}
+
+/// A heading's words without Markdown emphasis or code marks.
+fn clean_heading(h: &str) -> String {
+    h.replace(['*', '`', '_'], " ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// An artifact probe for a file a call wrote, named by what the change introduced; none when the change
+/// introduced nothing nameable (a later change to the same file may).
+fn anchored_artifact(
+    out: &mut Vec<Candidate>,
+    seen: &mut BTreeSet<String>,
+    path: &str,
+    verb: &str,
+    added: &str,
+    removed: &str,
+    at: usize,
+) {
+    const DOCUMENTS: &[&str] = &["md", "markdown", "txt", "rst", "adoc", "org"];
+    let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let Some(anchor) = introduced(added, removed, DOCUMENTS.contains(&extension.as_str())) else { return };
+    let question = match &anchor {
+        Anchor::Definition(name) => format!("Which file did the agent {verb} to add `{name}`?"),
+        Anchor::Identifier(name) => format!("Which file did the agent {verb} to introduce `{name}`?"),
+        Anchor::Heading(h) => format!("Which file did the agent {verb} with the section \"{h}\"?"),
+    };
+    artifact(out, seen, path, question, at, Some(anchor));
+}
+
 /// The files a patch in Codex's `apply_patch` format adds, updates, deletes or moves to.
 fn patch_paths(text: &str) -> Vec<String> {
     const HEADERS: [&str; 4] = ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "];
@@ -597,7 +796,14 @@ fn argument_strings(args: &serde_json::Value) -> Vec<&str> {
     }
 }
 
-fn artifact(out: &mut Vec<Candidate>, seen: &mut BTreeSet<String>, path: &str, question: String, at: usize) {
+fn artifact(
+    out: &mut Vec<Candidate>,
+    seen: &mut BTreeSet<String>,
+    path: &str,
+    question: String,
+    at: usize,
+    anchor: Option<Anchor>,
+) {
     let path = path.trim_matches(|c| c == '\'' || c == '"');
     if path.is_empty() || path.starts_with("/dev/") || path.starts_with('-') || !seen.insert(path.to_string()) {
         return;
@@ -608,7 +814,15 @@ fn artifact(out: &mut Vec<Candidate>, seen: &mut BTreeSet<String>, path: &str, q
         gold: path.to_string(),
         accept: strip_root(path),
         evidence: vec![at],
-        goal: false,
+        // The history must also say what the change introduced, where that is a name it would repeat.
+        // A document's name says what it is about (`2026-02-06-session-phase-review-notes.md`): a history
+        // that names it as written answers which file holds the section, in the words of its name rather
+        // than the heading's, so the heading is not required of the history.
+        terms: match &anchor {
+            Some(Anchor::Definition(name) | Anchor::Identifier(name)) => Terms::Given(vec![name.clone()]),
+            Some(Anchor::Heading(_)) | None => Terms::Verbatim,
+        },
+        anchor,
     });
 }
 
@@ -659,39 +873,60 @@ fn shell_artifacts(
 ) {
     for m in CAT_WRITE.captures_iter(cmd) {
         let body = &cmd[m.get(0).map_or(0, |x| x.end())..];
-        let hint = first_content_line(body);
-        artifact(out, seen, &m[1], format!("Which file did the agent write with `cat >`, starting with `{hint}`?"), at);
+        let body = body.split("\nEOF").next().unwrap_or(body);
+        anchored_artifact(out, seen, &m[1], "write", body, "", at);
     }
     for m in SED_INPLACE.captures_iter(cmd) {
         let expr = clip(m[1].trim_matches(|c| c == '\'' || c == '"'), MAX_HINT_CHARS);
-        artifact(
-            out,
-            seen,
-            &m[2],
-            format!("Which file did the agent edit in place with `sed -i` expression `{expr}`?"),
-            at,
-        );
+        if expr.chars().any(char::is_alphanumeric) {
+            artifact(
+                out,
+                seen,
+                &m[2],
+                format!("Which file did the agent edit in place with the `sed -i` expression `{expr}`?"),
+                at,
+                None,
+            );
+        }
     }
-    for m in ECHO_WRITE.captures_iter(cmd) {
-        artifact(out, seen, &m[1], "Which file did the agent write with `echo`/`printf` redirection?".into(), at);
-    }
+    // `echo … > f` says nothing a question could name the file by: no probe.
     // SWE-agent's file commands: `create F`, `open F`, `edit N:M` (on the open file).
     let first = cmd.lines().next().unwrap_or("").trim();
     let mut words = first.split_whitespace();
     match (words.next(), words.next()) {
         (Some("create"), Some(path)) => {
-            artifact(out, seen, path, "Which new file did the agent create with the `create` command?".into(), at);
+            let q = "Which new file did the agent create with the `create` command?".to_string();
+            artifact(out, seen, path, q, at, None);
             *open_file = Some(path.to_string());
         }
         (Some("open"), Some(path)) => *open_file = Some(path.trim_matches('"').to_string()),
         (Some("edit"), Some(range)) if range.contains(':') => {
             if let Some(path) = open_file.clone() {
                 let hint = first_content_line(cmd.split_once('\n').map_or("", |x| x.1));
-                artifact(out, seen, &path, format!("Which file did the agent edit, inserting `{hint}`?"), at);
+                if hint.chars().any(char::is_alphanumeric) {
+                    let q = format!("Which file did the agent edit, inserting `{hint}`?");
+                    artifact(out, seen, &path, q, at, None);
+                }
             }
         }
         _ => {}
     }
+}
+
+/// An error line as a gold: whole when short enough, else its leading `: `-separated parts that fit
+/// (`error[E0308]: mismatched types`), else none: a gold cut mid-message is a fragment.
+fn error_gold(line: &str) -> Option<String> {
+    let line = line.trim();
+    let mut gold = String::new();
+    for part in line.split(": ") {
+        let candidate = if gold.is_empty() { part.to_string() } else { format!("{gold}: {part}") };
+        if candidate.split_whitespace().count() > MAX_GOLD_WORDS {
+            break;
+        }
+        gold = candidate;
+    }
+    let gold = gold.trim_end_matches([':', ',', ';']).to_string();
+    (gold.split_whitespace().count() >= 2 && super::lint::fragment(&gold).is_none()).then_some(gold)
 }
 
 fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>) {
@@ -704,15 +939,16 @@ fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>)
     };
     if failed {
         let error = output.lines().rev().find(|l| ERROR_LINE.is_match(l) && l.split_whitespace().count() >= 2);
-        if let Some(line) = error {
+        if let Some(line) = error.and_then(error_gold) {
             let code_note = code.map(|c| format!(" (exit code {c})")).unwrap_or_default();
             out.push(Candidate {
                 kind: ProbeKind::Recall,
                 question: format!("What error did the command `{cmd_hint}` report{code_note}?"),
-                gold: first_words(line.trim(), MAX_GOLD_WORDS),
+                gold: line,
                 accept: Vec::new(),
                 evidence: vec![at],
-                goal: false,
+                terms: Terms::Verbatim,
+                anchor: None,
             });
         }
     }
@@ -728,7 +964,8 @@ fn command_outcome(cmd: &str, output: &str, at: usize, out: &mut Vec<Candidate>)
             gold: summary,
             accept: Vec::new(),
             evidence: vec![at],
-            goal: false,
+            terms: Terms::Verbatim,
+            anchor: None,
         });
     }
 }
@@ -764,21 +1001,23 @@ fn structured_call(
     let writes = WRITE_TOOLS.contains(&lower.as_str()) || (lower.contains("editor") && sub != "view");
     let path = PATH_KEYS.iter().find_map(|k| args.get(*k).and_then(|v| v.as_str())).map(str::to_string);
     // A Codex patch, given to `apply_patch` or through a shell (`exec_command`, `shell`): one artifact per file.
-    let patched = patched_files(args);
+    let patched = patch_sections(args);
     if !patched.is_empty() {
-        for p in patched {
-            artifact(out, seen_paths, &p, format!("Which file did the agent change with `{name}` (a patch)?"), at);
+        for section in patched {
+            let verb = if section.created { "create" } else { "edit" };
+            anchored_artifact(out, seen_paths, &section.path, verb, &section.added, &section.removed, at);
         }
         return;
     }
     if writes {
-        let hint = ["search", "old_str", "content", "new_str", "replace"]
-            .iter()
-            .find_map(|k| args.get(*k).and_then(|v| v.as_str()))
-            .map(first_content_line)
-            .unwrap_or_default();
+        let (added, removed) = written_text(args);
+        let verb = if ["write", "write_file", "create_file"].contains(&lower.as_str()) || sub == "create" {
+            "create"
+        } else {
+            "edit"
+        };
         if let Some(path) = path.or_else(|| open_file.clone()) {
-            artifact(out, seen_paths, &path, format!("Which file did the agent change with `{name}` (`{hint}`)?"), at);
+            anchored_artifact(out, seen_paths, &path, verb, &added, &removed, at);
         }
         return;
     }
@@ -804,7 +1043,8 @@ fn structured_call(
             gold: val.to_string(),
             accept: Vec::new(),
             evidence: vec![at],
-            goal: false,
+            terms: Terms::Verbatim,
+            anchor: None,
         });
         break;
     }
@@ -848,85 +1088,6 @@ fn content_words(s: &str) -> Vec<String> {
     words
 }
 
-fn directives(h: &[Content], is_aider: bool, out: &mut Vec<Candidate>) {
-    let mut found: Vec<(bool, usize, String)> = Vec::new();
-    for (i, c) in h.iter().enumerate() {
-        for text in user_texts(c, is_aider) {
-            for s in sentences(&text) {
-                let words = s.split_whitespace().count();
-                if (4..=40).contains(&words) && DIRECTIVE.is_match(&s) && !s.contains('`') {
-                    found.push((i == 0, i, s));
-                }
-            }
-        }
-    }
-    // Directives typed later in the conversation first: the first turn of agent harnesses is a template.
-    found.sort_by_key(|(first, i, _)| (*first, *i));
-    for (_, i, s) in found {
-        // The gold is the directive itself (its marker and the words after it), short enough to be a fact;
-        // the question names the directive's most specific word, not a list of words.
-        let Some(m) = DIRECTIVE.find(&s) else { continue };
-        let gold = first_words(&s[m.start()..], 8).trim_end_matches(['.', '!', ',', ';', ':']).to_string();
-        let topic = content_words(&s).into_iter().max_by_key(|w| (w.len(), std::cmp::Reverse(w.clone())));
-        let (Some(topic), true) = (topic, gold.split_whitespace().count() >= 3) else { continue };
-        out.push(Candidate {
-            kind: ProbeKind::Constraint,
-            question: format!("What did the user direct in turn {i} regarding `{topic}`?"),
-            gold,
-            accept: Vec::new(),
-            evidence: vec![i],
-            goal: false,
-        });
-    }
-}
-
-fn reasons_and_plans(h: &[Content], split: usize, out: &mut Vec<Candidate>) {
-    let mut last_plan: Option<Candidate> = None;
-    for (i, c) in h.iter().enumerate().take(split) {
-        if !history::is_model(c) {
-            continue;
-        }
-        let text = history::visible_text(c);
-        let mut previous: Option<String> = None;
-        for s in sentences(&text) {
-            if let Some(m) = BECAUSE.captures(&s) {
-                let (what, why) = (m[1].trim(), m[2].trim().trim_end_matches(['.', ':']));
-                let n = why.split_whitespace().count();
-                if (3..=MAX_GOLD_WORDS + 9).contains(&n) && what.split_whitespace().count() >= 3 {
-                    let what = what.split_whitespace().rev().take(12).collect::<Vec<_>>();
-                    let what = what.into_iter().rev().collect::<Vec<_>>().join(" ");
-                    out.push(Candidate {
-                        kind: ProbeKind::Decision,
-                        question: format!("Why did the agent say: \"{what}\"?"),
-                        gold: first_words(why, MAX_GOLD_WORDS),
-                        accept: Vec::new(),
-                        evidence: vec![i],
-                        goal: false,
-                    });
-                }
-            }
-            if let Some(m) = NEXT_STEP.captures(&s) {
-                let step = m[1].trim().trim_end_matches(['.', ':']);
-                if (3..=MAX_GOLD_WORDS).contains(&step.split_whitespace().count()) {
-                    let context =
-                        previous.clone().map(|p| format!("After the agent noted \"{}\", what", first_words(&p, 12)));
-                    last_plan = Some(Candidate {
-                        kind: ProbeKind::Continuation,
-                        question: format!("{} did it say it would do next?", context.unwrap_or_else(|| "What".into())),
-                        gold: step.to_string(),
-                        accept: Vec::new(),
-                        evidence: vec![i],
-                        goal: false,
-                    });
-                }
-            }
-            previous = Some(s);
-        }
-    }
-    // The newest stated plan before the split: what the agent was about to do when the history was compressed.
-    out.extend(last_plan);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -941,8 +1102,8 @@ mod tests {
             .map(|c| format!(" {} ", c[1].to_lowercase()))
             .collect();
         assert!(literals.len() > 20, "{} literals", literals.len());
-        use super::{DIRECTIVE_WORDS, PLAN_WORDS, REASON_WORDS};
-        for word in DIRECTIVE_WORDS.iter().chain(REASON_WORDS).chain(PLAN_WORDS) {
+        use super::DIRECTIVE_WORDS;
+        for word in DIRECTIVE_WORDS {
             let re = regex::Regex::new(&format!(r"\b{}\b", regex::escape(word))).unwrap();
             let hit = literals.iter().find(|l| re.is_match(l));
             assert!(hit.is_none(), "marker `{word}` in the extractive baseline: {hit:?}");
@@ -950,18 +1111,34 @@ mod tests {
     }
 
     #[test]
-    fn shell_writes_are_found() {
+    fn shell_writes_are_found_and_named_by_what_they_write() {
         let mut out = Vec::new();
         let mut seen = BTreeSet::new();
         let mut open = None;
-        shell_artifacts("cd /testbed && cat > test_x.py << 'EOF'\nimport os\nEOF", 1, &mut open, &mut out, &mut seen);
+        shell_artifacts(
+            "cd /testbed && cat > test_x.py << 'EOF'\nimport os\ndef check_parser():\n    pass\nEOF",
+            1,
+            &mut open,
+            &mut out,
+            &mut seen,
+        );
         shell_artifacts("sed -i 's/a/b/g' ./src/a.py && echo hi > out.txt", 2, &mut open, &mut out, &mut seen);
         shell_artifacts("create rep.py", 3, &mut open, &mut out, &mut seen);
         shell_artifacts("edit 1:1\nprint(1)\nend_of_edit", 4, &mut open, &mut out, &mut seen);
         let golds: Vec<&str> = out.iter().map(|c| c.gold.as_str()).collect();
-        assert_eq!(golds, ["test_x.py", "./src/a.py", "out.txt", "rep.py"]);
-        assert!(out[0].question.contains("import os"), "{}", out[0].question);
+        // `echo … >` names nothing a question could use: no probe.
+        assert_eq!(golds, ["test_x.py", "./src/a.py", "rep.py"]);
+        assert_eq!(out[0].question, "Which file did the agent write to add `check_parser`?");
+        assert_eq!(out[0].terms, Terms::Given(vec!["check_parser".into()]));
         assert!(out[1].question.contains("s/a/b/g"));
+    }
+
+    /// A here-document that defines nothing and has no heading gives no question to ask.
+    #[test]
+    fn a_write_that_introduces_nothing_nameable_is_no_probe() {
+        let (mut out, mut seen, mut open) = (Vec::new(), BTreeSet::new(), None);
+        shell_artifacts("cat > notes.txt << 'EOF'\nok\nEOF", 1, &mut open, &mut out, &mut seen);
+        assert!(out.is_empty(), "{:?}", out.iter().map(|c| &c.question).collect::<Vec<_>>());
     }
 
     /// Regression: macOS `sed -i '' 's/x/y/' file` was read as the expression `''` and the path `s/x/y/`.
@@ -996,9 +1173,11 @@ mod tests {
     }
 
     /// Claude Code's `Edit`/`Write`/`MultiEdit` and Codex's `apply_patch` (as its own tool or through a shell)
-    /// are file changes: one artifact per file, an absolute path also accepted as its last directory and name.
+    /// are file changes: one artifact per file, asked by what the change introduced (a definition, else a new
+    /// identifier, a document by its new heading), an absolute path also accepted as its last directory and
+    /// name. A change that introduces nothing nameable, and a read, are no probe.
     #[test]
-    fn claude_code_and_codex_file_changes_are_artifacts() {
+    fn claude_code_and_codex_file_changes_are_artifacts_named_by_what_they_add() {
         let mut out = Vec::new();
         let (mut paths, mut args) = (BTreeSet::new(), BTreeSet::new());
         let call = |name: &str, a: serde_json::Value, at, out: &mut Vec<Candidate>, p: &mut _, g: &mut _| {
@@ -1006,39 +1185,93 @@ mod tests {
         };
         call(
             "Edit",
-            serde_json::json!({"file_path": "/home/u/app/src/lib.rs", "old_string": "a"}),
+            serde_json::json!({"file_path": "/home/u/app/src/lib.rs", "old_string": "fn a() {}", "new_string": "fn a() {}\npub fn parse_header() {}"}),
             1,
+            &mut out,
+            &mut paths,
+            &mut args,
+        );
+        // Only a value changed: nothing to name the change by.
+        call(
+            "Edit",
+            serde_json::json!({"file_path": "/home/u/app/Cargo.toml", "old_string": "x = 1", "new_string": "x = 2"}),
+            2,
             &mut out,
             &mut paths,
             &mut args,
         );
         call(
             "MultiEdit",
-            serde_json::json!({"file_path": "/home/u/app/Cargo.toml"}),
+            serde_json::json!({"file_path": "/home/u/app/src/main.rs", "edits": [{"old_string": "run()", "new_string": "run_with_retries()"}]}),
             2,
             &mut out,
             &mut paths,
             &mut args,
         );
-        let patch = "*** Begin Patch\n*** Update File: /w/p/apps/cli/a.ts\n@@\n-x\n+y\n*** Add File: docs/b.md\n+z\n*** End Patch";
-        call("apply_patch", serde_json::json!({"input": patch}), 3, &mut out, &mut paths, &mut args);
-        let shell = format!("apply_patch <<'EOF'\n{}\nEOF", patch.replace("docs/b.md", "docs/c.md"));
-        call("exec_command", serde_json::json!({"cmd": shell}), 4, &mut out, &mut paths, &mut args);
+        call(
+            "Write",
+            serde_json::json!({"file_path": "/home/u/app/docs/plan.md", "content": "# Retry Design Notes\n\nfunc notThis()"}),
+            3,
+            &mut out,
+            &mut paths,
+            &mut args,
+        );
+        let patch = "*** Begin Patch\n*** Update File: /w/p/apps/cli/a.ts\n@@\n-x\n+export function loadConfig() {}\n*** Add File: docs/b.md\n+## Release Checklist Steps\n*** End Patch";
+        call("apply_patch", serde_json::json!({"input": patch}), 4, &mut out, &mut paths, &mut args);
         call("Read", serde_json::json!({"file_path": "/home/u/app/README.md"}), 5, &mut out, &mut paths, &mut args);
-        let golds: Vec<(&str, usize)> = out.iter().map(|c| (c.gold.as_str(), c.evidence[0])).collect();
+        let got: Vec<(&str, &str, usize)> =
+            out.iter().map(|c| (c.gold.as_str(), c.question.as_str(), c.evidence[0])).collect();
         assert_eq!(
-            golds,
+            got,
             [
-                ("/home/u/app/src/lib.rs", 1),
-                ("/home/u/app/Cargo.toml", 2),
-                ("/w/p/apps/cli/a.ts", 3),
-                ("docs/b.md", 3),
-                ("docs/c.md", 4)
+                ("/home/u/app/src/lib.rs", "Which file did the agent edit to add `parse_header`?", 1),
+                ("/home/u/app/src/main.rs", "Which file did the agent edit to introduce `run_with_retries`?", 2),
+                (
+                    "/home/u/app/docs/plan.md",
+                    "Which file did the agent create with the section \"Retry Design Notes\"?",
+                    3
+                ),
+                ("/w/p/apps/cli/a.ts", "Which file did the agent edit to add `loadConfig`?", 4),
+                ("docs/b.md", "Which file did the agent create with the section \"Release Checklist Steps\"?", 4),
             ]
         );
         assert!(out.iter().all(|c| c.kind == ProbeKind::Artifact));
         assert_eq!(out[0].accept, ["src/lib.rs"]);
-        assert_eq!(out[3].accept, Vec::<String>::new(), "a relative path is accepted as it is");
+        assert_eq!(out[4].accept, Vec::<String>::new(), "a relative path is accepted as it is");
+        // A document's heading is not required of the history (its file name says what it holds).
+        assert_eq!(out[2].terms, Terms::Verbatim);
+    }
+
+    /// An anchor another file's changes also write names no single file: the probe is dropped.
+    #[test]
+    fn an_anchor_written_into_two_files_is_no_probe() {
+        let edit = |path: &str, new: &str| -> Content {
+            crate::json::parse_str(&serde_json::json!({"role": "model", "parts": [{"functionCall": {"name": "Edit", "args": {"file_path": path, "old_string": "", "new_string": new}}}]}).to_string()).unwrap()
+        };
+        let h = vec![
+            edit("/r/a.go", "func sharedHelper() {}"),
+            edit("/r/b.go", "x := sharedHelper()"),
+            edit("/r/c.go", "func onlyHere() {}"),
+        ];
+        let mut cands = Vec::new();
+        tool_calls(&h, &mut cands);
+        unique_anchors(&h, &mut cands);
+        let golds: Vec<&str> = cands.iter().map(|c| c.gold.as_str()).collect();
+        assert_eq!(golds, ["/r/c.go"]);
+    }
+
+    #[test]
+    fn error_golds_are_whole_messages_or_their_leading_parts() {
+        assert_eq!(
+            error_gold("ModuleNotFoundError: No module named 'foo'").as_deref(),
+            Some("ModuleNotFoundError: No module named 'foo'")
+        );
+        assert_eq!(
+            error_gold("error[E0308]: mismatched types: expected struct `Foo` found enum `Bar` in this call")
+                .as_deref(),
+            Some("error[E0308]: mismatched types")
+        );
+        assert_eq!(error_gold("fatal"), None, "one word is no fact");
     }
 
     #[test]

@@ -38,7 +38,11 @@ fn text_hash(s: &str) -> u64 {
 
 /// The readable text of each non-thought part of a Content, skipping empty ones.
 fn part_texts(c: &Content) -> impl Iterator<Item = String> + '_ {
-    history::parts(c).iter().filter(|p| !history::is_thought(p)).map(grade::part_text).filter(|t| !t.trim().is_empty())
+    history::parts(c)
+        .iter()
+        .filter(|p| !history::is_thought(p))
+        .map(grade::graded_part_text)
+        .filter(|t| !t.trim().is_empty())
 }
 
 /// Index of the first Content of the final stretch: the shortest suffix holding at least
@@ -61,7 +65,7 @@ pub fn final_stretch_start(recorded: &[Content]) -> usize {
 fn kept_per_content(recorded: &[Content], grader: &Grader, matchers: &[Matcher]) -> Vec<Vec<bool>> {
     let mut kept = vec![vec![false; recorded.len()]; matchers.len()];
     for (c, content) in recorded.iter().enumerate() {
-        let hay = Haystack::of_lines([grade::content_text(content)]);
+        let hay = Haystack::of_lines([grade::graded_text(content)]);
         let index = grader.index(&hay, matchers);
         for (m, matcher) in matchers.iter().enumerate() {
             kept[m][c] = grader.kept(matcher, &hay, &index).is_some();

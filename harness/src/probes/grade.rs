@@ -108,7 +108,8 @@ pub fn token_f1(answer: &str, gold: &str) -> f64 {
 #[derive(Clone, Debug, Default)]
 pub struct Haystack {
     text: String,
-    /// The same with tokens also split at dots, so `attr` is found in `obj.attr` (`Coder.flag` → `flag`).
+    /// The same with tokens also split at dots and slashes, so `attr` is found in `obj.attr` (`Coder.flag` →
+    /// `flag`) and an id in a URL path.
     dotless: String,
     /// The pieces `text` joins, with what is kept per piece ([`Haystack::keyed_tokens`]).
     pieces: Vec<std::sync::Arc<NormalPiece>>,
@@ -127,12 +128,16 @@ struct NormalPiece {
     text: String,
     dotless: String,
     keys: std::sync::OnceLock<Vec<String>>,
+    /// Where each token sits in the piece's lines and sentences ([`Segments`]).
+    segments: Segments,
 }
 
 impl NormalPiece {
     fn of(piece: &str) -> Self {
         let text = normalize(piece);
-        NormalPiece { dotless: split_dots(&text), text, keys: std::sync::OnceLock::new() }
+        let tokens = text.split(' ').filter(|t| !t.is_empty()).count();
+        let segments = Segments::of(piece, tokens);
+        NormalPiece { dotless: split_dots(&text), text, keys: std::sync::OnceLock::new(), segments }
     }
 
     fn tokens(&self) -> impl Iterator<Item = &str> {
@@ -148,8 +153,79 @@ fn normalized_piece(piece: &str) -> std::sync::Arc<NormalPiece> {
     PIECES.get(piece, |piece| std::sync::Arc::new(NormalPiece::of(piece)))
 }
 
+/// The text's segments: each line, cut at sentence ends (`. `, `! `, `? `), is one or more segments; a line
+/// indented deeper than the line above it (a nested list item, a heading's paragraphs) has that line's first
+/// segment as its parent. What a summary says of a file in one bullet, or in the bullets nested under it,
+/// is said of that file; what its neighbour's bullet says is not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Segments {
+    /// Per token, its segment.
+    pub token_segment: Vec<u32>,
+    /// Per segment, its parent segment ([`Segments::NONE`] for none).
+    pub parent: Vec<u32>,
+}
+
+impl Segments {
+    pub const NONE: u32 = u32::MAX;
+
+    /// The segments of a raw text whose normalised form has `tokens` tokens; one segment for the whole text
+    /// if the per-segment tokens do not add up to that (they always should: a token never spans whitespace).
+    fn of(raw: &str, tokens: usize) -> Segments {
+        let mut out = Segments::default();
+        // Open lines: (indent, first segment), shallowest first.
+        let mut open: Vec<(i32, u32)> = Vec::new();
+        for line in raw.split('\n') {
+            let trimmed = line.trim_start();
+            if trimmed.trim().is_empty() {
+                continue;
+            }
+            let indent = match trimmed.bytes().take_while(|&b| b == b'#').count() {
+                // A Markdown heading holds what follows it, and a shallower heading holds a deeper one.
+                level @ 1..=6 if trimmed.as_bytes().get(level) == Some(&b' ') => level as i32 - 10,
+                _ => line[..line.len() - trimmed.len()].chars().map(|c| if c == '\t' { 4 } else { 1 }).sum(),
+            };
+            while open.last().is_some_and(|&(i, _)| i >= indent) {
+                open.pop();
+            }
+            let parent = open.last().map_or(Self::NONE, |&(_, s)| s);
+            let first = out.parent.len() as u32;
+            for sentence in sentence_spans(trimmed) {
+                let segment = out.parent.len() as u32;
+                out.parent.push(parent);
+                each_token(sentence, |_| out.token_segment.push(segment));
+            }
+            if out.parent.len() as u32 > first {
+                open.push((indent, first));
+            }
+        }
+        if out.token_segment.len() != tokens {
+            return Segments { token_segment: vec![0; tokens], parent: vec![Self::NONE] };
+        }
+        out
+    }
+}
+
+/// A line cut after each `.`, `!` or `?` that a space follows.
+fn sentence_spans(line: &str) -> impl Iterator<Item = &str> {
+    let mut rest = line;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let bytes = rest.as_bytes();
+        let end = (0..bytes.len().saturating_sub(1))
+            .find(|&i| matches!(bytes[i], b'.' | b'!' | b'?') && bytes[i + 1] == b' ')
+            .map_or(rest.len(), |i| i + 1);
+        let (sentence, tail) = rest.split_at(end);
+        rest = tail;
+        Some(sentence)
+    })
+}
+
+/// The normalised text with tokens also split at dots and slashes: `obj.attr` names `attr`, and an id in a
+/// URL or API path (`pulls/comments/2778486622`) names that id.
 fn split_dots(normalized: &str) -> String {
-    normalized.split([' ', '.']).filter(|t| !t.is_empty()).collect::<Vec<_>>().join(" ")
+    normalized.split([' ', '.', '/']).filter(|t| !t.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
 impl Haystack {
@@ -205,6 +281,19 @@ impl Haystack {
         (tokens, keys)
     }
 
+    /// Where each token sits in the lines and sentences of its piece ([`Segments`]), over the whole
+    /// haystack: segment ids are numbered on from piece to piece, and no segment's parent lies in another
+    /// piece.
+    pub fn segments(&self) -> Segments {
+        let mut out = Segments::default();
+        for p in &self.pieces {
+            let offset = out.parent.len() as u32;
+            out.token_segment.extend(p.segments.token_segment.iter().map(|s| s + offset));
+            out.parent.extend(p.segments.parent.iter().map(|&s| if s == Segments::NONE { s } else { s + offset }));
+        }
+        out
+    }
+
     /// The normalised text: tokens separated by single spaces, with a space at each end.
     pub fn normalized(&self) -> &str {
         &self.text
@@ -217,7 +306,7 @@ impl Haystack {
         !n.is_empty() && self.text.contains(&format!(" {n} "))
     }
 
-    /// The whole normalised `needle` occurs at token boundaries (dots count as boundaries too).
+    /// The whole normalised `needle` occurs at token boundaries (dots and slashes count as boundaries too).
     pub fn contains(&self, needle: &str) -> bool {
         let n = normalize(needle);
         !n.is_empty()
@@ -232,12 +321,23 @@ pub fn contains_answer(answer: &str, gold: &str) -> bool {
 
 /// Every string in a Content's parts (text, call arguments, tool outputs): what the agent would read.
 pub fn content_text(c: &Content) -> String {
+    content_strings(c, Layout::Lines)
+}
+
+/// [`content_text`] as the grader reads it: a function call's name on the line of its first argument
+/// (`Edit /src/a.go`), so that the tool that changed a file and the file share a line
+/// ([`Haystack::segments`]). The same tokens as [`content_text`]; only line breaks differ.
+pub fn graded_text(c: &Content) -> String {
+    content_strings(c, Layout::CallOnOneLine)
+}
+
+fn content_strings(c: &Content, layout: Layout) -> String {
     let mut out = String::new();
     for p in history::parts(c) {
         if history::is_thought(p) {
             continue;
         }
-        collect_strings(p, &mut out);
+        collect_strings(p, &mut out, layout);
     }
     out
 }
@@ -245,13 +345,27 @@ pub fn content_text(c: &Content) -> String {
 /// Every string in one part (text, call name and arguments, tool output), as [`content_text`] reads it.
 pub fn part_text(p: &Value) -> String {
     let mut out = String::new();
-    collect_strings(p, &mut out);
+    collect_strings(p, &mut out, Layout::Lines);
     out
+}
+
+/// One part as [`graded_text`] reads it.
+pub fn graded_part_text(p: &Value) -> String {
+    let mut out = String::new();
+    collect_strings(p, &mut out, Layout::CallOnOneLine);
+    out
+}
+
+/// How strings are laid out: each on its own line, or a function call's name before its first argument.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Lines,
+    CallOnOneLine,
 }
 
 /// Strings and numbers, each followed by a line break, in document order (numbers as `serde_json` writes
 /// them: the text these figures were first defined on).
-fn collect_strings(v: &Value, out: &mut String) {
+fn collect_strings(v: &Value, out: &mut String, layout: Layout) {
     match v {
         Value::String(s) => {
             out.push_str(&s.to_str_lossy());
@@ -263,13 +377,18 @@ fn collect_strings(v: &Value, out: &mut String) {
                 out.push('\n');
             }
         }
-        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out, layout)),
         Value::Object(m) => {
+            let call = layout == Layout::CallOnOneLine && v.get("name").is_some() && v.get("args").is_some();
             for (k, x) in m.iter() {
                 // Ids and signatures are transport details, not content; an image's base64 is no text.
                 let k = k.to_str_lossy();
                 if k != "id" && k != "thoughtSignature" && k != "inlineData" {
-                    collect_strings(x, out);
+                    collect_strings(x, out, layout);
+                    if call && k == "name" && out.ends_with('\n') {
+                        out.pop();
+                        out.push(' ');
+                    }
                 }
             }
         }
@@ -279,7 +398,7 @@ fn collect_strings(v: &Value, out: &mut String) {
 
 /// The normalised text of a whole history.
 pub fn history_haystack(h: &[Content]) -> Haystack {
-    Haystack::of_lines(h.iter().map(content_text))
+    Haystack::of_lines(h.iter().map(graded_text))
 }
 
 pub fn grade_answer<'a>(answer: &str, accepted: impl IntoIterator<Item = &'a str>) -> AnswerGrade {

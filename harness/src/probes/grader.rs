@@ -26,7 +26,7 @@
 //! edited `internal/cli/reset.go` (two files end so); `reset.go` when two files have that name; the terms
 //! above when `PhaseFromString` is named in one paragraph and the removal 200 words later.
 
-use super::grade::{self, Haystack};
+use super::grade::{self, Haystack, Segments};
 use super::Probe;
 use crate::history::{self, Content};
 use crate::json::Value;
@@ -281,6 +281,12 @@ impl Grader {
         if !path_gold && m.answers.iter().any(|a| hay.contains(a)) {
             return Some(KeptBy::Exact);
         }
+        // An artifact probe names its file by what the change introduced (its anchor, the probe's terms):
+        // the history must say that too, or a reader could not tell which of the files changed it asks for.
+        let anchored = !m.changed || m.terms.is_empty() || index.terms.within_span(&m.terms);
+        if path_gold && !anchored {
+            return None;
+        }
         if path_gold {
             let named = |positions: Option<&Vec<u32>>| {
                 positions.is_some_and(|ps| !m.changed || ps.iter().any(|&p| index.paths.near_change(p)))
@@ -299,7 +305,7 @@ impl Grader {
                 return Some(KeptBy::BareName);
             }
         }
-        if !m.terms.is_empty() && index.terms.within_span(&m.terms) {
+        if !path_gold && !m.terms.is_empty() && index.terms.within_span(&m.terms) {
             return Some(KeptBy::Terms);
         }
         None
@@ -320,9 +326,11 @@ impl Grader {
         let key = |t: &str| self.key(t);
         let (tokens, keys) =
             hay.keyed_tokens((wants_change || !names.is_empty()).then_some(&key as &dyn Fn(&str) -> String));
+        let segments = wants_change.then(|| hay.segments());
         HistoryIndex {
             paths: if wants_paths {
-                path_index(&tokens, wants_change.then_some(keys.as_slice()), &path_lookups(matchers))
+                let change = wants_change.then_some(keys.as_slice()).zip(segments.as_ref());
+                path_index(&tokens, change, &path_lookups(matchers))
             } else {
                 PathIndex::default()
             },
@@ -370,12 +378,21 @@ fn path_lookups(matchers: &[Matcher]) -> HashSet<String> {
         .collect()
 }
 
-fn path_index(tokens: &[&str], keys: Option<&[&str]>, lookups: &HashSet<String>) -> PathIndex {
+fn path_index(tokens: &[&str], change: Option<(&[&str], &Segments)>, lookups: &HashSet<String>) -> PathIndex {
     let mut index = PathIndex::default();
+    if let Some((_, segments)) = change {
+        index.token_segment.clone_from(&segments.token_segment);
+        index.parent.clone_from(&segments.parent);
+    }
     for (pos, token) in tokens.iter().enumerate() {
-        let is_change = |keys: &[&str]| token.chars().all(char::is_alphabetic) && CHANGE_STEMS.contains(&keys[pos]);
-        if keys.is_some_and(is_change) {
-            index.change.push(pos as u32);
+        if let Some((keys, segments)) = change {
+            let word = token.chars().all(char::is_alphabetic);
+            if word && CHANGE_STEMS.contains(&keys[pos]) {
+                index.change.push(pos as u32);
+                index.change_segments.insert(segments.token_segment[pos]);
+            } else if word && READ_STEMS.contains(&keys[pos]) {
+                index.read_segments.insert(segments.token_segment[pos]);
+            }
         }
         if !(token.contains('/') || token.contains('.')) {
             continue;
@@ -468,10 +485,22 @@ impl TermIndex {
     }
 }
 
-/// Tokens between a changed file's name and the word that says it changed: a summary's bullet says it
-/// next to the path (`` `a.go`: added X ``, `Edited a.go`, a tool call's name and its `file_path`); a list of
-/// files read with one edited file among them must not lend that word to its neighbours.
+/// Tokens between a changed file's name and the word that says it changed, in the same line or sentence:
+/// a summary's bullet says it next to the path (`` `a.go`: added X ``, `Edited a.go`, a tool call's name
+/// and its `file_path`); a list of files read with one edited file among them must not lend that word to
+/// its neighbours, nor may the next bullet.
 pub const CHANGE_SPAN: usize = 12;
+
+/// Tokens after a file's name within which a bullet nested under it may say it changed (`- a.go` then
+/// `  - Modified to add X`), before a code excerpt's words could.
+pub const NESTED_SPAN: usize = 30;
+
+/// Stems of the words that say a file was only looked at (`(Read)`, `grep`, `viewed`): a line that says so
+/// does not take the word of change of the heading it sits under.
+const READ_STEMS: &[&str] = &[
+    "read", "grep", "glob", "view", "search", "list", "ls", "cat", "look", "inspect", "examin", "explor", "review",
+    "open", "check", "consult", "studi",
+];
 
 /// Stems of the words that say a file was changed, and of the tools that change files (Claude Code's
 /// `Edit`/`Write`/`MultiEdit`, Gemini CLI's `replace`/`write_file`, Codex's `apply_patch` patches).
@@ -510,8 +539,19 @@ const CHANGE_STEMS: &[&str] = &[
     "restor",
     "split",
     "merg",
+    "generat",
     // A shell here-document (`cat > f.py << 'EOF'`) writes the file it names.
     "eof",
+    // Shell commands that write the files they name (`sed -i`, `cp a a.bak`, `mv`, `tee`), and pasting or
+    // saving into a file.
+    "sed",
+    "cp",
+    "copi",
+    "mv",
+    "tee",
+    "past",
+    "save",
+    "appli",
 ];
 
 /// Path-shaped tokens of a haystack (whole, and every `/`-suffix) with their token positions, and the
@@ -520,15 +560,51 @@ const CHANGE_STEMS: &[&str] = &[
 struct PathIndex {
     whole: HashMap<String, Vec<u32>>,
     tails: HashMap<String, Vec<u32>>,
+    /// Positions of words of change.
     change: Vec<u32>,
+    /// The haystack's segments ([`Segments`]), and which hold a word of change or of reading.
+    token_segment: Vec<u32>,
+    parent: Vec<u32>,
+    change_segments: HashSet<u32>,
+    read_segments: HashSet<u32>,
 }
 
 impl PathIndex {
-    /// A word of change lies within [`CHANGE_SPAN`] tokens of this position.
+    /// The file named at this position is said to change: a word of change within [`CHANGE_SPAN`] tokens in
+    /// its own segment (line or sentence), or within [`NESTED_SPAN`] tokens after it in a line nested under
+    /// its line, or in the line its line is nested under (a heading or list item such as `Modified:`) when
+    /// its own segment does not say the file was only read.
     fn near_change(&self, pos: u32) -> bool {
+        let Some(&own) = self.token_segment.get(pos as usize) else { return false };
         let from = pos.saturating_sub(CHANGE_SPAN as u32);
         let i = self.change.partition_point(|&c| c < from);
-        self.change.get(i).is_some_and(|&c| c <= pos + CHANGE_SPAN as u32)
+        for &c in &self.change[i..] {
+            if c > pos + NESTED_SPAN as u32 {
+                break;
+            }
+            let segment = self.token_segment[c as usize];
+            if segment == own && c <= pos + CHANGE_SPAN as u32 {
+                return true;
+            }
+            if c > pos && self.nested_under(segment, own) {
+                return true;
+            }
+        }
+        let parent = self.parent.get(own as usize).copied().unwrap_or(Segments::NONE);
+        parent != Segments::NONE && self.change_segments.contains(&parent) && !self.read_segments.contains(&own)
+    }
+
+    /// `segment` lies in a line nested (at any depth) under `ancestor`'s line.
+    fn nested_under(&self, segment: u32, ancestor: u32) -> bool {
+        let mut s = segment;
+        for _ in 0..8 {
+            match self.parent.get(s as usize) {
+                Some(&p) if p == ancestor => return true,
+                Some(&p) if p != Segments::NONE => s = p,
+                _ => return false,
+            }
+        }
+        false
     }
 }
 
@@ -615,6 +691,46 @@ mod tests {
         // The same file as the answer to a recall question needs no word of change.
         let r = probe(ProbeKind::Recall, "cmd/entire/cli/reset.go", &[]);
         assert_eq!(grade(&g, &r, "Files read: cmd/entire/cli/reset.go"), Some(KeptBy::Exact));
+    }
+
+    /// Regression (#44): the reference's snapshot lists files with tool tags, one per bullet; the `(Edit)` of the
+    /// next bullet lent itself to a file that was only read.
+    #[test]
+    fn a_word_of_change_applies_to_its_own_line_and_the_lines_under_it() {
+        let g = session();
+        let p = probe(ProbeKind::Artifact, "cmd/entire/cli/reset.go", &[]);
+        let tagged = "- `cmd/entire/cli/reset.go` (Read)\n- `/repo/.git` (Edit)";
+        assert_eq!(grade(&g, &p, tagged), None);
+        assert_eq!(grade(&g, &p, "- `cmd/entire/cli/reset.go` (Edit)\n- `go.mod` (Read)"), Some(KeptBy::Exact));
+        // Another sentence of the same line does not lend its word either.
+        assert_eq!(grade(&g, &p, "Read cmd/entire/cli/reset.go first. Then edited go.mod"), None);
+        // Claude Code's summary: the file as a bullet, what changed in the bullets nested under it.
+        let nested = "3. Files and Code Sections:\n   - **`cmd/entire/cli/reset.go`**\n      - Removed the round-trip";
+        assert_eq!(grade(&g, &p, nested), Some(KeptBy::Exact));
+        // A heading or item the list sits under says it for every file in it, but not for one tagged as read.
+        let under = "Key files modified:\n  - cmd/entire/cli/reset.go\n  - go.mod";
+        assert_eq!(grade(&g, &p, under), Some(KeptBy::Exact));
+        let read_under = "## Files modified and read\n- cmd/entire/cli/reset.go (Read)";
+        assert_eq!(grade(&g, &p, read_under), None);
+        // A tool call's name shares the line of its first argument, as the grader reads a history.
+        let call: Content = crate::json::parse_str(
+            r#"{"role":"model","parts":[{"functionCall":{"name":"Edit","args":{"file_path":"cmd/entire/cli/reset.go","old_string":"a","new_string":"b"}}}]}"#,
+        )
+        .unwrap();
+        let hay = grade::history_haystack(std::slice::from_ref(&call));
+        let m = g.matcher(&p);
+        assert_eq!(g.kept(&m, &hay, &g.index(&hay, std::slice::from_ref(&m))), Some(KeptBy::Exact));
+    }
+
+    /// An extracted artifact names the file by what the change introduced (its anchor, the probe's one term):
+    /// a history that names the file as changed but not that does not answer which file it was.
+    #[test]
+    fn an_anchored_artifact_needs_its_anchor_too() {
+        let g = session();
+        let p = probe(ProbeKind::Artifact, "cmd/entire/cli/reset.go", &["resetShadowBranch"]);
+        assert_eq!(grade(&g, &p, "- cmd/entire/cli/reset.go: edited"), None);
+        assert_eq!(grade(&g, &p, "- cmd/entire/cli/reset.go: added resetShadowBranch"), Some(KeptBy::Exact));
+        assert_eq!(grade(&g, &p, "added resetShadowBranch"), None, "the anchor alone names no file");
     }
 
     #[test]

@@ -84,6 +84,59 @@ pub fn garbled(question: &str) -> bool {
     words < 4 || list
 }
 
+static TURN_NUMBER: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\b(?:turn|message|step) #?\d+\b").expect("valid regex"));
+
+/// A quoted hint of the question that holds nothing but whitespace or punctuation (`` (``) ``, `""`).
+pub fn empty_hint(question: &str) -> Option<String> {
+    static QUOTED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r#"`([^`]*)`|"([^"]*)""#).expect("valid regex"));
+    QUOTED.captures_iter(question).find_map(|m| {
+        let inner = m.get(1).or_else(|| m.get(2)).map_or("", |g| g.as_str());
+        (!inner.chars().any(char::is_alphanumeric)).then(|| m[0].to_string())
+    })
+}
+
+/// Words that cannot end a phrase (articles, prepositions, conjunctions, auxiliaries waiting for their verb).
+const DANGLING_END: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "from", "with", "into", "onto", "and", "or", "but",
+    "nor", "which", "whose", "than", "as", "if", "will", "would", "should", "can", "could", "must", "its", "their",
+    "our", "your", "my", "his", "her", "via", "between", "per",
+];
+/// Words that cannot start a fact cut from a sentence (it continues an earlier clause).
+const DANGLING_START: &[&str] = &["and", "or", "but", "nor", "of", "than"];
+
+/// Why a gold reads as a fragment cut from a sentence, if it does: a bracket or quote it opens and does not
+/// close (or closes and did not open), a last word that waits for more, a first word that continues a clause.
+pub fn fragment(gold: &str) -> Option<String> {
+    let gold = gold.trim();
+    for (open, close) in [('(', ')'), ('[', ']'), ('{', '}')] {
+        let (o, c) = (gold.matches(open).count(), gold.matches(close).count());
+        if o != c {
+            return Some(format!("has {o} `{open}` and {c} `{close}`"));
+        }
+    }
+    if gold.matches('"').count() % 2 == 1 || gold.matches('`').count() % 2 == 1 {
+        return Some("leaves a quote open".into());
+    }
+    // Plain words only: a path, identifier or number ends a phrase whatever it is.
+    let words: Vec<&str> = gold.split_whitespace().collect();
+    if words.len() < 2 {
+        return None;
+    }
+    let plain = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    let last = plain(words[words.len() - 1]);
+    let ends_clause = words[words.len() - 1].ends_with(['.', '!', '?']);
+    if !ends_clause && DANGLING_END.contains(&last.as_str()) {
+        return Some(format!("ends with `{last}`"));
+    }
+    let first = plain(words[0]);
+    if DANGLING_START.contains(&first.as_str()) {
+        return Some(format!("starts with `{first}`"));
+    }
+    None
+}
+
 /// The command behind an evidence Content exited with code 0 (mini-swe-agent's `<returncode>`, SWE-agent's
 /// and Gemini CLI's `Exit Code: 0`).
 fn exited_zero(c: &Content) -> bool {
@@ -136,7 +189,7 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
         }
         if let Some(c) = conv {
             let evidence =
-                Haystack::of_lines(p.evidence.iter().filter_map(|&e| c.history.get(e)).map(grade::content_text));
+                Haystack::of_lines(p.evidence.iter().filter_map(|&e| c.history.get(e)).map(grade::graded_text));
             if keeps(&evidence).is_none() {
                 out.push(lint(
                     LintKind::DeadGold,
@@ -165,6 +218,15 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
         }
         if garbled(&p.question) {
             out.push(lint(LintKind::GarbledQuestion, format!("`{}`", p.question)));
+        }
+        if let Some(turn) = TURN_NUMBER.find(&p.question) {
+            out.push(lint(LintKind::TurnNumber, format!("`{}`: the agent never sees turn numbers", turn.as_str())));
+        }
+        if let Some(hint) = empty_hint(&p.question) {
+            out.push(lint(LintKind::EmptyHint, format!("the hint `{hint}` names nothing")));
+        }
+        if let Some(why) = fragment(&p.gold) {
+            out.push(lint(LintKind::FragmentGold, format!("gold `{}` {why}", p.gold)));
         }
     }
     out.sort();
@@ -226,6 +288,30 @@ mod tests {
         assert_eq!(of("p5"), [LintKind::DuplicateQuestion]);
         assert_eq!(of("p6"), [LintKind::DuplicateQuestion]);
         assert!(lints.iter().all(|l| l.to_string().starts_with("a: p")));
+        // Questions no reader could answer, golds cut from a sentence (#44).
+        let c = vec![
+            probe("c", "q1", "Which file did the agent change with `Edit` (``) (turn 55)?", "port 8080", 2),
+            probe("c", "q2", "Which file did the agent change with `Edit` (``)?", "port 8080", 2),
+            probe(
+                "c",
+                "q3",
+                "What did the agent say about the checkpoint?",
+                "of checkpoint ID and session ID in the",
+                2,
+            ),
+            probe("c", "q4", "Why did the agent wait for the checkpoint?", "it doesn't get imported by them)", 2),
+            probe("c", "q5", "Which port did the server say was busy?", "8080", 2),
+        ];
+        let lints = lint_conversation(&c, None, None);
+        let of = |id: &str| lints.iter().filter(|l| l.probe == id).map(|l| l.kind).collect::<Vec<_>>();
+        assert_eq!(of("q1"), [LintKind::TurnNumber, LintKind::EmptyHint]);
+        assert_eq!(of("q2"), [LintKind::EmptyHint]);
+        assert_eq!(of("q3"), [LintKind::FragmentGold]);
+        assert_eq!(of("q4"), [LintKind::FragmentGold]);
+        assert_eq!(of("q5"), Vec::<LintKind>::new());
+        assert!([LintKind::TurnNumber, LintKind::EmptyHint, LintKind::FragmentGold, LintKind::DuplicateQuestion]
+            .iter()
+            .all(|k| k.is_error()));
         // Without the index and the history only the self-contained checks run.
         let alone = lint_conversation(&a[..1], None, None);
         assert!(alone.is_empty(), "{alone:?}");

@@ -4,7 +4,7 @@
 //! each run left out in turn in place of each source). Only like is pooled with like: a strategy is pooled
 //! when it is the same algorithm in every run; the agent's own compaction (the strategy of role
 //! [`Role::Recorded`]) is a different algorithm per agent, so it keeps one row per run, over that run's
-//! conversations only. Where a run's grader is checked against human labels ([`super::grader_check`]), its
+//! conversations only. Where a run's grader is checked against labels ([`super::grader_check`]), its
 //! `kept_at_compressions` counts the probe kinds the grader is trusted on only.
 
 use super::aggregate::reference_point;
@@ -55,8 +55,9 @@ fn agent_of(dir: &Path, plan: &Plan) -> String {
 impl Run {
     pub fn load(dir: &Path) -> Result<Run, StoreError> {
         let plan = store::load_plan(dir)?;
-        let cells = store::collect(dir, &plan);
-        let gradable = grader_check::gradable_kinds(&plan, &cells);
+        // Every figure of a run pools the kinds its grader is trusted on, as its own report does.
+        let (labels, cells) = grader_check::scored_cells(&plan, &store::collect(dir, &plan));
+        let gradable = labels.gradability();
         Ok(Run { name: plan.name.clone(), agent: agent_of(dir, &plan), plan, cells, gradable })
     }
 
@@ -248,7 +249,7 @@ pub fn write(dirs: &[PathBuf], out: &Path) -> Result<String, super::ReportError>
     if !gated.is_empty() {
         let _ = writeln!(
             md,
-            "Kept at compressions counts, in a run whose grader is checked against human labels, only the probe kinds gradable offline there ({}); in the other runs, every kind.\n",
+            "Kept at compressions counts, in a run whose grader is checked against labels, only the probe kinds gradable offline there ({}); in the other runs, every kind.\n",
             gated.join("; ")
         );
     }

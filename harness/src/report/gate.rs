@@ -306,7 +306,9 @@ fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> 
             stored.damaged.iter().map(|(c, why)| format!("{}: {why}", dir.join(c.relative_path()).display())).collect();
         problems.extend(listed(&format!("cell damaged in the {which}"), damaged));
     }
-    (problems, [bstored.cells, cstored.cells])
+    // Each run's probe figures pool the kinds its own grader is trusted on, as its report does.
+    let scored = |plan: &Plan, cells: Vec<CellResult>| super::grader_check::scored_cells(plan, &cells).1;
+    (problems, [scored(bplan, bstored.cells), scored(cplan, cstored.cells)])
 }
 
 /// Compares `current` with `baseline`: completeness first, then every rule on every configuration both

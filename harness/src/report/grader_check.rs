@@ -1,14 +1,16 @@
-//! The grader against human labels: where a run's `[probes] labels` names a file of human judgements of
+//! The grader against labels: where a run's `[probes] labels` names a file of judgements of
 //! (probe, compression) pairs (`compactbench.labels/1`), each labelled pair is set beside the grader's own
 //! verdict at that compression (the cell's `retained`: an accepted answer, normalised, occurs in the history)
 //! and counted per probe kind and per strategy: agreement, precision and recall (`grader_agreement`,
 //! `grader_precision`, `grader_recall` in `harness/docs/metrics.md`). A label whose probe no longer exists, or
 //! whose question has changed since it was labelled, is *stale*: listed, never used.
 //!
-//! The one rule the report's per-kind figures follow ([`Gradability`]): a kind is *gradable offline* when the
-//! grader agrees with the labels on at least [`AGREEMENT_FLOOR`] of at least [`MIN_PAIRS`] labelled pairs.
-//! Where labels exist, the per-kind table draws no conclusion from the other kinds and pools its `all` row
-//! over the gradable ones ([`kept_parts`]); without a labels file nothing is gated.
+//! The one rule the report's per-kind figures follow ([`Gradability`]): a kind is *gradable offline* when,
+//! for every strategy with labels of that kind, the grader agrees with that strategy's labels on at least
+//! [`AGREEMENT_FLOOR`] of at least [`MIN_PAIRS`] labelled pairs (each strategy lays its history out in
+//! its own way, so agreement is checked where the comparison is made: per kind × strategy). Where labels
+//! exist, the per-kind table draws no conclusion from the other kinds and pools its `all` row over the
+//! gradable ones ([`kept_parts`]); without a labels file nothing is gated.
 
 use super::{default_points, Table};
 use crate::data::ProbeKind;
@@ -29,13 +31,16 @@ pub const LABELS_FORMAT: &str = "compactbench.labels/1";
 /// The least agreement with the labels at which a kind is gradable offline.
 pub const AGREEMENT_FLOOR: f64 = 0.9;
 /// The fewest labelled pairs on which a kind can be gradable offline.
-pub const MIN_PAIRS: usize = 10;
+pub const MIN_PAIRS: usize = 20;
 /// How tables mark a kind that is not gradable offline.
 pub const NOT_GRADABLE: &str = "not gradable offline";
+/// The gold digest of a label whose gold was not recorded when it was judged (labels of extracted probes
+/// made before the extractor named its golds whole): such a label is stale, since its gold may have changed.
+pub const UNRECORDED_GOLD: &str = "000000000000";
 /// Hex digits of a question's SHA-256 a label carries.
 const DIGEST_DIGITS: usize = 12;
 
-/// One human judgement: could the history right after compression `ordinal` of `strategy` answer `probe`?
+/// One judgement: could the history right after compression `ordinal` of `strategy` answer `probe`?
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Label {
     /// The conversation's source (dataset) as the run names it.
@@ -49,7 +54,13 @@ pub struct Label {
     pub ordinal: u32,
     /// The first 12 hex digits of the SHA-256 of the probe's question when it was labelled.
     pub question_sha256: String,
+    /// The same of its gold, where the label records it: a label whose gold changed is stale too.
+    #[serde(default)]
+    pub gold_sha256: Option<String>,
     pub answerable: bool,
+    /// Could a reader of the whole session tell which single fact the question asks for (where judged)?
+    #[serde(default)]
+    pub well_posed: Option<bool>,
 }
 
 impl Label {
@@ -65,6 +76,9 @@ pub struct LabelsFile {
     pub format: String,
     /// The config (run) name the labels were made for.
     pub dataset: String,
+    /// How the labels were made (who judged, reading what, blind to what), where the file says.
+    #[serde(default)]
+    pub method: Option<String>,
     pub labels: Vec<Label>,
 }
 
@@ -164,9 +178,13 @@ pub struct GraderCheck {
     pub dataset: String,
     /// Labels in the file.
     pub labels: usize,
+    /// How the file says its labels were made.
+    pub method: Option<String>,
     /// Every probe kind, labelled or not.
     pub by_kind: BTreeMap<String, Agreement>,
     pub by_strategy: BTreeMap<String, Agreement>,
+    /// Per kind, per strategy: where the comparison between strategies is made.
+    pub by_kind_strategy: BTreeMap<String, BTreeMap<String, Agreement>>,
     pub all: Agreement,
     /// The probe no longer exists or its question changed (or cannot be read): not used.
     pub stale: Vec<Unused>,
@@ -193,18 +211,44 @@ pub enum Labels {
 /// Which probe kinds the grader is trusted on, from the labels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gradability {
-    /// Every probe kind with its agreement over the labels.
-    pub kinds: BTreeMap<String, Agreement>,
+    /// Every probe kind with its agreement over the labels, per labelled strategy.
+    pub kinds: BTreeMap<String, BTreeMap<String, Agreement>>,
 }
 
 impl Gradability {
+    /// Every strategy with labels (of any kind) has enough labels of this kind, and the grader passes on
+    /// each: a kind is not taken as gradable for a strategy whose histories no one judged on it.
     pub fn is_gradable(&self, kind: &str) -> bool {
-        self.kinds.get(kind).is_some_and(Agreement::gradable)
+        let strategies = self.strategies();
+        !strategies.is_empty()
+            && strategies.iter().all(|s| self.kinds.get(kind).and_then(|k| k.get(*s)).is_some_and(Agreement::gradable))
+    }
+
+    /// The strategies with labels of any kind.
+    pub fn strategies(&self) -> BTreeSet<&str> {
+        self.kinds.values().flat_map(|k| k.keys()).map(String::as_str).collect()
     }
 
     /// The gradable kinds, in name order.
     pub fn gradable(&self) -> Vec<&str> {
-        self.kinds.iter().filter(|(_, a)| a.gradable()).map(|(k, _)| k.as_str()).collect()
+        self.kinds.keys().filter(|k| self.is_gradable(k)).map(String::as_str).collect()
+    }
+
+    /// Why a kind is not gradable offline (`None` when it is): the strategies it fails on.
+    pub fn why_not(&self, kind: &str) -> Option<String> {
+        let strategies = self.strategies();
+        if strategies.is_empty() {
+            return Some("no labelled pairs".into());
+        }
+        let none = Agreement::default();
+        let failing: Vec<String> = strategies
+            .iter()
+            .filter_map(|s| {
+                let a = self.kinds.get(kind).and_then(|k| k.get(*s)).unwrap_or(&none);
+                a.why_not().map(|w| format!("{s}: {w}"))
+            })
+            .collect();
+        (!failing.is_empty()).then(|| failing.join("; "))
     }
 
     /// The gradable kinds as a phrase: `artifact, recall`, or `no kind`.
@@ -222,14 +266,14 @@ impl Labels {
     /// The kinds the grader is trusted on; `None` (nothing gated) unless a labels file was read.
     pub fn gradability(&self) -> Option<Gradability> {
         match self {
-            Labels::Checked(c) => Some(Gradability { kinds: c.by_kind.clone() }),
+            Labels::Checked(c) => Some(Gradability { kinds: c.by_kind_strategy.clone() }),
             _ => None,
         }
     }
 }
 
-/// A conversation's probe questions by probe id, or why they cannot be read.
-pub type Questions = Result<BTreeMap<String, String>, String>;
+/// A conversation's probe questions and golds by probe id, or why they cannot be read.
+pub type Questions = Result<BTreeMap<String, (String, String)>, String>;
 
 /// Reads the run's labels file (its path relative to the working directory, as the run read its probes) and
 /// checks it against the cells.
@@ -277,7 +321,7 @@ fn current_questions(plan: &Plan, conversation: &str) -> Questions {
         let (derived, _) = crate::probes::derived_auto_probes(&pc.dir, &conv, &pc.sources, &probes);
         probes.extend(derived);
     }
-    Ok(probes.into_iter().map(|p| (p.id, p.question)).collect())
+    Ok(probes.into_iter().map(|p| (p.id, (p.question, p.gold))).collect())
 }
 
 /// The labels set beside the cells, the questions of each conversation given by `questions`.
@@ -292,7 +336,9 @@ pub fn tally(
         path: path.to_path_buf(),
         dataset: file.dataset.clone(),
         labels: file.labels.len(),
+        method: file.method.clone(),
         by_kind: ProbeKind::ALL.iter().map(|k| (k.name().to_string(), Agreement::default())).collect(),
+        by_kind_strategy: ProbeKind::ALL.iter().map(|k| (k.name().to_string(), BTreeMap::new())).collect(),
         ..Default::default()
     };
     let points: BTreeMap<&str, &str> = default_points(plan)
@@ -316,10 +362,24 @@ pub fn tally(
                     out.stale.push(unused("the probe no longer exists".into()));
                     continue;
                 }
-                Some(question) => {
-                    let label = l.question_sha256.trim().to_ascii_lowercase();
-                    if label.get(..DIGEST_DIGITS).is_none_or(|d| d != question_digest(question)) {
+                Some((question, gold)) => {
+                    let same = |digest: &str, text: &str| {
+                        digest
+                            .trim()
+                            .to_ascii_lowercase()
+                            .get(..DIGEST_DIGITS)
+                            .is_some_and(|d| d == question_digest(text))
+                    };
+                    if !same(&l.question_sha256, question) {
                         out.stale.push(unused("its question changed since it was labelled".into()));
+                        continue;
+                    }
+                    if l.gold_sha256.as_deref() == Some(UNRECORDED_GOLD) {
+                        out.stale.push(unused("the gold it was judged against was not recorded".into()));
+                        continue;
+                    }
+                    if l.gold_sha256.as_deref().is_some_and(|g| !same(g, gold)) {
+                        out.stale.push(unused("its gold changed since it was labelled".into()));
                         continue;
                     }
                 }
@@ -352,12 +412,46 @@ pub fn tally(
         for a in [
             out.by_kind.entry(score.kind.name().to_string()).or_default(),
             out.by_strategy.entry(l.strategy.clone()).or_default(),
+            out.by_kind_strategy
+                .entry(score.kind.name().to_string())
+                .or_default()
+                .entry(l.strategy.clone())
+                .or_default(),
             &mut out.all,
         ] {
             a.add(score.retained, l.answerable);
         }
     }
     out
+}
+
+/// The cells as every probe figure of a report reads them: where the run's grader is checked against labels,
+/// each checkpoint's scores of the gradable kinds only (so that early-only retention, kept at compressions,
+/// the claims, the comparisons across runs and the gate pool only what the grader is trusted on); the cells
+/// as they are where the run names no labels, or its labels cannot be read. With the labels' verdict.
+pub fn scored_cells(plan: &Plan, cells: &[CellResult]) -> (Labels, Vec<CellResult>) {
+    let labels = check(plan, cells);
+    let scored = match labels.gradability() {
+        Some(g) => only_kinds(cells, &g.gradable()),
+        None => cells.to_vec(),
+    };
+    (labels, scored)
+}
+
+/// The cells with each checkpoint's probe scores of `kinds` only.
+pub fn only_kinds(cells: &[CellResult], kinds: &[&str]) -> Vec<CellResult> {
+    cells
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if let Some(p) = c.probes.as_mut() {
+                for cp in &mut p.checkpoints {
+                    cp.scores.retain(|s| kinds.contains(&s.kind.name()));
+                }
+            }
+            c
+        })
+        .collect()
 }
 
 /// A cell's `kept_at_compressions` over the probes of `kinds` only (each probe has one kind: the sum of the
@@ -401,6 +495,7 @@ fn header(first: &str) -> Vec<String> {
 
 /// Per kind (every probe kind, then all): the counts and whether the kind is gradable offline.
 pub fn kinds_table(c: &GraderCheck) -> Table {
+    let g = Gradability { kinds: c.by_kind_strategy.clone() };
     let mut h = header("kind");
     h.push("gradable offline".into());
     let mut rows: Vec<Vec<String>> = c
@@ -409,7 +504,7 @@ pub fn kinds_table(c: &GraderCheck) -> Table {
         .map(|(k, a)| {
             let mut row = vec![k.clone()];
             row.extend(agreement_cells(a));
-            row.push(a.why_not().map_or_else(|| "yes".into(), |w| format!("no: {w}")));
+            row.push(g.why_not(k).map_or_else(|| "yes".into(), |w| format!("no: {w}")));
             row
         })
         .collect();
@@ -417,6 +512,61 @@ pub fn kinds_table(c: &GraderCheck) -> Table {
     all.extend(agreement_cells(&c.all));
     all.push("–".into());
     rows.push(all);
+    Table { header: h, rows }
+}
+
+/// Per kind × strategy: the counts, whether the pair passes, and what the labels and the grader each say
+/// the strategy keeps (the share of labelled pairs answerable, and kept), so that a difference between two
+/// strategies can be read in the labels beside the grader's.
+pub fn kind_strategy_table(c: &GraderCheck) -> Table {
+    let mut h = header("kind × strategy");
+    h.extend(["passes".into(), "answerable (labels)".into(), "kept (grader)".into()]);
+    let mut rows = Vec::new();
+    for (kind, strategies) in &c.by_kind_strategy {
+        for (strategy, a) in strategies {
+            let mut row = vec![format!("{kind} × {strategy}")];
+            row.extend(agreement_cells(a));
+            row.push(a.why_not().map_or_else(|| "yes".into(), |w| format!("no: {w}")));
+            row.push(rate(share(a.answerable, a.pairs), a.answerable, a.pairs));
+            row.push(rate(share(a.kept, a.pairs), a.kept, a.pairs));
+            rows.push(row);
+        }
+    }
+    Table { header: h, rows }
+}
+
+/// Per kind, for each two labelled strategies: the difference in what they keep, by the labels and by the
+/// grader (percentage points, first − second), and whether the difference may be drawn (both pass).
+pub fn differences_table(c: &GraderCheck) -> Table {
+    let h = vec![
+        "kind".to_string(),
+        "strategies".into(),
+        "Δ answerable, labels (pp)".into(),
+        "Δ kept, grader (pp)".into(),
+        "drawn".into(),
+    ];
+    let mut rows = Vec::new();
+    for (kind, strategies) in &c.by_kind_strategy {
+        let list: Vec<(&String, &Agreement)> = strategies.iter().collect();
+        for (i, (s1, a1)) in list.iter().enumerate() {
+            for (s2, a2) in &list[i + 1..] {
+                let diff = |n1: usize, n2: usize| match (share(n1, a1.pairs), share(n2, a2.pairs)) {
+                    (Some(x), Some(y)) => {
+                        crate::metrics::percentage_points(x - y, None, crate::metrics::PointsStyle::TABLE)
+                    }
+                    _ => "–".into(),
+                };
+                let drawn = if a1.gradable() && a2.gradable() { "yes" } else { "no: a strategy does not pass" };
+                rows.push(vec![
+                    kind.clone(),
+                    format!("{s1} − {s2}"),
+                    diff(a1.answerable, a2.answerable),
+                    diff(a1.kept, a2.kept),
+                    drawn.into(),
+                ]);
+            }
+        }
+    }
     Table { header: h, rows }
 }
 
@@ -455,7 +605,7 @@ fn unused_list(items: &[Unused]) -> String {
 pub fn markdown(labels: &Labels) -> String {
     let mut md = String::new();
     let rule = format!(
-        "A kind is *gradable offline* when the grader agrees with the labels on at least {} of at least {MIN_PAIRS} labelled pairs",
+        "A kind is *gradable offline* when, for every strategy with labels of that kind, the grader agrees with that strategy's labels on at least {} of at least {MIN_PAIRS} labelled pairs",
         percent(Some(Share::Fraction(AGREEMENT_FLOOR)), PercentStyle::PROSE_WHOLE)
     );
     match labels {
@@ -463,30 +613,43 @@ pub fn markdown(labels: &Labels) -> String {
         Labels::Missing(path) => {
             let _ = write!(
                 md,
-                "## Grader against human labels\n\nNo labels file at `{}` yet: the grader is not checked against human labels, and every probe kind is taken as gradable. {rule}.\n\n",
+                "## Grader against labels\n\nNo labels file at `{}` yet: the grader is not checked against labels, and every probe kind is taken as gradable. {rule}.\n\n",
                 path.display()
             );
         }
         Labels::Invalid { path, error } => {
             let _ = write!(
                 md,
-                "## Grader against human labels\n\nThe labels file `{}` could not be read ({error}): the grader is not checked against human labels, and every probe kind is taken as gradable. {rule}.\n\n",
+                "## Grader against labels\n\nThe labels file `{}` could not be read ({error}): the grader is not checked against labels, and every probe kind is taken as gradable. {rule}.\n\n",
                 path.display()
             );
         }
         Labels::Checked(c) => {
-            let g = Gradability { kinds: c.by_kind.clone() };
+            let g = Gradability { kinds: c.by_kind_strategy.clone() };
             let _ = write!(
                 md,
-                "## Grader against human labels\n\nThe grader's verdict (`retained` in the cells: the history keeps the probe's fact) at each compression of a strategy's default point, against human labels of whether that history answers the probe (`answerable`): {} labels in `{}` (made for `{}`), {} pairs used. *Agreement*: share of pairs where the grader's verdict equals the label; *precision*: of the pairs the grader kept, the share labelled answerable; *recall*: of the pairs labelled answerable, the share the grader kept (counts in brackets; `harness/docs/metrics.md`). {rule}; the others are marked *{NOT_GRADABLE}* in *At the compression points, by probe kind*, which draws no conclusion from them and pools its `all` row over the gradable kinds only. Gradable offline: {}.\n\n",
+                "## Grader against labels\n\nThe grader's verdict (`retained` in the cells: the history keeps the probe's fact) at each compression of a strategy's default point, against labels of whether that history answers the probe (`answerable`): {} labels in `{}` (made for `{}`; {}), {} pairs used. *Agreement*: share of pairs where the grader's verdict equals the label; *precision*: of the pairs the grader kept, the share labelled answerable; *recall*: of the pairs labelled answerable, the share the grader kept (counts in brackets; `harness/docs/metrics.md`). {rule}; the others are marked *{NOT_GRADABLE}* in *At the compression points, by probe kind*, which draws no conclusion from them, and every other probe figure of the report (early-only retention, kept at compressions, the claims, `results/conversations.*`, `points.*`) pools the gradable kinds only (`results/probes.csv` keeps every kind's rows). Gradable offline: {}.\n\n",
                 c.labels,
                 c.path.display(),
                 c.dataset,
+                c.method.as_deref().unwrap_or("the file does not say how they were made"),
                 c.all.pairs,
                 g.gradable_list()
             );
             md.push_str(&kinds_table(c).markdown());
             md.push_str("\n\n");
+            let kind_strategy = kind_strategy_table(c);
+            if !kind_strategy.rows.is_empty() {
+                md.push_str("Per kind × strategy (*answerable*: share of the strategy's labelled pairs the labels call answerable; *kept*: the share the grader keeps):\n\n");
+                md.push_str(&kind_strategy.markdown());
+                md.push_str("\n\n");
+                let differences = differences_table(c);
+                if !differences.rows.is_empty() {
+                    md.push_str("Differences between strategies on a kind, by the labels and by the grader; a difference is drawn only where both strategies pass:\n\n");
+                    md.push_str(&differences.markdown());
+                    md.push_str("\n\n");
+                }
+            }
             if !c.by_strategy.is_empty() {
                 md.push_str(&strategies_table(c).markdown());
                 md.push_str("\n\n");
@@ -511,21 +674,21 @@ pub fn markdown(labels: &Labels) -> String {
 
 /// The main page's line, or `None` where the run names no labels file.
 pub fn main_line(labels: &Labels, probes_page: &str) -> Option<String> {
-    let anchor = format!("[{probes_page}]({probes_page}#grader-against-human-labels)");
+    let anchor = format!("[{probes_page}]({probes_page}#grader-against-labels)");
     match labels {
         Labels::Unset => None,
         Labels::Missing(path) => Some(format!(
-            "Grader against human labels ({anchor}): no labels file at `{}` yet; the grader is unchecked and every probe kind is taken as gradable.",
+            "Grader against labels ({anchor}): no labels file at `{}` yet; the grader is unchecked and every probe kind is taken as gradable.",
             path.display()
         )),
         Labels::Invalid { path, .. } => Some(format!(
-            "Grader against human labels ({anchor}): the labels file `{}` could not be read; the grader is unchecked and every probe kind is taken as gradable.",
+            "Grader against labels ({anchor}): the labels file `{}` could not be read; the grader is unchecked and every probe kind is taken as gradable.",
             path.display()
         )),
         Labels::Checked(c) => {
-            let g = Gradability { kinds: c.by_kind.clone() };
+            let g = Gradability { kinds: c.by_kind_strategy.clone() };
             Some(format!(
-                "Grader against human labels ({anchor}): agreement {} over {} labelled pairs; gradable offline (agreement ≥ {} over ≥ {MIN_PAIRS} pairs): {} of {} kinds ({}); kept at compressions per kind and over all kinds counts those only; {} stale labels.",
+                "Grader against labels ({anchor}): agreement {} over {} labelled pairs; gradable offline (agreement ≥ {} over ≥ {MIN_PAIRS} pairs for every labelled strategy): {} of {} kinds ({}); every probe figure of this report (early-only retention, kept at compressions, the claims) pools those kinds only; {} stale labels.",
                 rate(c.all.agreement(), c.all.agree, c.all.pairs),
                 c.all.pairs,
                 percent(Some(Share::Fraction(AGREEMENT_FLOOR)), PercentStyle::PROSE_WHOLE),
@@ -556,15 +719,24 @@ mod tests {
         assert_eq!(a.precision(), Some(0.75));
         assert_eq!(a.recall(), Some(0.6));
         assert!(!a.gradable());
-        assert_eq!(a.why_not().as_deref(), Some("agreement below 90 %"));
+        assert_eq!(a.why_not().as_deref(), Some("10 labelled pairs, fewer than 20"));
         let mut b = Agreement::default();
-        for _ in 0..9 {
+        for _ in 0..MIN_PAIRS - 1 {
             b.add(true, true);
         }
         assert_eq!(b.agreement(), Some(1.0));
-        assert!(!b.gradable(), "9 pairs are too few");
+        assert!(!b.gradable(), "{} pairs are too few", MIN_PAIRS - 1);
         b.add(false, false);
         assert!(b.gradable());
+        // A kind is gradable only where every labelled strategy passes.
+        let kinds = BTreeMap::from([(
+            "artifact".to_string(),
+            BTreeMap::from([("gemini".to_string(), b), ("recorded".to_string(), a)]),
+        )]);
+        let g = Gradability { kinds };
+        assert!(!g.is_gradable("artifact"));
+        assert!(g.why_not("artifact").is_some_and(|w| w.starts_with("recorded: ")), "{:?}", g.why_not("artifact"));
+        assert!(!g.is_gradable("decision"), "no labels, not gradable");
         assert_eq!(Agreement::default().precision(), None);
     }
 

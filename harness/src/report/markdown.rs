@@ -43,26 +43,32 @@ pub(super) struct Pages {
     pub probes: String,
 }
 
+/// The cells a report's figures read ([`grader_check::scored_cells`]: the gradable kinds' scores), every
+/// cell as stored (for the grader's check and the per-kind table, which show every kind), and the labels'
+/// verdict.
+#[derive(Clone, Copy)]
+pub(super) struct Scored<'a> {
+    pub cells: &'a [CellResult],
+    pub all_cells: &'a [CellResult],
+    pub labels: &'a grader_check::Labels,
+}
+
 /// Every page of the report.
 pub(super) fn pages(
     run_dir: &Path,
     plan: &Plan,
-    cells: &[CellResult],
+    scored: Scored,
     scopes: &[aggregate::ScopeFigures],
     claims: &[claims::Claim],
     plots: &PlotList,
     options: PageOptions,
 ) -> Pages {
     let wide = options.wide;
+    let (cells, labels) = (scored.cells, scored.labels);
     let summaries = summarize(plan, cells);
-    let labels = grader_check::check(plan, cells);
-    let mut main = main_page(plan, cells, &summaries, scopes, claims, &labels, options);
+    let mut main = main_page(plan, cells, &summaries, scopes, claims, labels, options);
     plots_section(&mut main, run_dir, plots);
-    Pages {
-        main,
-        details: details_page(plan, cells, &summaries, scopes, wide),
-        probes: probes_page(plan, cells, &labels),
-    }
+    Pages { main, details: details_page(plan, cells, &summaries, scopes, wide), probes: probes_page(plan, scored) }
 }
 
 /// `report.md` up to its plots: one page of what matters, with a line per page next to it saying what that
@@ -89,7 +95,7 @@ fn main_page(
         md,
         "- [{DETAILS}]({DETAILS}): every configuration point (slices and the probe figures per kind included), the headline per source, the paired comparisons per source, the sources under the reference point, the findings, the corpus and the configuration."
     );
-    let grader = if matches!(labels, grader_check::Labels::Unset) { "" } else { ", the grader against human labels" };
+    let grader = if matches!(labels, grader_check::Labels::Unset) { "" } else { ", the grader against labels" };
     let _ = writeln!(
         md,
         "- [{PROBES}]({PROBES}): the probe figures of every point, the paired probe comparisons{grader}, what each strategy keeps at the compression points by probe kind, and the breakdowns by source, kind, origin and compression ordinal."
@@ -149,7 +155,8 @@ fn details_page(
 
 /// `probes.md`: the probe figures of every point, what each strategy keeps at the compression points by
 /// kind, then the breakdowns.
-fn probes_page(plan: &Plan, cells: &[CellResult], labels: &grader_check::Labels) -> String {
+fn probes_page(plan: &Plan, scored: Scored) -> String {
+    let (cells, labels) = (scored.cells, scored.labels);
     let mut md = String::new();
     let _ = writeln!(md, "# compactbench report: {}, probes\n", plan.name);
     let _ = writeln!(
@@ -164,7 +171,7 @@ fn probes_page(plan: &Plan, cells: &[CellResult], labels: &grader_check::Labels)
     };
     md.push_str(&figures);
     md.push_str(&grader_check::markdown(labels));
-    kinds_section(&mut md, plan, cells, labels.gradability().as_ref());
+    kinds_section(&mut md, plan, scored.all_cells, labels.gradability().as_ref());
     md.push_str(&super::kept_by::markdown(plan, cells));
     md.push_str(&breakdowns);
     md
@@ -324,7 +331,7 @@ fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: O
             };
             let _ = write!(
                 md,
-                " Kinds on which the grader disagrees with the human labels (*Grader against human labels* above) are marked *{}* and no difference is drawn from them; {all}.",
+                " Kinds on which the grader disagrees with the labels (*Grader against labels* above) are marked *{}* and no difference is drawn from them; {all}.",
                 grader_check::NOT_GRADABLE,
             );
         }
@@ -432,7 +439,15 @@ mod tests {
         let plan = plan_of("configs/default.toml");
         let key = (1..=plan.points.len()).map(|i| (i, format!("point {i}"), 0.9, 0.4)).collect();
         let plots = PlotList { pareto_key: key, ..Default::default() };
-        let pages = pages(Path::new("/run"), &plan, &[], &[], &[], &plots, PageOptions::default());
+        let pages = pages(
+            Path::new("/run"),
+            &plan,
+            Scored { cells: &[], all_cells: &[], labels: &grader_check::Labels::Unset },
+            &[],
+            &[],
+            &plots,
+            PageOptions::default(),
+        );
         let sections: Vec<&str> = pages.main.lines().filter_map(|l| l.strip_prefix("## ")).collect();
         let order: Vec<usize> = sections
             .iter()

@@ -159,7 +159,10 @@ pub fn build_with_progress(
     let mut stage = |name: String, done_share: f64| progress(&Stage { name, done_share });
     stage("reading cells".into(), 0.0);
     let plan = store::load_plan(run_dir)?;
-    let cells = store::collect(run_dir, &plan);
+    let all_cells = store::collect(run_dir, &plan);
+    // Every probe figure pools the kinds the grader is trusted on; the probe rows and the grader's own check
+    // read every kind.
+    let (labels, cells) = grader_check::scored_cells(&plan, &all_cells);
     stage(format!("figures of {} cells by scope", cells.len()), 0.01);
     let scopes = aggregate::scope_figures(&plan, &cells);
     stage("results files".into(), 0.25);
@@ -168,7 +171,7 @@ pub fn build_with_progress(
     let results = run_dir.join("results");
     aggregate::write_frames(&mut frames, &results)
         .map_err(|source| ReportError::Results { path: results.clone(), source })?;
-    probe_section::write_probe_rows(&plan, &cells, &results)
+    probe_section::write_probe_rows(&plan, &all_cells, &results)
         .map_err(|source| ReportError::Results { path: results.join("probes.csv"), source })?;
     let rework = rework::read(&plan, &cells);
     if let Some(reading) = &rework {
@@ -183,7 +186,8 @@ pub fn build_with_progress(
     let plots = draw_plots(&plan, &cells, &run_dir.join("plots"));
     stage(format!("pages: {}, {}, {}", markdown::MAIN, markdown::DETAILS, markdown::PROBES), 0.51);
     let options = markdown::PageOptions { wide, compactions_page: rework.is_some() };
-    let md = markdown::pages(run_dir, &plan, &cells, &scopes, &claims, &plots, options);
+    let scored = markdown::Scored { cells: &cells, all_cells: &all_cells, labels: &labels };
+    let md = markdown::pages(run_dir, &plan, scored, &scopes, &claims, &plots, options);
     let after = rework.as_ref().map(|reading| rework::markdown(&plan, reading));
     let mut pages = Vec::new();
     let mut written =

@@ -5,7 +5,7 @@
 //! report's claims are ([`super::claims::judge`]). With `replay.compress_at = "recorded"` every strategy
 //! compresses at the agent's own points, so these pairs are the same compactions on both sides.
 //!
-//! Where the run's grader is checked against human labels ([`super::grader_check`]), a kind it is not
+//! Where the run's grader is checked against labels ([`super::grader_check`]), a kind it is not
 //! trusted on is marked *not gradable offline* and no difference is drawn from it, and the `all` rows pool
 //! the gradable kinds only (named in the row).
 
@@ -85,7 +85,7 @@ fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
 }
 
 /// The table, or `None` when no point scored probes at a compression. With `gradable` (the run's grader
-/// checked against human labels), kinds it is not trusted on draw no difference and `all` pools the others.
+/// checked against labels), kinds it is not trusted on draw no difference and `all` pools the others.
 pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) -> Option<Table> {
     let m = KEPT_FIGURE.metric();
     let points: Vec<&ConfigPoint> = default_points(plan)

@@ -304,6 +304,9 @@ async fn run_cell(
         probe_set.extend(derived);
         excluded.extend(lints);
     }
+    if !pc.kinds.is_empty() {
+        probe_set.retain(|p| pc.kinds.contains(&p.kind));
+    }
     let mut model_for = |role: &str, spec: Option<&String>| {
         let spec = spec?;
         models.get(spec).map(watched).map_err(|e| errors.push(format!("{role} `{spec}`: {e}"))).ok()

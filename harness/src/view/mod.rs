@@ -76,7 +76,9 @@ fn load_run(dir: &Path) -> Result<LoadedRun, ViewError> {
     let stored = store::load_cells(dir, &plan);
     // Relative to the run directory: the page holds no path of its own run.
     let problems = stored.problems(Path::new(""), LISTED_PROBLEMS);
-    Ok(LoadedRun { dir: dir.to_path_buf(), plan, cells: stored.cells, problems })
+    // The page's probe figures pool the kinds the run's grader is trusted on, as its report does.
+    let cells = crate::report::grader_check::scored_cells(&plan, &stored.cells).1;
+    Ok(LoadedRun { dir: dir.to_path_buf(), plan, cells, problems })
 }
 
 /// Writes the page of `run_dir` (compared with `options.compare` when given) to `out`.

@@ -1,4 +1,4 @@
-//! The grader against human labels (`report::grader_check`): a small synthetic run (one shipped
+//! The grader against labels (`report::grader_check`): a small synthetic run (one shipped
 //! conversation, hand-written probes, a compression of each strategy) and a labels file, checked number by
 //! number and through the report's pages.
 
@@ -10,9 +10,9 @@ use compactbench::report::{self, grader_check};
 use compactbench::sweep::config::SweepConfig;
 use std::path::Path;
 
-/// Recall probes `r0`…`r11` and decision probes `d0`…`d11`; the grader keeps the first six of each at the
+/// Recall probes `r0`…`r23` and decision probes `d0`…`d23`; the grader keeps the first twelve of each at the
 /// reference's compression, and `r0` at the baseline's.
-const PER_KIND: usize = 12;
+const PER_KIND: usize = 24;
 
 fn question(id: &str) -> String {
     format!("What did the session settle in {id}?")
@@ -121,28 +121,38 @@ fn label(
 ) -> serde_json::Value {
     let c = &plan.conversations[0];
     serde_json::json!({"source": c.source, "conversation": c.id, "probe": probe, "strategy": strategy,
-        "ordinal": ordinal, "question_sha256": grader_check::question_digest(&question(probe)), "answerable": answerable})
+        "ordinal": ordinal, "question_sha256": grader_check::question_digest(&question(probe)),
+        "gold_sha256": grader_check::question_digest(&format!("answer {probe}")), "answerable": answerable})
 }
 
-/// The labels: every recall probe at the reference's compression as the grader has it (12 of 12); the
-/// decision probes with 2 false positives and 1 false negative (9 of 12: 75 %); `r0` at the baseline's;
-/// then a label whose question changed, one of a probe that is gone and one of a compression that never was.
+/// The labels: every recall probe at the reference's and at the baseline's compression as the grader has it
+/// (24 of 24 each); the reference's decision probes with 2 false positives and 1 false negative (21 of 24:
+/// 87.5 %), none of the baseline's; then a label whose question changed, one whose gold changed, one whose
+/// gold was not recorded, one of a probe that is gone and one of a compression that never was.
 fn write_labels(dir: &Path, plan: &compactbench::data::Plan) -> (String, String) {
     let reference = plan.points[0].strategy.kind().to_string();
     let baseline = plan.points[1].strategy.kind().to_string();
+    let half = PER_KIND / 2;
     let mut labels = Vec::new();
     for i in 0..PER_KIND {
-        labels.push(label(plan, &format!("r{i}"), &reference, 1, i < PER_KIND / 2));
-        // Kept d0–d5: d4 and d5 are not answerable; dropped d6–d11: d6 is.
-        labels.push(label(plan, &format!("d{i}"), &reference, 1, i < 4 || i == 6));
+        labels.push(label(plan, &format!("r{i}"), &reference, 1, i < half));
+        // Kept d0–d11: d10 and d11 are not answerable; dropped d12–d23: d12 is.
+        labels.push(label(plan, &format!("d{i}"), &reference, 1, i < half - 2 || i == half));
+        labels.push(label(plan, &format!("r{i}"), &baseline, 1, i == 0));
     }
-    labels.push(label(plan, "r0", &baseline, 1, true));
     let mut changed = label(plan, "r1", &baseline, 1, true);
     changed["question_sha256"] = serde_json::json!(grader_check::question_digest("an older wording"));
     labels.push(changed);
+    let mut gold = label(plan, "r3", &baseline, 1, true);
+    gold["gold_sha256"] = serde_json::json!(grader_check::question_digest("an older gold"));
+    labels.push(gold);
+    let mut unrecorded = label(plan, "r4", &baseline, 1, true);
+    unrecorded["gold_sha256"] = serde_json::json!(grader_check::UNRECORDED_GOLD);
+    labels.push(unrecorded);
     labels.push(label(plan, "gone", &baseline, 1, true));
     labels.push(label(plan, "r2", &reference, 2, true));
-    let file = serde_json::json!({"format": grader_check::LABELS_FORMAT, "dataset": plan.name, "labels": labels});
+    let file = serde_json::json!({"format": grader_check::LABELS_FORMAT, "dataset": plan.name,
+        "method": "made up for this test", "labels": labels});
     std::fs::write(dir.join("labels.json"), file.to_string()).unwrap();
     (reference, baseline)
 }
@@ -154,28 +164,51 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     assert_eq!(grader_check::check(&plan, &cells), grader_check::Labels::Missing(tmp.path().join("labels.json")));
     let (reference, baseline) = write_labels(tmp.path(), &plan);
     let grader_check::Labels::Checked(c) = grader_check::check(&plan, &cells) else { panic!("labels not read") };
-    assert_eq!(c.labels, 2 * PER_KIND + 4);
+    assert_eq!(c.labels, 3 * PER_KIND + 5);
+    assert_eq!(c.method.as_deref(), Some("made up for this test"));
     let recall = c.by_kind["recall"];
-    assert_eq!((recall.pairs, recall.agree, recall.kept, recall.answerable, recall.kept_answerable), (13, 13, 7, 7, 7));
-    assert!(recall.gradable());
+    assert_eq!(
+        (recall.pairs, recall.agree, recall.kept, recall.answerable, recall.kept_answerable),
+        (48, 48, 13, 13, 13)
+    );
     let decision = c.by_kind["decision"];
-    assert_eq!((decision.pairs, decision.agree), (12, 9));
-    assert_eq!(decision.agreement(), Some(0.75));
-    assert_eq!(decision.precision(), Some(4.0 / 6.0), "kept d0–d5, of them d0–d3 answerable");
-    assert_eq!(decision.recall(), Some(0.8), "answerable d0–d3 and d6, the grader kept d0–d3");
+    assert_eq!((decision.pairs, decision.agree), (24, 21));
+    assert_eq!(decision.agreement(), Some(0.875));
+    assert_eq!(decision.precision(), Some(10.0 / 12.0), "kept d0–d11, of them d0–d9 answerable");
+    assert_eq!(decision.recall(), Some(10.0 / 11.0), "answerable d0–d9 and d12, the grader kept d0–d9");
     assert!(!decision.gradable());
     assert_eq!(c.by_kind["artifact"].pairs, 0);
     assert_eq!(c.by_strategy[&reference].pairs, 2 * PER_KIND);
-    assert_eq!(c.by_strategy[&baseline].pairs, 1);
-    assert_eq!((c.all.pairs, c.all.agree, c.all.kept, c.all.answerable, c.all.kept_answerable), (25, 22, 13, 12, 11));
+    assert_eq!(c.by_strategy[&baseline].pairs, PER_KIND);
+    assert_eq!(c.by_kind_strategy["recall"][&baseline].pairs, PER_KIND);
+    assert!(!c.by_kind_strategy["decision"].contains_key(&baseline));
+    assert_eq!((c.all.pairs, c.all.agree, c.all.kept, c.all.answerable, c.all.kept_answerable), (72, 69, 25, 24, 23));
     let stale: Vec<(&str, &str)> = c.stale.iter().map(|u| (u.id.as_str(), u.reason.as_str())).collect();
-    assert_eq!(stale.len(), 2, "{stale:?}");
+    assert_eq!(stale.len(), 4, "{stale:?}");
     assert!(stale[0].0.contains("/r1@") && stale[0].1.contains("question changed"), "{stale:?}");
-    assert!(stale[1].0.contains("/gone@") && stale[1].1.contains("no longer exists"), "{stale:?}");
+    assert!(stale[1].0.contains("/r3@") && stale[1].1.contains("gold changed"), "{stale:?}");
+    assert!(stale[2].0.contains("/r4@") && stale[2].1.contains("not recorded"), "{stale:?}");
+    assert!(stale[3].0.contains("/gone@") && stale[3].1.contains("no longer exists"), "{stale:?}");
     assert_eq!(c.unmatched.len(), 1, "{:?}", c.unmatched);
     assert!(c.unmatched[0].id.ends_with(&format!("/r2@{reference}#2")), "{:?}", c.unmatched);
     let g = grader_check::gradable_kinds(&plan, &cells).unwrap();
     assert_eq!(g.gradable(), ["recall"]);
+    // Decision fails on the reference (87.5 %) and has no labels on the baseline: both reasons are given.
+    let why = g.why_not("decision").unwrap();
+    assert!(
+        why.contains(&format!("{baseline}: 0 labelled pairs"))
+            && why.contains(&format!("{reference}: agreement below")),
+        "{why}"
+    );
+
+    // Every other probe figure reads the gradable kinds only.
+    let (_, scored) = grader_check::scored_cells(&plan, &cells);
+    let kinds: std::collections::BTreeSet<&str> = scored
+        .iter()
+        .flat_map(|c| c.probes.iter().flat_map(|p| &p.checkpoints).flat_map(|k| &k.scores))
+        .map(|s| s.kind.name())
+        .collect();
+    assert_eq!(kinds.into_iter().collect::<Vec<_>>(), ["recall"]);
 
     // The per-kind table draws no difference from the decision probes and pools `all` over recall only.
     let t = report::probe_kinds::table(&plan, &cells, Some(&g)).unwrap();
@@ -188,7 +221,7 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     }
     let all: Vec<&Vec<String>> = t.rows.iter().filter(|r| r[2].starts_with("all")).collect();
     assert!(all.iter().all(|r| r[2] == "all gradable (recall)"), "{all:?}");
-    // Each row carries its own number of pairs: the reference 12 recall pairs, the baseline as many.
+    // Each row carries its own number of pairs: the reference 24 recall pairs, the baseline as many.
     assert!(all.iter().all(|r| r[4].ends_with(&format!("(n={PER_KIND})"))), "{all:?}");
     let recall_reference = t.rows.iter().find(|r| r[1] == reference && r[2] == "recall").unwrap();
     assert!(recall_reference[4].starts_with("50.0% "), "{recall_reference:?}");
@@ -205,21 +238,27 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     }
     report::build(&run, false).unwrap();
     let probes = std::fs::read_to_string(run.join(report::PROBES)).unwrap();
-    let section = &probes[probes.find("## Grader against human labels").expect("the section")..];
+    let section = &probes[probes.find("## Grader against labels").expect("the section")..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let no_decision = format!("no: {baseline}: 0 labelled pairs, fewer than 20; {reference}: agreement below 90 %");
+    let no_artifact =
+        format!("no: {baseline}: 0 labelled pairs, fewer than 20; {reference}: 0 labelled pairs, fewer than 20");
     for row in [
-        "| decision | 12 | 75.0% (9/12) | 66.7% (4/6) | 80.0% (4/5) | no: agreement below 90 % |",
-        "| recall | 13 | 100.0% (13/13) | 100.0% (7/7) | 100.0% (7/7) | yes |",
-        "| artifact | 0 | – | – | – | no: 0 labelled pairs, fewer than 10 |",
-        "| all | 25 | 88.0% (22/25) | 84.6% (11/13) | 91.7% (11/12) | – |",
+        format!("| decision | 24 | 87.5% (21/24) | 83.3% (10/12) | 90.9% (10/11) | {no_decision} |"),
+        "| recall | 48 | 100.0% (48/48) | 100.0% (13/13) | 100.0% (13/13) | yes |".to_string(),
+        format!("| artifact | 0 | – | – | – | {no_artifact} |"),
+        "| all | 72 | 95.8% (69/72) | 92.0% (23/25) | 95.8% (23/24) | – |".to_string(),
+        format!("| decision × {reference} | 24 | 87.5% (21/24) | 83.3% (10/12) | 90.9% (10/11) | no: agreement below 90 % | 45.8% (11/24) | 50.0% (12/24) |"),
+        format!("| recall | {baseline} − {reference} | -45.8 | -45.8 | yes |"),
     ] {
         let squeezed: String =
             section.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n");
-        assert!(squeezed.contains(row), "{row} not in {section}");
+        assert!(squeezed.contains(&row), "{row} not in {section}");
     }
-    assert!(section.contains("Stale labels") && section.contains("2: "), "{section}");
+    assert!(section.contains("made up for this test"), "{section}");
+    assert!(section.contains("Stale labels") && section.contains("4: "), "{section}");
     assert!(probes.contains(&format!("decision ({})", grader_check::NOT_GRADABLE)), "{probes}");
     let main = std::fs::read_to_string(run.join(report::MAIN)).unwrap();
-    let line = main.lines().find(|l| l.starts_with("Grader against human labels")).expect("the main page's line");
-    assert!(line.contains("1 of 5 kinds (recall)") && line.contains("2 stale labels"), "{line}");
+    let line = main.lines().find(|l| l.starts_with("Grader against labels")).expect("the main page's line");
+    assert!(line.contains("1 of 5 kinds (recall)") && line.contains("4 stale labels"), "{line}");
 }
