@@ -60,6 +60,36 @@ pub fn home_path(path: &Path) -> Option<PathBuf> {
     Some(PathBuf::from(std::env::var_os("HOME")?).join(rest))
 }
 
+/// `text` with every home directory (`/Users/<name>`, `/home/<name>`) shown as `~`: what a report or a
+/// listing shows of a session may be published, and a user name is nobody else's business.
+pub fn home_as_tilde(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    // A home directory starts a path: at the start of the text or after a character no path holds.
+    let starts_path = |text: &str, i: usize| {
+        text[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '(' | '[' | '=' | ':' | ','))
+    };
+    let find = |text: &str, home: &str| text.match_indices(home).map(|(i, _)| i).find(|&i| starts_path(text, i));
+    while let Some(at) = ["/Users/", "/home/"].iter().filter_map(|h| find(rest, h).map(|i| (i, h.len()))).min() {
+        let (i, len) = at;
+        let name_end = rest[i + len..]
+            .find(|c: char| c == '/' || c.is_whitespace() || matches!(c, '`' | '\'' | '"' | ')' | ']' | ','))
+            .map_or(rest.len(), |e| i + len + e);
+        out.push_str(&rest[..i]);
+        if name_end > i + len {
+            out.push('~');
+        } else {
+            out.push_str(&rest[i..name_end]);
+        }
+        rest = &rest[name_end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `bytes` unchanged, or decompressed when they start with the gzip magic bytes.
 pub fn gunzip_if_gzip(bytes: Vec<u8>, file: &str) -> Result<Vec<u8>, DatasetError> {
     if !bytes.starts_with(&GZIP_MAGIC) {
@@ -387,4 +417,19 @@ pub struct RawFile {
     /// The name it was imported under (relative to the source's root).
     pub name: String,
     pub result: Result<CachedImport, DatasetError>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::home_as_tilde;
+
+    #[test]
+    fn home_directories_are_shown_as_tilde_and_nothing_else_is() {
+        assert_eq!(home_as_tilde("/Users/alex/.claude/plans/x.md"), "~/.claude/plans/x.md");
+        assert_eq!(home_as_tilde("edited `/home/dev/ws/a.go` and /Users/me"), "edited `~/ws/a.go` and ~");
+        // A directory named `home` inside a project is no home directory.
+        assert_eq!(home_as_tilde("/Users/x/repo/home/agent-skills.nix"), "~/repo/home/agent-skills.nix");
+        assert_eq!(home_as_tilde("nix/home/packages.nix"), "nix/home/packages.nix");
+        assert_eq!(home_as_tilde("no paths here"), "no paths here");
+    }
 }

@@ -373,21 +373,13 @@ fn column_rank(role: Option<Role>) -> u8 {
 
 /// `text` on one line, at most [`SHOWN_CHARS`] characters (an ellipsis where it was cut).
 pub fn shorten(text: &str) -> String {
-    let flat: String = home_as_tilde(&text.split_whitespace().collect::<Vec<_>>().join(" "));
+    let flat: String = datasets::raw::home_as_tilde(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if flat.chars().count() <= SHOWN_CHARS {
         return flat;
     }
     let mut out: String = flat.chars().take(SHOWN_CHARS - 1).collect();
     out.push('…');
     out
-}
-
-/// A text with every home directory (`/Users/<name>`, `/home/<name>`) shown as `~`: a listing may be pasted
-/// into an issue or a README, and a user name is nobody else's business.
-pub fn home_as_tilde(text: &str) -> String {
-    static HOME: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(?:/Users|/home)/[^/\s`'\x22]+").expect("valid regex"));
-    HOME.replace_all(text, "~").into_owned()
 }
 
 /// Reads a finished audit run: every planned session, its compactions and what each strategy kept there.

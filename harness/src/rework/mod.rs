@@ -276,8 +276,14 @@ fn shown_path(file: &str, cwd: Option<&str>) -> String {
     if !file.starts_with('/') && !file.starts_with('~') {
         return file.to_string();
     }
-    let parts: Vec<&str> = file.rsplit('/').take(2).collect();
-    format!("…/{}", parts.into_iter().rev().collect::<Vec<_>>().join("/"))
+    // Outside the working directory: the last two components, after the home directory, which is shown as
+    // `~` (a file directly in it would otherwise show its owner's user name).
+    let file = crate::datasets::raw::home_as_tilde(file);
+    let parts: Vec<&str> = file.rsplit('/').take(3).collect();
+    if parts.len() < 3 || parts[2] == "~" {
+        return file;
+    }
+    format!("…/{}/{}", parts[1], parts[0])
 }
 
 /// The rework after each of the conversation's recorded compactions (none when it records none).
@@ -598,6 +604,10 @@ mod tests {
             r.files.iter().map(|f| (f.file.as_str(), f.named, f.reread, f.reads_before, f.edits_before)).collect();
         assert_eq!(files, [("src/lex.rs", Some(false), true, 1, 0), ("src/parse.rs", Some(true), true, 1, 1)]);
         assert_eq!(shown_path("/home/me/other/x/y.rs", Some("/r")), "…/x/y.rs");
+        // Regression (#46): a file directly in a home directory showed its owner's user name.
+        assert_eq!(shown_path("/Users/alex/notes.md", Some("/r")), "~/notes.md");
+        assert_eq!(shown_path("/Users/alex/.claude/plan.md", Some("/r")), "~/.claude/plan.md");
+        assert_eq!(shown_path("/opt/tools/bin/run.sh", Some("/r")), "…/bin/run.sh");
     }
 
     #[test]

@@ -127,14 +127,7 @@ fn the_agent_of_each_directory_is_recognised_from_its_files() {
 /// (19), and the files each summary names of those changed before it agree with the script's pooled share.
 #[test]
 fn audit_of_the_shared_claude_code_sessions_lists_every_compaction() {
-    let raw = shared_dir().join("datasets-raw/claude-code-long");
-    if !raw.is_dir() {
-        eprintln!(
-            "\n!!!!!!!! SKIPPED audit on {}: missing; this test checks nothing without it !!!!!!!!\n",
-            raw.display()
-        );
-        return;
-    }
+    let Some(raw) = super::support::shared_or_skip("datasets-raw/claude-code-long", "audit") else { return };
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let out = audit(&repo(), &[raw.to_str().unwrap(), "--json", "--quiet", "--out", run.to_str().unwrap()]);

@@ -92,13 +92,7 @@ fn pct((a, b): (u64, u64)) -> f64 {
 }
 
 fn check(corpus: &str, config: &str) {
-    let raw = shared_dir().join("datasets-raw").join(corpus);
-    if !raw.is_dir() {
-        eprintln!(
-            "\n!!!!!!!! SKIPPED edit_recall on {corpus}: {} is missing (../shared beside the checkout, or \
-             $COMPACTBENCH_SHARED); this test checks nothing without it !!!!!!!!\n",
-            raw.display()
-        );
+    if super::support::shared_or_skip(&format!("datasets-raw/{corpus}"), "edit_recall").is_none() {
         return;
     }
     let (start, previous, compactions) = independent(corpus);

@@ -3,7 +3,7 @@
 //! makes it unmeasurable (dead gold, gold in its question, gold over 8 words, known at start), and the
 //! uncompressed history (what `none` sends) keeps every one of them.
 
-use super::support::{repo, shared_dir};
+use super::support::repo;
 use compactbench::datasets;
 use compactbench::probes::{grade, grader::Grader, lint, load_probes};
 use compactbench::sweep::config::SweepConfig;
@@ -11,12 +11,7 @@ use compactbench::sweep::config::SweepConfig;
 #[test]
 fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history() {
     let root = repo();
-    let raw = shared_dir().join("datasets-raw/claude-code-long");
-    if !raw.exists() {
-        eprintln!(
-            "\n!!!!!!!! SKIPPED hand-written probes: {} is missing (../shared beside the checkout)\n",
-            raw.display()
-        );
+    if super::support::shared_or_skip("datasets-raw/claude-code-long", "hand-written probes").is_none() {
         return;
     }
     let config = SweepConfig::load(&root.join("configs/long-sessions.toml")).unwrap();

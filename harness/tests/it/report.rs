@@ -495,3 +495,87 @@ fn the_long_session_report_shows_what_happened_after_each_compaction() {
     // The baseline replays no agent's compactions: no such page.
     assert!(!baseline().join(page).exists());
 }
+
+/// The home-directory user names the raw sessions hold (`/Users/<name>`, `/home/<name>` in their first
+/// 256 KB, where every session records its working directory).
+fn raw_session_user_names(raw: &Path) -> std::collections::BTreeSet<String> {
+    use std::io::Read;
+    let name = regex::Regex::new(r"/(?:Users|home)/([A-Za-z0-9._-]{3,})/").unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    let mut stack = vec![raw.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let file = p.to_string_lossy().to_string();
+            if !(file.ends_with(".jsonl.gz") || file.ends_with(".jsonl")) {
+                continue;
+            }
+            let mut head = Vec::new();
+            let reader = std::fs::File::open(&p).unwrap();
+            if file.ends_with(".gz") {
+                let _ = flate2::read::MultiGzDecoder::new(reader).take(256 << 10).read_to_end(&mut head);
+            } else {
+                let _ = reader.take(256 << 10).read_to_end(&mut head);
+            }
+            let text = String::from_utf8_lossy(&head);
+            // Accounts of containers and CI machines (`/home/test`, `/home/runner`) name no person, and as
+            // words they are also directory names of projects.
+            const ACCOUNTS: &[&str] =
+                &["test", "user", "runner", "root", "ubuntu", "admin", "dev", "node", "app", "work"];
+            names.extend(
+                name.captures_iter(&text).map(|c| c[1].to_string()).filter(|n| !ACCOUNTS.contains(&n.as_str())),
+            );
+        }
+    }
+    names
+}
+
+/// Nothing private leaves the raw sessions (#46): no committed report of them, and no page describing them,
+/// shows the home-directory user name of anyone who recorded a session (`/Users/<name>/…`, or `…/<name>/x`
+/// as a shortened path showed a file directly in a home directory).
+#[test]
+fn no_committed_report_shows_a_user_name_from_the_raw_sessions() {
+    let Some(raw) = super::support::shared_or_skip("datasets-raw", "privacy of the committed reports") else {
+        return;
+    };
+    let names = raw_session_user_names(&raw);
+    assert!(!names.is_empty(), "no home directory found in the raw sessions: the check would check nothing");
+    let mut files =
+        vec![repo().join("README.md"), repo().join("datasets/README.md"), repo().join("datasets/SOURCES.md")];
+    let mut stack: Vec<std::path::PathBuf> =
+        ["reports/long-sessions", "reports/long-sessions-policy", "reports/agent-sessions", "datasets/labels"]
+            .iter()
+            .map(|d| repo().join(d))
+            .collect();
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let leaf = p.file_name().unwrap().to_string_lossy().to_string();
+            // Never committed (`.gitignore`): the cells and pages that hold the sessions' text.
+            if leaf == "cells" || leaf == "view.html" || leaf == "run.lock" {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).to_string();
+        for n in &names {
+            for shown in [format!("/Users/{n}"), format!("/home/{n}"), format!("…/{n}/")] {
+                if text.contains(&shown) {
+                    found.push(format!("{}: {shown}", f.strip_prefix(repo()).unwrap_or(f).display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "user names of the raw sessions in committed files: {found:?}");
+}

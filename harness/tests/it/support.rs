@@ -16,6 +16,20 @@ pub fn shared_dir() -> PathBuf {
     }
 }
 
+/// A directory of `../shared` a real-session test reads, or `None` (the test then checks nothing, and says so
+/// on stderr) where it is missing. With `COMPACTBENCH_REQUIRE_SHARED=1` (CI sets it) a missing directory fails
+/// the test instead: a skipped test there would pass without checking anything.
+pub fn shared_or_skip(rel: &str, test: &str) -> Option<PathBuf> {
+    let dir = shared_dir().join(rel);
+    if dir.exists() {
+        return Some(dir);
+    }
+    let required = std::env::var("COMPACTBENCH_REQUIRE_SHARED").is_ok_and(|v| v == "1");
+    assert!(!required, "{test}: {} is missing and COMPACTBENCH_REQUIRE_SHARED=1", dir.display());
+    eprintln!("\n!!!!!!!! SKIPPED {test}: {} is missing (../shared beside the checkout, or $COMPACTBENCH_SHARED); this test checks nothing without it !!!!!!!!\n", dir.display());
+    None
+}
+
 /// Copies a directory tree (a run directory, to change a copy of it).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
