@@ -16,7 +16,7 @@ use crate::history::{self, Content};
 use crate::json::{self, Value};
 use crate::{LanguageModel, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 /// Sections used when a summarization request names none (the pre-template v0 prompt).
@@ -313,22 +313,45 @@ fn select(units: &[Unit], n_contents: usize, budget: usize, covered: &mut BTreeS
     // Best first; ties to the later unit (later turns supersede earlier ones).
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
     order.truncate(CANDIDATES);
+    // Each candidate's terms not yet covered (counted with repeats), kept up to date as terms get covered:
+    // where each term occurs among the candidates, and how often, so that choosing a unit updates only the
+    // candidates sharing its terms instead of recounting every candidate's terms at every step.
+    let mut uncovered: Vec<usize> = Vec::with_capacity(order.len());
+    let mut postings: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+    for (k, &(_, i)) in order.iter().enumerate() {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for w in units[i].terms.iter().filter(|w| !covered.contains(*w)) {
+            *counts.entry(w.as_str()).or_default() += 1;
+        }
+        uncovered.push(counts.values().sum());
+        for (w, n) in counts {
+            postings.entry(w).or_default().push((k, n));
+        }
+    }
+    let mut taken = vec![false; order.len()];
     let mut chosen = Vec::new();
     let mut used = 0;
     loop {
         let best = order
             .iter()
-            .filter(|(_, i)| !chosen.contains(i) && used + units[*i].text.len() <= budget)
-            .map(|&(s, i)| {
-                let t = &units[i].terms;
-                let novel = t.iter().filter(|w| !covered.contains(*w)).count() as f64 / t.len().max(1) as f64;
-                (s * novel, i)
+            .enumerate()
+            .filter(|&(k, &(_, i))| !taken[k] && used + units[i].text.len() <= budget)
+            .map(|(k, &(s, i))| {
+                let novel = uncovered[k] as f64 / units[i].terms.len().max(1) as f64;
+                (s * novel, i, k)
             })
-            .filter(|(v, _)| *v > 0.0)
+            .filter(|(v, _, _)| *v > 0.0)
             .max_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let Some((_, i)) = best else { break };
+        let Some((_, i, k)) = best else { break };
         used += units[i].text.len();
-        covered.extend(units[i].terms.iter().cloned());
+        taken[k] = true;
+        for w in &units[i].terms {
+            if covered.insert(w.clone()) {
+                for &(other, n) in postings.get(w.as_str()).map(Vec::as_slice).unwrap_or_default() {
+                    uncovered[other] -= n;
+                }
+            }
+        }
         chosen.push(i);
     }
     chosen.sort_unstable();

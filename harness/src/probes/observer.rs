@@ -89,7 +89,7 @@ pub struct ProbeObserver {
     probes: Vec<Probe>,
     /// The grading rule for this session, and each probe compiled against it (same order as `probes`).
     grader: Arc<Grader>,
-    matchers: Vec<Matcher>,
+    matchers: Arc<Vec<Matcher>>,
     /// The grader came from the caller (the session's working directory and files), not from the recording.
     grader_given: bool,
     answerer: Option<Arc<dyn LanguageModel>>,
@@ -97,7 +97,7 @@ pub struct ProbeObserver {
     options: ProbeOptions,
     results: ProbeResults,
     /// What the recording says about each probe (absent: early-only and at-risk are not scored).
-    recording: Option<figures::RecordingIndex>,
+    recording: Option<Arc<figures::RecordingIndex>>,
     /// The recorded history (kept only when next actions are asked for).
     recorded: Option<Vec<Content>>,
     compressions: u32,
@@ -118,7 +118,7 @@ impl ProbeObserver {
             ..Default::default()
         };
         let grader = Arc::new(Grader::new(&[], None, &probes));
-        let matchers = probes.iter().map(|p| grader.matcher(p)).collect();
+        let matchers = Arc::new(probes.iter().map(|p| grader.matcher(p)).collect());
         ProbeObserver {
             conversation: conversation.into(),
             probes,
@@ -139,9 +139,25 @@ impl ProbeObserver {
     /// Grades with the session's grader ([`Grader::of_conversation`]: its working directory and files);
     /// call before [`Self::with_recording`]. Without it the grader knows the files of the recording only.
     pub fn with_grader(mut self, grader: Grader) -> Self {
-        self.matchers = self.probes.iter().map(|p| grader.matcher(p)).collect();
+        self.matchers = Arc::new(self.probes.iter().map(|p| grader.matcher(p)).collect());
         self.grader = Arc::new(grader);
         self.grader_given = true;
+        self
+    }
+
+    /// The session's grader, the probes compiled against it (same order as the probes) and the recording's
+    /// index, prepared once for every cell of a conversation (`sweep::runner`): [`Self::with_grader`] and
+    /// [`Self::with_recording`]'s index, not made again. The recording is still needed for next actions.
+    pub fn with_prepared(
+        mut self,
+        grader: Arc<Grader>,
+        matchers: Arc<Vec<Matcher>>,
+        recording: Arc<figures::RecordingIndex>,
+    ) -> Self {
+        self.grader = grader;
+        self.matchers = matchers;
+        self.grader_given = true;
+        self.recording = Some(recording);
         self
     }
 
@@ -149,10 +165,13 @@ impl ProbeObserver {
     pub fn with_recording(mut self, recorded: &[Content]) -> Self {
         if !self.grader_given {
             let grader = Grader::new(recorded, None, &self.probes);
-            self.matchers = self.probes.iter().map(|p| grader.matcher(p)).collect();
+            self.matchers = Arc::new(self.probes.iter().map(|p| grader.matcher(p)).collect());
             self.grader = Arc::new(grader);
         }
-        self.recording = Some(figures::RecordingIndex::new(recorded, &self.probes, &self.grader, &self.matchers));
+        if self.recording.is_none() {
+            let index = figures::RecordingIndex::new(recorded, &self.probes, &self.grader, &self.matchers);
+            self.recording = Some(Arc::new(index));
+        }
         if self.options.next_action {
             self.recorded = Some(recorded.to_vec());
         }

@@ -165,6 +165,7 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
     let conversations: BTreeMap<String, PlannedConversation> =
         plan.conversations.iter().map(|c| (c.id.clone(), c.clone())).collect();
     let semaphore = Arc::new(tokio::sync::Semaphore::new(config.concurrency));
+    let prepared = Arc::new(PreparedProbes::default());
     let mut tasks = tokio::task::JoinSet::new();
     for (cell, reason) in todo {
         let point = points[&cell.point].clone();
@@ -177,6 +178,7 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         let probes_config = plan.probes.clone();
         let plan_digest = plan_digest.clone();
         let counter = counter.clone();
+        let prepared = Arc::clone(&prepared);
         tasks.spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let transient = Arc::new(AtomicBool::new(false));
@@ -191,7 +193,7 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
                 &base_dir,
                 &replay_settings,
                 (&models, &transient),
-                probes_config.as_ref(),
+                probes_config.as_ref().map(|pc| (pc, prepared.as_ref())),
             )
             .await;
             let failed = result.error.is_some();
@@ -257,7 +259,7 @@ async fn run_cell(
     base_dir: &Path,
     settings: &ReplaySettings,
     (models, transient): (&Models, &Arc<AtomicBool>),
-    probes: Option<&ProbesConfig>,
+    probes: Option<(&ProbesConfig, &PreparedProbes)>,
 ) -> (ConversationResult, Option<ProbeResults>) {
     let watched = |m: Arc<dyn LanguageModel>| -> Arc<dyn LanguageModel> {
         Arc::new(Watched { inner: m, transient: Arc::clone(transient) })
@@ -282,50 +284,30 @@ async fn run_cell(
         None => Arc::new(Unavailable("this strategy calls no model".into())),
     };
     let input = conversation.replay_input(&cell.conversation);
-    let Some(pc) = probes.filter(|p| p.enabled) else {
+    let Some((pc, prepared)) = probes.filter(|(p, _)| p.enabled) else {
         let result = replay::replay_spec(input, &point.strategy, settings, llm.as_ref(), &mut replay::NoObserver).await;
         return (result, None);
     };
-    let dir = if pc.dir.is_absolute() { pc.dir.clone() } else { base_dir.join(&pc.dir) };
-    let mut errors = Vec::new();
-    let loaded = crate::probes::load_scored_probes(
-        &dir,
-        &conversation.meta.source,
-        &conversation.meta.id,
-        &pc.sources,
-        &conversation,
-    );
-    let (mut probe_set, mut excluded) = loaded.unwrap_or_else(|e| {
-        errors.push(e.to_string());
-        (Vec::new(), Vec::new())
-    });
-    if pc.derive_auto {
-        let (derived, lints) = crate::probes::derived_auto_probes(&dir, &conversation, &pc.sources, &probe_set);
-        probe_set.extend(derived);
-        excluded.extend(lints);
-    }
-    if !pc.kinds.is_empty() {
-        probe_set.retain(|p| pc.kinds.contains(&p.kind));
-    }
+    let ready = prepared.of(&base_dir.join(&conv.path), || prepare_probes(pc, base_dir, &conversation));
+    let mut errors = ready.errors.clone();
     let mut model_for = |role: &str, spec: Option<&String>| {
         let spec = spec?;
         models.get(spec).map(watched).map_err(|e| errors.push(format!("{role} `{spec}`: {e}"))).ok()
     };
     let answerer = model_for("answerer", point.probe_answerer.as_ref().or(pc.answerer.as_ref()));
     let judge = model_for("judge", pc.judge.as_ref());
-    let grader = crate::probes::grader::Grader::of_conversation(&conversation, &probe_set);
     let mut observer = ProbeObserver::new(
         &conversation.meta.id,
-        probe_set,
+        ready.probes.clone(),
         answerer,
         judge,
         ProbeOptions::of(pc, point.probe_answers_at_end_only),
     )
-    .with_grader(grader)
+    .with_prepared(Arc::clone(&ready.grader), Arc::clone(&ready.matchers), Arc::clone(&ready.recording))
     .with_recording(&conversation.history);
     let result = replay::replay_spec(input, &point.strategy, settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();
-    probe_results.excluded = excluded;
+    probe_results.excluded = ready.excluded.clone();
     // Only strategies that write summaries can obey a planted instruction.
     if pc.injection && point.summarizer.is_some() && !point.probe_no_injection {
         probe_results.injection = injection_check(cell, point, &conversation, settings, llm.as_ref()).await;
@@ -334,6 +316,77 @@ async fn run_cell(
         probe_results.error = Some(errors.join("; "));
     }
     (result, Some(probe_results))
+}
+
+/// What every cell of one conversation scores alike, prepared once per run ([`prepare_probes`]): every point
+/// replays the same recorded Contents against the same probes, so the probes (loaded and linted), the
+/// session's grader, each probe compiled against it, and what the recording says about each probe (the
+/// grader run over every recorded Content) are the same in all of them.
+#[derive(Default)]
+pub struct PreparedProbes {
+    by_conversation: std::sync::Mutex<BTreeMap<PathBuf, Arc<ConversationProbes>>>,
+}
+
+/// One conversation's [`PreparedProbes`].
+pub struct ConversationProbes {
+    probes: Vec<crate::probes::Probe>,
+    excluded: Vec<crate::data::Lint>,
+    /// Probe files that could not be read.
+    errors: Vec<String>,
+    grader: Arc<crate::probes::grader::Grader>,
+    matchers: Arc<Vec<crate::probes::grader::Matcher>>,
+    recording: Arc<crate::probes::figures::RecordingIndex>,
+}
+
+impl PreparedProbes {
+    /// The conversation's prepared probes (its file's path is the key: a run reads each file unchanged), made
+    /// by `make` the first time. Two cells of a conversation that start together may both make them: the
+    /// result is the same, and the first stored is kept.
+    fn of(&self, conversation: &Path, make: impl FnOnce() -> ConversationProbes) -> Arc<ConversationProbes> {
+        if let Some(hit) = self.by_conversation.lock().expect("prepared probes").get(conversation) {
+            return Arc::clone(hit);
+        }
+        let made = Arc::new(make());
+        let mut map = self.by_conversation.lock().expect("prepared probes");
+        Arc::clone(map.entry(conversation.to_path_buf()).or_insert(made))
+    }
+}
+
+/// The probes a conversation's cells score: stored and linted, then derived in memory where the config asks,
+/// of the kinds it names; the session's grader and matchers; the recording's index.
+fn prepare_probes(pc: &ProbesConfig, base_dir: &Path, conversation: &Conversation) -> ConversationProbes {
+    let dir = if pc.dir.is_absolute() { pc.dir.clone() } else { base_dir.join(&pc.dir) };
+    let mut errors = Vec::new();
+    let loaded = crate::probes::load_scored_probes(
+        &dir,
+        &conversation.meta.source,
+        &conversation.meta.id,
+        &pc.sources,
+        conversation,
+    );
+    let (mut probe_set, mut excluded) = loaded.unwrap_or_else(|e| {
+        errors.push(e.to_string());
+        (Vec::new(), Vec::new())
+    });
+    if pc.derive_auto {
+        let (derived, lints) = crate::probes::derived_auto_probes(&dir, conversation, &pc.sources, &probe_set);
+        probe_set.extend(derived);
+        excluded.extend(lints);
+    }
+    if !pc.kinds.is_empty() {
+        probe_set.retain(|p| pc.kinds.contains(&p.kind));
+    }
+    let grader = crate::probes::grader::Grader::of_conversation(conversation, &probe_set);
+    let matchers: Vec<_> = probe_set.iter().map(|p| grader.matcher(p)).collect();
+    let recording = crate::probes::figures::RecordingIndex::new(&conversation.history, &probe_set, &grader, &matchers);
+    ConversationProbes {
+        probes: probe_set,
+        excluded,
+        errors,
+        grader: Arc::new(grader),
+        matchers: Arc::new(matchers),
+        recording: Arc::new(recording),
+    }
 }
 
 /// What a merge did.
