@@ -501,35 +501,24 @@ fn the_long_session_report_shows_what_happened_after_each_compaction() {
 fn raw_session_user_names(raw: &Path) -> std::collections::BTreeSet<String> {
     use std::io::Read;
     let name = regex::Regex::new(r"/(?:Users|home)/([A-Za-z0-9._-]{3,})/").unwrap();
+    // Accounts of containers and CI machines (`/home/test`, `/home/runner`) name no person, and as words they
+    // are also directory names of projects.
+    const ACCOUNTS: &[&str] = &["test", "user", "runner", "root", "ubuntu", "admin", "dev", "node", "app", "work"];
     let mut names = std::collections::BTreeSet::new();
-    let mut stack = vec![raw.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let file = p.to_string_lossy().to_string();
-            if !(file.ends_with(".jsonl.gz") || file.ends_with(".jsonl")) {
-                continue;
-            }
-            let mut head = Vec::new();
-            let reader = std::fs::File::open(&p).unwrap();
-            if file.ends_with(".gz") {
-                let _ = flate2::read::MultiGzDecoder::new(reader).take(256 << 10).read_to_end(&mut head);
-            } else {
-                let _ = reader.take(256 << 10).read_to_end(&mut head);
-            }
-            let text = String::from_utf8_lossy(&head);
-            // Accounts of containers and CI machines (`/home/test`, `/home/runner`) name no person, and as
-            // words they are also directory names of projects.
-            const ACCOUNTS: &[&str] =
-                &["test", "user", "runner", "root", "ubuntu", "admin", "dev", "node", "app", "work"];
-            names.extend(
-                name.captures_iter(&text).map(|c| c[1].to_string()).filter(|n| !ACCOUNTS.contains(&n.as_str())),
-            );
+    for p in super::support::walk(raw, |_| false) {
+        let file = p.to_string_lossy().to_string();
+        if !(file.ends_with(".jsonl.gz") || file.ends_with(".jsonl")) {
+            continue;
         }
+        let mut head = Vec::new();
+        let reader = std::fs::File::open(&p).unwrap();
+        if file.ends_with(".gz") {
+            let _ = flate2::read::MultiGzDecoder::new(reader).take(256 << 10).read_to_end(&mut head);
+        } else {
+            let _ = reader.take(256 << 10).read_to_end(&mut head);
+        }
+        let text = String::from_utf8_lossy(&head);
+        names.extend(name.captures_iter(&text).map(|c| c[1].to_string()).filter(|n| !ACCOUNTS.contains(&n.as_str())));
     }
     names
 }
@@ -546,25 +535,10 @@ fn no_committed_report_shows_a_user_name_from_the_raw_sessions() {
     assert!(!names.is_empty(), "no home directory found in the raw sessions: the check would check nothing");
     let mut files =
         vec![repo().join("README.md"), repo().join("datasets/README.md"), repo().join("datasets/SOURCES.md")];
-    let mut stack: Vec<std::path::PathBuf> =
-        ["reports/long-sessions", "reports/long-sessions-policy", "reports/agent-sessions", "datasets/labels"]
-            .iter()
-            .map(|d| repo().join(d))
-            .collect();
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            let leaf = p.file_name().unwrap().to_string_lossy().to_string();
-            // Never committed (`.gitignore`): the cells and pages that hold the sessions' text.
-            if leaf == "cells" || leaf == "view.html" || leaf == "run.lock" {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files.push(p);
-            }
-        }
+    // Never committed (`.gitignore`): the cells and pages that hold the sessions' text.
+    let uncommitted = |p: &Path| p.file_name().is_some_and(|n| n == "cells" || n == "view.html" || n == "run.lock");
+    for dir in ["reports/long-sessions", "reports/long-sessions-policy", "reports/agent-sessions", "datasets/labels"] {
+        files.extend(super::support::walk(&repo().join(dir), uncommitted));
     }
     let mut found = Vec::new();
     for f in &files {

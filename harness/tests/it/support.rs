@@ -116,6 +116,26 @@ pub fn sweep(
     (plan, summary)
 }
 
+/// Every file under `dir`, in no set order, not descending into (nor listing) what `skip` names.
+pub fn walk(dir: &Path, skip: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if skip(&p) {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// Every file under `dir` with a digest of its bytes (readable when an assertion fails).
 pub fn files(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
