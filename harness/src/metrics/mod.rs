@@ -180,6 +180,37 @@ pub fn recorded_request_quantiles<'a>(
     (quantiles(before), quantiles(after))
 }
 
+/// The size model checked out of sample: for each conversation with at least four requests before the agent's
+/// first compaction that have a recorded count, the slope of recorded over replayed growth (through the first
+/// request, as `token_scale = "recorded"` fits it) is fitted on the first half of those requests and predicts
+/// the second half; `(n, p10, median, p90)` of predicted / recorded over the second halves, or `None` where
+/// no conversation has four. Where the replay's own scale and fixed part were fitted on the same requests
+/// (`"recorded"`), [`recorded_request_quantiles`]'s *before* figures hold by construction; these do not.
+pub fn recorded_request_holdout<'a>(cells: impl Iterator<Item = &'a CellResult>) -> Option<Quantiles> {
+    quantiles(cells.flat_map(|c| holdout_ratios(&c.result.recorded_request_pairs().0)).collect())
+}
+
+/// One conversation's out-of-sample ratios ([`recorded_request_holdout`]) from its (replayed, recorded) pairs
+/// before the agent's first compaction: none with fewer than four pairs or no growth in the first half.
+pub fn holdout_ratios(pairs: &[(u64, u64)]) -> Vec<f64> {
+    if pairs.len() < 4 {
+        return Vec::new();
+    }
+    let half = pairs.len() / 2;
+    let (x0, y0) = (pairs[0].0 as f64, pairs[0].1 as f64);
+    let (mut num, mut den) = (0.0, 0.0);
+    for &(x, y) in &pairs[1..half] {
+        let (dx, dy) = (x as f64 - x0, y as f64 - y0);
+        num += dx * dy;
+        den += dx * dx;
+    }
+    if den <= 0.0 {
+        return Vec::new();
+    }
+    let slope = num / den;
+    pairs[half..].iter().map(|&(x, y)| (y0 + slope * (x as f64 - x0)) / y as f64).collect()
+}
+
 fn count(r: &ConversationResult, status: CompressionStatus) -> f64 {
     r.events.iter().filter(|e| e.status == status).count() as f64
 }

@@ -72,6 +72,23 @@ fn recorded_usage_finding(plan: &Plan, cells: &[CellResult]) -> Option<String> {
         mine.len(),
         spread(median, p10, p90)
     );
+    // Fitted on these very requests (the scale, and the fixed part on the first of them), the figures before
+    // the compaction hold by construction; the size model is checked on requests it was not fitted on.
+    let fitted = plan.replay.token_scale == crate::replay::TokenScale::Recorded
+        || plan.replay.overhead == crate::replay::OverheadSource::Recorded;
+    if fitted {
+        let _ = write!(
+            line,
+            " (in sample: the token scale and fixed part are fitted on these requests, so this holds by construction)"
+        );
+        if let Some((n, p10, median, p90)) = metrics::recorded_request_holdout(mine.iter().copied()) {
+            let _ = write!(
+                line,
+                "; out of sample, the scale fitted on each conversation's first half of them predicts the second half at {} over {n} requests",
+                spread(median, p10, p90)
+            );
+        }
+    }
     if let (Some((n, p10, median, p90)), Some(Role::Recorded)) = (after, point.strategy.role()) {
         let _ = write!(line, "; after its compactions {} over {n} requests", spread(median, p10, p90));
     }
@@ -85,7 +102,8 @@ fn recorded_usage_finding(plan: &Plan, cells: &[CellResult]) -> Option<String> {
         .filter_map(|c| c.result.recorded_request_pairs().0.first().map(|&(x, y)| x as f64 / y as f64))
         .collect();
     if let Some(r) = range(first, 3) {
-        let _ = write!(line, "; each conversation's first request {r} of its recorded size");
+        let construction = if fitted { " (by construction: the fixed part is fitted on it)" } else { "" };
+        let _ = write!(line, "; each conversation's first request {r} of its recorded size{construction}");
     }
     let fixed: Vec<f64> = mine.iter().filter_map(|c| c.result.recorded_overhead_tokens.map(|t| t as f64)).collect();
     if let Some(r) = range(fixed, 0) {
