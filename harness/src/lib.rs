@@ -1,7 +1,7 @@
 //! compactbench: evaluate and benchmark LLM chat-history compression ("compaction") as coding agents do it.
 //!
 //! The workspace follows the pipeline, one crate per concern:
-//! - `compactbench-core`: [`json`] and [`history`] (the data model), [`tokens`] and [`models`], [`compress`]
+//! - `compactbench-core`: [`json`] and [`history`] (the data model), [`tokens`] and [`model_tables`], [`compress`]
 //!   (the reference port and its variants), the model interface, [`replay`] and [`inspect`];
 //! - `compactbench-datasets`: [`datasets`] (importers and the shipped corpus);
 //! - `compactbench-llm`: [`llm`] (backends behind one trait with a record/replay cache);

@@ -2,7 +2,7 @@
 //! can embed the faithful port of Gemini CLI's chat compression on its own.
 //!
 //! Along the pipeline: [`json`] and [`history`] (the data model: JSON with JavaScript semantics, Gemini
-//! `Content[]` helpers), [`tokens`] and [`models`] (counting and model tables), [`compress`] (the port of
+//! `Content[]` helpers), [`tokens`] and [`model_tables`] (counting and model tables), [`compress`] (the port of
 //! `ChatCompressionService` and its historical variants), [`llm`] (the one model interface the compressor
 //! calls), [`replay`] (strategies and the turn-by-turn replay) and [`inspect`] (one compression, explained).
 //! Most of it is functions over data, with no network (models are reached through the [`llm`] trait, which the caller

@@ -82,7 +82,7 @@ pub struct LabelsFile {
     pub labels: Vec<Label>,
 }
 
-/// The first [`DIGEST_DIGITS`] hex digits of the SHA-256 of a question.
+/// The first 12 hex digits (`DIGEST_DIGITS`) of the SHA-256 of a question.
 pub fn question_digest(question: &str) -> String {
     hex::encode(Sha256::digest(question.as_bytes()))[..DIGEST_DIGITS].to_string()
 }

@@ -318,7 +318,7 @@ async fn run_cell(
     (result, Some(probe_results))
 }
 
-/// What every cell of one conversation scores alike, prepared once per run ([`prepare_probes`]): every point
+/// What every cell of one conversation scores alike, prepared once per run (`prepare_probes`): every point
 /// replays the same recorded Contents against the same probes, so the probes (loaded and linted), the
 /// session's grader, each probe compiled against it, and what the recording says about each probe (the
 /// grader run over every recorded Content) are the same in all of them.
