@@ -293,6 +293,35 @@ pub fn cache_requests(
     out
 }
 
+/// One row per API response: Claude Code writes one response with several parallel tool calls as one request
+/// per call, each repeating the response's usage, so a request whose recorded share equals the one just
+/// before it in the same conversation repeats that response and is left out (`(conversation, request)`
+/// pairs in order). Each kept request comes with the recorded share of the response before it in the same
+/// conversation (the trivial predictor's guess), where there is one.
+pub fn one_per_response<'a>(
+    requests: impl IntoIterator<Item = (&'a str, CacheRequest)>,
+) -> (Vec<CacheRequest>, Vec<Option<f64>>) {
+    let (mut kept, mut previous) = (Vec::new(), Vec::new());
+    let mut last: Option<(&str, CacheRequest)> = None;
+    let mut last_kept: Option<(&str, f64)> = None;
+    for (conversation, r) in requests {
+        let repeat = last.is_some_and(|(c, prev)| {
+            c == conversation && prev.request + 1 == r.request && prev.recorded.to_bits() == r.recorded.to_bits()
+        });
+        if !repeat {
+            previous.push(last_kept.filter(|(c, _)| *c == conversation).map(|(_, share)| share));
+            kept.push(r);
+            last_kept = Some((conversation, r.recorded));
+        }
+        last = Some((conversation, r));
+    }
+    (kept, previous)
+}
+
+/// Recorded cached shares under this make a request *hard*: the provider served much less than a full
+/// prefix (an expired cache, a prefix not yet written), where a constant near 1 would be wrong.
+pub const HARD_REQUEST_SHARE: f64 = 0.90;
+
 /// The cache model against the recorded usage over a corpus's requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CacheCheck {
@@ -306,15 +335,29 @@ pub struct CacheCheck {
     /// The same median over the first requests after compactions, and their number.
     pub after_compaction_median_abs_error: Option<f64>,
     pub after_compaction_requests: usize,
+    /// The same median over the hard requests ([`HARD_REQUEST_SHARE`]), and their number.
+    pub hard_median_abs_error: Option<f64>,
+    pub hard_requests: usize,
+    /// The trivial predictor (each request's share is the previous request's recorded one) scored alike:
+    /// median |error| over all requests (that have a previous one) and over the hard ones.
+    pub trivial_median_abs_error: Option<f64>,
+    pub trivial_hard_median_abs_error: Option<f64>,
 }
 
 /// How far the cache model may be from the recording on the median request and still count as agreeing.
 pub const CACHE_AGREEMENT_PP: f64 = 0.10;
 
-pub fn cache_check(requests: &[CacheRequest]) -> CacheCheck {
-    let errors: Vec<f64> = requests.iter().map(|r| (r.predicted - r.recorded).abs()).collect();
-    let after: Vec<f64> =
-        requests.iter().filter(|r| r.after_compaction).map(|r| (r.predicted - r.recorded).abs()).collect();
+/// The check over a corpus's requests (one per API response: [`one_per_response`]). The trivial predictor
+/// needs the previous request of the same conversation: `previous[i]` is the recorded share of the request
+/// before `requests[i]`, where there is one.
+pub fn cache_check(requests: &[CacheRequest], previous: &[Option<f64>]) -> CacheCheck {
+    let error = |r: &CacheRequest| (r.predicted - r.recorded).abs();
+    let errors: Vec<f64> = requests.iter().map(error).collect();
+    let after: Vec<f64> = requests.iter().filter(|r| r.after_compaction).map(error).collect();
+    let hard = |r: &CacheRequest| r.recorded < HARD_REQUEST_SHARE;
+    let hard_errors: Vec<f64> = requests.iter().filter(|r| hard(r)).map(error).collect();
+    let trivial: Vec<(bool, f64)> =
+        requests.iter().zip(previous).filter_map(|(r, p)| p.map(|p| (hard(r), (p - r.recorded).abs()))).collect();
     CacheCheck {
         requests: requests.len(),
         median_abs_error: median(errors.clone()),
@@ -322,6 +365,10 @@ pub fn cache_check(requests: &[CacheRequest]) -> CacheCheck {
         within_10pp: ratio(errors.iter().filter(|e| **e <= CACHE_AGREEMENT_PP).count() as f64, errors.len() as f64),
         after_compaction_requests: after.len(),
         after_compaction_median_abs_error: median(after),
+        hard_requests: hard_errors.len(),
+        hard_median_abs_error: median(hard_errors),
+        trivial_median_abs_error: median(trivial.iter().map(|t| t.1).collect()),
+        trivial_hard_median_abs_error: median(trivial.iter().filter(|t| t.0).map(|t| t.1).collect()),
     }
 }
 
@@ -387,6 +434,26 @@ mod tests {
         assert_eq!(compaction_cost(&none_saved, &price).unwrap().break_even_requests, None);
     }
 
+    /// Parallel tool calls repeat one API response's usage: each response counts once, and the trivial
+    /// predictor guesses the previous response's share, within the same conversation only.
+    #[test]
+    fn a_response_counts_once_and_the_trivial_predictor_reads_the_previous_response() {
+        let r = |request, recorded| CacheRequest { request, predicted: 0.95, recorded, after_compaction: false };
+        let rows = [("a", r(1, 0.5)), ("a", r(2, 0.5)), ("a", r(3, 0.97)), ("b", r(1, 0.97)), ("b", r(3, 0.97))];
+        let (kept, previous) = one_per_response(rows);
+        assert_eq!(
+            kept.iter().map(|k| (k.request, k.recorded)).collect::<Vec<_>>(),
+            [(1, 0.5), (3, 0.97), (1, 0.97), (3, 0.97)]
+        );
+        assert_eq!(previous, [None, Some(0.5), None, Some(0.97)]);
+        let c = cache_check(&kept, &previous);
+        assert_eq!((c.requests, c.hard_requests), (4, 1));
+        assert!((c.hard_median_abs_error.unwrap() - 0.45).abs() < 1e-12);
+        // Trivial errors: |0.5 − 0.97| and |0.97 − 0.97|.
+        assert!((c.trivial_median_abs_error.unwrap() - 0.235).abs() < 1e-12);
+        assert_eq!(c.trivial_hard_median_abs_error, None, "the hard request has no previous response");
+    }
+
     #[test]
     fn the_cache_check_compares_requests_both_sides_measure_and_skips_the_first() {
         let q = cache_requests(
@@ -399,8 +466,11 @@ mod tests {
         assert_eq!(q.iter().map(|r| r.request).collect::<Vec<_>>(), [1, 3]);
         assert!((q[0].predicted - 0.5).abs() < 1e-12 && (q[0].recorded - 0.5).abs() < 1e-12);
         assert!(q[1].after_compaction && (q[1].predicted - 0.2).abs() < 1e-12 && (q[1].recorded - 0.5).abs() < 1e-12);
-        let c = cache_check(&q);
+        let c = cache_check(&q, &[None, None]);
         assert_eq!((c.requests, c.after_compaction_requests), (2, 1));
+        // Both requests are hard (the provider served 50 %); the trivial predictor has no previous share.
+        assert_eq!(c.hard_requests, 2);
+        assert_eq!(c.trivial_median_abs_error, None);
         assert!((c.median_abs_error.unwrap() - 0.15).abs() < 1e-12);
         assert!((c.within_10pp.unwrap() - 0.5).abs() < 1e-12);
         assert!((c.mean_error.unwrap() + 0.15).abs() < 1e-12);
