@@ -765,7 +765,7 @@ fn anchored_artifact(
     removed: &str,
     at: usize,
 ) {
-    const DOCUMENTS: &[&str] = &["md", "markdown", "txt", "rst", "adoc", "org"];
+    const DOCUMENTS: &[&str] = &["md", "mdx", "markdown", "txt", "rst", "adoc", "org"];
     let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
     let Some(anchor) = introduced(added, removed, DOCUMENTS.contains(&extension.as_str())) else { return };
     let question = match &anchor {
@@ -1032,7 +1032,10 @@ fn structured_call(
     let Some(obj) = args.as_object() else { return };
     for (key, v) in obj {
         let Some(val) = v.as_str() else { continue };
-        if val.len() < 3 || val.contains('\n') || !seen_args.insert(format!("{name}\u{0}{key}\u{0}{val}")) {
+        // An identifier (a user id, a booking code), not prose: an agent's own tools (Codex's `update_plan`
+        // with its `explanation`) take sentences, which are no fact to ask for.
+        let identifier = !val.contains(char::is_whitespace);
+        if val.len() < 3 || !identifier || !seen_args.insert(format!("{name}\u{0}{key}\u{0}{val}")) {
             continue;
         }
         let (kind, verb) =
@@ -1240,6 +1243,39 @@ mod tests {
         assert_eq!(out[4].accept, Vec::<String>::new(), "a relative path is accepted as it is");
         // A document's heading is not required of the history (its file name says what it holds).
         assert_eq!(out[2].terms, Terms::Verbatim);
+    }
+
+    /// Regression: Codex's `update_plan` matched the business-tool rule and its `explanation` sentence became a
+    /// gold; an MDX page was named by a code word instead of its heading.
+    #[test]
+    fn prose_arguments_and_mdx_pages_are_asked_as_facts() {
+        let (mut out, mut paths, mut args) = (Vec::new(), BTreeSet::new(), BTreeSet::new());
+        let call = |name: &str, a: serde_json::Value, out: &mut Vec<Candidate>, p: &mut _, g: &mut _| {
+            structured_call(name, &a, 1, out, p, g, &None)
+        };
+        call(
+            "update_plan",
+            serde_json::json!({"explanation": "rebase the branch first"}),
+            &mut out,
+            &mut paths,
+            &mut args,
+        );
+        call("update_reservation", serde_json::json!({"reservation_id": "ZFA04Y"}), &mut out, &mut paths, &mut args);
+        call(
+            "Write",
+            serde_json::json!({"file_path": "docs/graders.mdx", "content": "## Composite Graders\n\nconst payload = 1"}),
+            &mut out,
+            &mut paths,
+            &mut args,
+        );
+        let got: Vec<(&str, &str)> = out.iter().map(|c| (c.gold.as_str(), c.question.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("ZFA04Y", "Which reservation id did the agent use when calling `update_reservation`?"),
+                ("docs/graders.mdx", "Which file did the agent create with the section \"Composite Graders\"?"),
+            ]
+        );
     }
 
     /// An anchor another file's changes also write names no single file: the probe is dropped.
