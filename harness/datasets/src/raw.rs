@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn home_directories_are_shown_as_tilde_and_nothing_else_is() {
-        assert_eq!(home_as_tilde("/Users/alex/.claude/plans/x.md"), "~/.claude/plans/x.md");
+        assert_eq!(home_as_tilde("/Users/someone/.claude/plans/x.md"), "~/.claude/plans/x.md");
         assert_eq!(home_as_tilde("edited `/home/dev/ws/a.go` and /Users/me"), "edited `~/ws/a.go` and ~");
         // A directory named `home` inside a project is no home directory.
         assert_eq!(home_as_tilde("/Users/x/repo/home/agent-skills.nix"), "~/repo/home/agent-skills.nix");

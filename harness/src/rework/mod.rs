@@ -605,8 +605,8 @@ mod tests {
         assert_eq!(files, [("src/lex.rs", Some(false), true, 1, 0), ("src/parse.rs", Some(true), true, 1, 1)]);
         assert_eq!(shown_path("/home/me/other/x/y.rs", Some("/r")), "…/x/y.rs");
         // Regression (#46): a file directly in a home directory showed its owner's user name.
-        assert_eq!(shown_path("/Users/alex/notes.md", Some("/r")), "~/notes.md");
-        assert_eq!(shown_path("/Users/alex/.claude/plan.md", Some("/r")), "~/.claude/plan.md");
+        assert_eq!(shown_path("/Users/someone/notes.md", Some("/r")), "~/notes.md");
+        assert_eq!(shown_path("/Users/someone/.claude/plan.md", Some("/r")), "~/.claude/plan.md");
         assert_eq!(shown_path("/opt/tools/bin/run.sh", Some("/r")), "…/bin/run.sh");
     }
 
