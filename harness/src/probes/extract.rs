@@ -22,12 +22,10 @@ fn cap(kind: ProbeKind) -> usize {
     match kind {
         ProbeKind::Recall => 5,
         ProbeKind::Artifact => 4,
-        ProbeKind::Decision => 2,
-        // What the agent "said it would do next" needs an anchor on what it was doing, which a sentence of
-        // its own rarely gives in words a reader can match: none are extracted (`probes generate` may
-        // write them where a model is configured).
-        ProbeKind::Continuation => 0,
-        ProbeKind::Constraint => 3,
+        // Not extracted: the deterministic forms that name a directive with its object, a decision with its
+        // whole reason, or a next step with what was being done are too rare to check against labels, and
+        // looser ones gave fragments (`probes generate` drafts them where a model is configured).
+        ProbeKind::Decision | ProbeKind::Continuation | ProbeKind::Constraint => 0,
     }
 }
 
@@ -57,9 +55,9 @@ re!(
     r"=+ ((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected)(?:, )?)+)(?: in [\d.]+s)"
 );
 re!(UNITTEST_RAN, r"Ran (\d+) tests? in [\d.]+s");
-/// Words that make a user sentence a directive, a model sentence a reason, or a plan. The `extractive`
-/// baseline must not share them (a test checks): a summarizer that copied exactly these sentences would be
-/// rewarded by construction.
+/// Words that make a user sentence a directive: never a key term of a task's gold (a summarizer that copied
+/// exactly such sentences would be rewarded by construction), and the `extractive` baseline must not share
+/// them (a test checks).
 pub const DIRECTIVE_WORDS: &[&str] =
     &["must", "don't", "do not", "never", "always", "make sure", "should not", "shouldn't", "avoid", "only"];
 
@@ -79,16 +77,28 @@ struct Candidate {
     anchor: Option<Anchor>,
 }
 
-/// A candidate's key terms ([`super::grader`]'s term rule).
-#[derive(Clone, Debug, PartialEq)]
+/// A candidate's key terms ([`super::grader`]'s term rule), besides an artifact's anchor ([`Candidate::terms`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Terms {
     /// None: the gold is graded verbatim (identifiers, numbers, errors) or as a path.
     Verbatim,
     /// The gold's own key terms ([`key_terms`]): a sentence a paraphrase may state.
     OfGold,
-    /// Given: an artifact's anchor (what the change introduced, which the history must also say), or a
-    /// directive's topic with its key words.
-    Given(Vec<String>),
+}
+
+impl Candidate {
+    /// The probe's key terms. An artifact named by a definition or identifier its change introduced carries
+    /// that name as its one term: the history must say it too (the grader requires it beside the file). A
+    /// document's name says what it is about (`2026-02-06-session-phase-review-notes.md`): a history that
+    /// names it as written answers which file holds the section, in the words of its name rather than the
+    /// heading's, so the heading is not required of the history.
+    fn terms(&self, frequency: &BTreeMap<String, usize>) -> Vec<String> {
+        match (&self.anchor, self.terms) {
+            (Some(Anchor::Definition(name) | Anchor::Identifier(name)), _) => vec![name.clone()],
+            (_, Terms::OfGold) => key_terms(&self.gold, &self.question, frequency),
+            (_, Terms::Verbatim) => Vec::new(),
+        }
+    }
 }
 
 /// Key terms a free-text gold's fact is graded by ([`super::grader`]): the gold's content words that the
@@ -278,11 +288,7 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
                 question: c.question.clone(),
                 gold: c.gold.clone(),
                 accept: c.accept.clone(),
-                terms: match &c.terms {
-                    Terms::Verbatim => Vec::new(),
-                    Terms::OfGold => key_terms(&c.gold, &c.question, &frequency),
-                    Terms::Given(terms) => terms.clone(),
-                },
+                terms: c.terms(&frequency),
                 evidence: c.evidence.clone(),
                 source: ProbeOrigin::Auto,
                 note: None,
@@ -614,7 +620,7 @@ fn strip_root(path: &str) -> Vec<String> {
 /// The files a call's Codex patches change: every `apply_patch` body among its argument strings (given to
 /// `apply_patch` or through a shell: `exec_command`, `shell`).
 pub fn patched_files(args: &serde_json::Value) -> Vec<String> {
-    argument_strings(args).into_iter().filter(|s| s.contains("*** Begin Patch")).flat_map(patch_paths).collect()
+    patch_sections(args).into_iter().map(|s| s.path).collect()
 }
 
 /// One file of a Codex patch: its path, whether the patch adds it, and the lines it adds and removes.
@@ -625,7 +631,8 @@ struct PatchSection {
     removed: String,
 }
 
-/// Every file section of the Codex patches among a call's argument strings.
+/// Every file section of the Codex patches among a call's argument strings (an `*** Add File:`, `Update
+/// File:`, `Delete File:` or `Move to:` header, and the `+`/`-` lines under it).
 fn patch_sections(args: &serde_json::Value) -> Vec<PatchSection> {
     const HEADERS: [(&str, bool); 4] = [
         ("*** Add File: ", true),
@@ -708,16 +715,15 @@ const GENERIC_NAMES: &[&str] = &[
     "false", "null", "nil",
 ];
 
-/// An identifier that names something specific: `handleGeminiNotification`, `push_sessions`,
-/// `strategy.TransitionAndLog` — mixed case inside, an underscore or a dot, and at least 6 characters.
+/// An identifier that names something specific: `handleGeminiNotification`, `push_sessions` — mixed case
+/// inside or an underscore, at least 6 characters, and not dotted: a dotted call (`assert.False`,
+/// `user.Save`) names a library's function, used in many files.
 fn specific_identifier(word: &str) -> bool {
     let inner_upper =
         word.chars().skip(1).any(|c| c.is_ascii_uppercase()) && word.chars().any(|c| c.is_ascii_lowercase());
-    // A dotted call (`assert.False`, `user.Save`) names a library's function, used in many files.
-    let joined = word.contains('_') && !word.contains('.');
     word.len() >= 6
         && !word.contains('.')
-        && (inner_upper || joined)
+        && (inner_upper || word.contains('_'))
         && !word.starts_with("__")
         && !GENERIC_NAMES.contains(&word.to_ascii_lowercase().as_str())
 }
@@ -725,7 +731,6 @@ fn specific_identifier(word: &str) -> bool {
 /// What `added` introduces that `removed` did not hold: its first new definition, else its first new
 /// Markdown heading, else its first new specific identifier.
 fn introduced(added: &str, removed: &str, document: bool) -> Option<Anchor> {
-    let old: BTreeSet<&str> = IDENTIFIER.find_iter(removed).map(|m| m.as_str()).collect();
     let old_headings: BTreeSet<String> = HEADING.captures_iter(removed).map(|m| clean_heading(&m[1])).collect();
     let heading = HEADING.captures_iter(added).map(|m| clean_heading(&m[1])).find(|h| {
         let words = h.split_whitespace().count();
@@ -745,7 +750,7 @@ fn introduced(added: &str, removed: &str, document: bool) -> Option<Anchor> {
     IDENTIFIER
         .find_iter(added)
         .map(|m| m.as_str())
-        .find(|w| specific_identifier(w) && !old.contains(w) && !removed.contains(w))
+        .find(|w| specific_identifier(w) && !removed.contains(w))
         .map(|w| Anchor::Identifier(w.to_string()))
 }
 
@@ -776,16 +781,6 @@ fn anchored_artifact(
     artifact(out, seen, path, question, at, Some(anchor));
 }
 
-/// The files a patch in Codex's `apply_patch` format adds, updates, deletes or moves to.
-fn patch_paths(text: &str) -> Vec<String> {
-    const HEADERS: [&str; 4] = ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "];
-    text.lines()
-        .filter_map(|l| HEADERS.iter().find_map(|h| l.trim_start().strip_prefix(h)))
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect()
-}
-
 /// Every string in a call's arguments (an `input` patch, a `cmd` string, a `command` array).
 fn argument_strings(args: &serde_json::Value) -> Vec<&str> {
     match args {
@@ -814,14 +809,7 @@ fn artifact(
         gold: path.to_string(),
         accept: strip_root(path),
         evidence: vec![at],
-        // The history must also say what the change introduced, where that is a name it would repeat.
-        // A document's name says what it is about (`2026-02-06-session-phase-review-notes.md`): a history
-        // that names it as written answers which file holds the section, in the words of its name rather
-        // than the heading's, so the heading is not required of the history.
-        terms: match &anchor {
-            Some(Anchor::Definition(name) | Anchor::Identifier(name)) => Terms::Given(vec![name.clone()]),
-            Some(Anchor::Heading(_)) | None => Terms::Verbatim,
-        },
+        terms: Terms::Verbatim,
         anchor,
     });
 }
@@ -1132,7 +1120,7 @@ mod tests {
         // `echo … >` names nothing a question could use: no probe.
         assert_eq!(golds, ["test_x.py", "./src/a.py", "rep.py"]);
         assert_eq!(out[0].question, "Which file did the agent write to add `check_parser`?");
-        assert_eq!(out[0].terms, Terms::Given(vec!["check_parser".into()]));
+        assert_eq!(out[0].terms(&BTreeMap::new()), ["check_parser"]);
         assert!(out[1].question.contains("s/a/b/g"));
     }
 
@@ -1242,7 +1230,7 @@ mod tests {
         assert_eq!(out[0].accept, ["src/lib.rs"]);
         assert_eq!(out[4].accept, Vec::<String>::new(), "a relative path is accepted as it is");
         // A document's heading is not required of the history (its file name says what it holds).
-        assert_eq!(out[2].terms, Terms::Verbatim);
+        assert!(out[2].terms(&BTreeMap::new()).is_empty());
     }
 
     /// Regression: Codex's `update_plan` matched the business-tool rule and its `explanation` sentence became a

@@ -326,10 +326,9 @@ impl Grader {
         let key = |t: &str| self.key(t);
         let (tokens, keys) =
             hay.keyed_tokens((wants_change || !names.is_empty()).then_some(&key as &dyn Fn(&str) -> String));
-        let segments = wants_change.then(|| hay.segments());
         HistoryIndex {
             paths: if wants_paths {
-                let change = wants_change.then_some(keys.as_slice()).zip(segments.as_ref());
+                let change = wants_change.then(|| (keys.as_slice(), hay.segments()));
                 path_index(&tokens, change, &path_lookups(matchers))
             } else {
                 PathIndex::default()
@@ -378,20 +377,21 @@ fn path_lookups(matchers: &[Matcher]) -> HashSet<String> {
         .collect()
 }
 
-fn path_index(tokens: &[&str], change: Option<(&[&str], &Segments)>, lookups: &HashSet<String>) -> PathIndex {
+fn path_index(tokens: &[&str], change: Option<(&[&str], Segments)>, lookups: &HashSet<String>) -> PathIndex {
     let mut index = PathIndex::default();
-    if let Some((_, segments)) = change {
-        index.token_segment.clone_from(&segments.token_segment);
-        index.parent.clone_from(&segments.parent);
-    }
+    let keys = change.map(|(keys, segments)| {
+        index.token_segment = segments.token_segment;
+        index.parent = segments.parent;
+        keys
+    });
     for (pos, token) in tokens.iter().enumerate() {
-        if let Some((keys, segments)) = change {
+        if let Some(keys) = keys {
             let word = token.chars().all(char::is_alphabetic);
             if word && CHANGE_STEMS.contains(&keys[pos]) {
                 index.change.push(pos as u32);
-                index.change_segments.insert(segments.token_segment[pos]);
+                index.change_segments.insert(index.token_segment[pos]);
             } else if word && READ_STEMS.contains(&keys[pos]) {
-                index.read_segments.insert(segments.token_segment[pos]);
+                index.read_segments.insert(index.token_segment[pos]);
             }
         }
         if !(token.contains('/') || token.contains('.')) {

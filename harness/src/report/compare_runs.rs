@@ -56,7 +56,7 @@ impl Run {
     pub fn load(dir: &Path) -> Result<Run, StoreError> {
         let plan = store::load_plan(dir)?;
         // Every figure of a run pools the kinds its grader is trusted on, as its own report does.
-        let (labels, cells) = grader_check::scored_cells(&plan, &store::collect(dir, &plan));
+        let (labels, cells) = grader_check::scored_cells(&plan, store::collect(dir, &plan));
         let gradable = labels.gradability();
         Ok(Run { name: plan.name.clone(), agent: agent_of(dir, &plan), plan, cells, gradable })
     }

@@ -307,7 +307,7 @@ fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> 
         problems.extend(listed(&format!("cell damaged in the {which}"), damaged));
     }
     // Each run's probe figures pool the kinds its own grader is trusted on, as its report does.
-    let scored = |plan: &Plan, cells: Vec<CellResult>| super::grader_check::scored_cells(plan, &cells).1;
+    let scored = |plan: &Plan, cells: Vec<CellResult>| super::grader_check::scored_cells(plan, cells).1;
     (problems, [scored(bplan, bstored.cells), scored(cplan, cstored.cells)])
 }
 

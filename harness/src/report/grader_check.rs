@@ -429,29 +429,21 @@ pub fn tally(
 /// each checkpoint's scores of the gradable kinds only (so that early-only retention, kept at compressions,
 /// the claims, the comparisons across runs and the gate pool only what the grader is trusted on); the cells
 /// as they are where the run names no labels, or its labels cannot be read. With the labels' verdict.
-pub fn scored_cells(plan: &Plan, cells: &[CellResult]) -> (Labels, Vec<CellResult>) {
-    let labels = check(plan, cells);
-    let scored = match labels.gradability() {
-        Some(g) => only_kinds(cells, &g.gradable()),
-        None => cells.to_vec(),
-    };
-    (labels, scored)
+pub fn scored_cells(plan: &Plan, mut cells: Vec<CellResult>) -> (Labels, Vec<CellResult>) {
+    let labels = check(plan, &cells);
+    if let Some(g) = labels.gradability() {
+        retain_kinds(&mut cells, &g.gradable());
+    }
+    (labels, cells)
 }
 
-/// The cells with each checkpoint's probe scores of `kinds` only.
-pub fn only_kinds(cells: &[CellResult], kinds: &[&str]) -> Vec<CellResult> {
-    cells
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            if let Some(p) = c.probes.as_mut() {
-                for cp in &mut p.checkpoints {
-                    cp.scores.retain(|s| kinds.contains(&s.kind.name()));
-                }
-            }
-            c
-        })
-        .collect()
+/// Keeps each checkpoint's probe scores of `kinds` only.
+pub fn retain_kinds(cells: &mut [CellResult], kinds: &[&str]) {
+    for p in cells.iter_mut().filter_map(|c| c.probes.as_mut()) {
+        for cp in &mut p.checkpoints {
+            cp.scores.retain(|s| kinds.contains(&s.kind.name()));
+        }
+    }
 }
 
 /// A cell's `kept_at_compressions` over the probes of `kinds` only (each probe has one kind: the sum of the

@@ -160,9 +160,17 @@ pub fn build_with_progress(
     stage("reading cells".into(), 0.0);
     let plan = store::load_plan(run_dir)?;
     let all_cells = store::collect(run_dir, &plan);
-    // Every probe figure pools the kinds the grader is trusted on; the probe rows and the grader's own check
-    // read every kind.
-    let (labels, cells) = grader_check::scored_cells(&plan, &all_cells);
+    // Every probe figure pools the kinds the grader is trusted on (`grader_check::scored_cells`); the probe
+    // rows and the grader's own check read every kind. Without labels both are the cells as stored.
+    let labels = grader_check::check(&plan, &all_cells);
+    let cells: std::borrow::Cow<[CellResult]> = match labels.gradability() {
+        Some(g) => {
+            let mut scored = all_cells.clone();
+            grader_check::retain_kinds(&mut scored, &g.gradable());
+            std::borrow::Cow::Owned(scored)
+        }
+        None => std::borrow::Cow::Borrowed(&all_cells),
+    };
     stage(format!("figures of {} cells by scope", cells.len()), 0.01);
     let scopes = aggregate::scope_figures(&plan, &cells);
     stage("results files".into(), 0.25);

@@ -77,7 +77,7 @@ fn load_run(dir: &Path) -> Result<LoadedRun, ViewError> {
     // Relative to the run directory: the page holds no path of its own run.
     let problems = stored.problems(Path::new(""), LISTED_PROBLEMS);
     // The page's probe figures pool the kinds the run's grader is trusted on, as its report does.
-    let cells = crate::report::grader_check::scored_cells(&plan, &stored.cells).1;
+    let cells = crate::report::grader_check::scored_cells(&plan, stored.cells).1;
     Ok(LoadedRun { dir: dir.to_path_buf(), plan, cells, problems })
 }
 

@@ -202,7 +202,7 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     );
 
     // Every other probe figure reads the gradable kinds only.
-    let (_, scored) = grader_check::scored_cells(&plan, &cells);
+    let (_, scored) = grader_check::scored_cells(&plan, cells.clone());
     let kinds: std::collections::BTreeSet<&str> = scored
         .iter()
         .flat_map(|c| c.probes.iter().flat_map(|p| &p.checkpoints).flat_map(|k| &k.scores))
