@@ -5,7 +5,7 @@
 //! | status | meaning |
 //! |---|---|
 //! | 0 | success |
-//! | 1 | `gate`: a regression beyond the tolerance |
+//! | 1 | `gate`: a regression beyond the tolerance; `findings --check`: a stale page |
 //! | 2 | bad input: unreadable or invalid file, config or flag; runs that cannot be compared |
 //! | 3 | I/O or model failure: a write failed, a model could not answer, a run directory is locked |
 //! | 4 | incomplete: cells failed or are missing or damaged (`run`, `report`, `merge`, `gate`) |
@@ -22,6 +22,7 @@ pub const EXIT_FAILURE: i32 = 3;
 pub const EXIT_INCOMPLETE: i32 = 4;
 
 /// The exit-status table as shown in `--help`.
-pub const EXIT_STATUS_HELP: &str = "Exit status: 0 success; 1 regression (gate); 2 bad input (file, config, flag, \
+pub const EXIT_STATUS_HELP: &str =
+    "Exit status: 0 success; 1 regression (gate) or stale page (findings --check); 2 bad input (file, config, flag, \
 runs that cannot be compared); 3 I/O or model failure (also a locked run directory); 4 incomplete results \
 (failed, missing or damaged cells).";

@@ -128,7 +128,7 @@ impl Failure {
             Failure::Store(e) => store_code(e),
             Failure::Report(e) => match e {
                 ReportError::Plan(r) => store_code(r),
-                ReportError::Aggregate { .. } => EXIT_BAD_INPUT,
+                ReportError::Aggregate { .. } | ReportError::Findings(_) => EXIT_BAD_INPUT,
                 ReportError::Results { .. } | ReportError::Write(_) => EXIT_FAILURE,
             },
             // The gate refuses runs it cannot read or pair with 2, however the plan failed to load.
@@ -359,6 +359,13 @@ mod tests {
             (Failure::Report(ReportError::Aggregate { run_dir: "r".into(), source: polars() }), bad),
             (Failure::Report(ReportError::Results { path: "r".into(), source: polars() }), fail),
             (Failure::Report(ReportError::Write(write_error())), fail),
+            (
+                Failure::Report(ReportError::Findings(crate::report::findings_page::FindingsError {
+                    path: "reports/findings.toml".into(),
+                    message: "bad".into(),
+                })),
+                bad,
+            ),
             (Failure::Gate(GateError::Rules { path: "g.toml".into(), message: "bad".into() }), bad),
             (Failure::View(ViewError::Gate(GateError::Rules { path: "g.toml".into(), message: "bad".into() })), bad),
             (Failure::View(ViewError::NothingInCommon { current: "a".into(), baseline: "b".into() }), bad),

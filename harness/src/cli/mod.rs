@@ -51,6 +51,9 @@ pub enum Command {
     /// One table across runs of the same strategies on different corpora (one per agent), and the paired
     /// differences against the reference pooled over every run's conversations.
     Compare(report::CompareArgs),
+    /// Write the findings page (`reports/FINDINGS.md`) and the README's findings box from the committed runs
+    /// a manifest names; `--check` fails (exit 1) when either is stale.
+    Findings(report::FindingsArgs),
     /// Run the reference's pieces on one history and print them as JSON (the golden vectors' fields).
     Inspect(inspect::InspectArgs),
     /// Manage the embedded model's weights (fetch, path, list).
@@ -114,6 +117,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Gate(args) => report::run_gate(args),
         Command::View(args) => view::run(args),
         Command::Compare(args) => report::run_compare(args),
+        Command::Findings(args) => report::run_findings(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Models(cmd) => llm::run_models(cmd),
         Command::Ask(args) => llm::run_ask(args),

@@ -83,6 +83,33 @@ pub fn run_compare(args: CompareArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Write the findings page and the README's findings box from the committed runs a manifest names.
+#[derive(Debug, Args)]
+pub struct FindingsArgs {
+    /// The manifest (`reports/findings.toml`): the runs, the glance lines, notes and corrections.
+    #[arg(default_value = "reports/findings.toml")]
+    pub manifest: PathBuf,
+    /// Write nothing; exit 1 when a page or the README's box differs from what the runs give (CI).
+    #[arg(long)]
+    pub check: bool,
+}
+
+pub fn run_findings(args: FindingsArgs) -> Result<(), Failure> {
+    let pages = report::findings_page::build(&args.manifest)?;
+    let stale = report::findings_page::write_or_check(&pages, args.check).map_err(report::ReportError::from)?;
+    if !stale.is_empty() {
+        return Err(Failure::Regression(format!(
+            "stale: {} (written again from the runs they would read differently); run `compactbench findings {}`",
+            stale.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            args.manifest.display()
+        )));
+    }
+    for (path, _) in &pages.files {
+        eprintln!("{} {}", if args.check { "up to date:" } else { "wrote" }, path.display());
+    }
+    Ok(())
+}
+
 /// Compare a run with a baseline; exit 0 (pass), 1 (regression), 2 (unusable input), 3 (the JUnit file
 /// cannot be written), 4 (incomplete: cells, configurations or conversations missing or damaged).
 #[derive(Debug, Args)]

@@ -57,9 +57,11 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(Failure::Runtime)
 }
 
-/// Writes `summary.json` and returns the terminal table.
+/// Writes `summary.json` and returns the terminal table. Its probe figures pool the kinds the report's do
+/// (those the run's labels show the grader is trusted on: `grader_check::scored_cells`), so a figure has
+/// one value under its name in `summary.json`, the report and `results/`.
 pub fn write_summary(run_dir: &Path, plan: &crate::data::Plan, wide: bool) -> Result<String, Failure> {
-    let cells = store::collect(run_dir, plan);
+    let (_, cells) = crate::report::grader_check::scored_cells(plan, store::collect(run_dir, plan));
     let summaries = summarize(plan, &cells);
     let mut bytes = serde_json::to_vec_pretty(&summaries)?;
     bytes.push(b'\n');

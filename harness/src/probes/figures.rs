@@ -1,7 +1,7 @@
 //! What the recording says about each probe (early-only, at risk) and the per-probe rows of
 //! `results/probes.csv`: the outcomes every probe figure counts. The figures (early-only and at-risk
 //! retention, retention, retrieval accuracy, …) are defined in `crate::metrics::METRICS` and pooled over a
-//! point's probes by `crate::metrics::probe_figures`; the glossary is in the README's "Probes" section.
+//! point's probes by `crate::metrics::probe_figures`; the glossary is `harness/docs/metrics.md`, the probes' description `harness/docs/probes.md`.
 //!
 //! - **early-only** probes: a set fixed by the recording, the same for every strategy. A probe is early-only
 //!   when (1) all its evidence lies before the *final stretch*, the shortest suffix of the recording that

@@ -262,6 +262,56 @@ impl Gradability {
     }
 }
 
+/// `results/gradable.json`: the probe kinds a labelled run's figures pool, and each kind × strategy's
+/// agreement behind that ([`Gradability`]), for readers of the committed results (`compactbench findings`)
+/// where the cells are not committed.
+pub const GRADABLE_FILE: &str = "gradable.json";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct GradableFile {
+    /// The kinds every probe figure of the run pools.
+    pub gradable: Vec<String>,
+    /// Per kind and strategy: the labelled pairs and whether the grader passes on them.
+    pub kinds: BTreeMap<String, BTreeMap<String, GradableCell>>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct GradableCell {
+    pub pairs: usize,
+    pub agree: usize,
+    pub passes: bool,
+}
+
+/// Writes `results/gradable.json` for a run with labels, and removes a stale one from a run without.
+pub fn write_gradable(labels: &Labels, dir: &std::path::Path) -> Result<(), crate::fsutil::WriteError> {
+    let path = dir.join(GRADABLE_FILE);
+    let Some(g) = labels.gradability() else {
+        return match std::fs::remove_file(&path) {
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                Err(crate::fsutil::WriteError { path, source })
+            }
+            _ => Ok(()),
+        };
+    };
+    let file = GradableFile {
+        gradable: g.gradable().into_iter().map(String::from).collect(),
+        kinds: g
+            .kinds
+            .iter()
+            .map(|(kind, by)| {
+                let cells = by
+                    .iter()
+                    .map(|(s, a)| (s.clone(), GradableCell { pairs: a.pairs, agree: a.agree, passes: a.gradable() }))
+                    .collect();
+                (kind.clone(), cells)
+            })
+            .collect(),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&file).expect("a map of counts serializes");
+    bytes.push(b'\n');
+    crate::fsutil::write_atomic(&path, &bytes)
+}
+
 impl Labels {
     /// The kinds the grader is trusted on; `None` (nothing gated) unless a labels file was read.
     pub fn gradability(&self) -> Option<Gradability> {

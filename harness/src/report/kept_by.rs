@@ -94,7 +94,7 @@ pub fn markdown(plan: &Plan, cells: &[CellResult]) -> String {
     first_prompt
         + &format!(
             "## Kept at compressions, by grading rule\n\n(probe, compression) pairs before any overflow, and which \
-         rule of the grader kept each (README, *Grading*): `exact` the gold or a variant verbatim; `path` the \
+         rule of the grader kept each (`harness/docs/probes.md`, *Grading*): `exact` the gold or a variant verbatim; `path` the \
          file named in another form that identifies it (absolute, relative to the session's root, a suffix no \
          other session file ends with); `bare-name` the file's name alone, unique among the session's files; \
          `terms` the key terms of a free-text fact within one span.\n\n{}\n\n",

@@ -11,6 +11,7 @@ pub mod aggregate;
 pub mod claims;
 pub mod compare_runs;
 mod findings;
+pub mod findings_page;
 pub mod gate;
 pub mod grader_check;
 mod kept_by;
@@ -132,6 +133,9 @@ pub enum ReportError {
     Results { path: PathBuf, source: polars::error::PolarsError },
     #[error(transparent)]
     Write(#[from] crate::fsutil::WriteError),
+    /// The findings manifest, a page it reads, or the README's box cannot be used.
+    #[error(transparent)]
+    Findings(#[from] findings_page::FindingsError),
 }
 
 /// Rebuilds results, plots and the report's pages (`report.md`, `details.md`, `probes.md`) from a run
@@ -186,6 +190,7 @@ pub fn build_with_progress(
         rework::write_results(reading, &results)
             .map_err(|source| ReportError::Results { path: results.join("rework.csv"), source })?;
     }
+    grader_check::write_gradable(&labels, &results)?;
     stage("claims".into(), 0.46);
     let claims = claims::claims(&plan, &cells);
     claims::write_claims(&claims, &results)

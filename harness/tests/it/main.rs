@@ -4,6 +4,7 @@ mod architecture;
 mod audit;
 mod cli;
 mod count_tokens;
+mod docs;
 mod edit_recall;
 mod golden;
 mod grader_labels;

@@ -371,53 +371,79 @@ fn the_committed_baseline_main_page_is_one_page() {
     }
 }
 
-/// A report as the README quotes it: `report.md` and the pages it links next to it (`details.md`,
-/// `probes.md`).
-fn report_pages(dir: &Path) -> String {
-    let main = std::fs::read_to_string(dir.join(report::MAIN)).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let mut all = main.clone();
-    for page in [report::DETAILS, report::PROBES, report::rework::PAGE] {
-        if main.contains(&format!("]({page})")) {
-            all.push_str(&std::fs::read_to_string(dir.join(page)).unwrap_or_else(|e| panic!("{page}: {e}")));
-        }
-    }
-    all
-}
-
-/// The numbers of `text` (thousands separators dropped, signs ignored) that `source` does not contain.
-fn numbers_missing(text: &str, source: &str) -> Vec<String> {
-    let number = regex::Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").unwrap();
-    let known: std::collections::BTreeSet<String> =
-        number.find_iter(source).map(|m| m.as_str().replace(',', "")).collect();
-    number.find_iter(text).map(|m| m.as_str().replace(',', "")).filter(|n| !known.contains(n)).collect()
-}
-
-/// The README quotes committed reports and adds no figure of its own: every number inside a
-/// `<!-- figures: DIR -->` … `<!-- /figures -->` block is in DIR's report (`report.md` and the pages it
-/// links), or in the named `.md` file.
+/// The findings page, its verdicts and the README's box are what `compactbench findings` writes from the
+/// committed runs (CI runs the same check): a figure copied by hand, or a run regenerated without the page,
+/// fails here.
 #[test]
-fn readme_figures_are_in_the_committed_reports() {
-    assert_eq!(numbers_missing("kept 97.9 % of 1,603, not 12.5", "97.9% [1.0, 2.0] 1603"), ["12.5"]);
+fn the_findings_page_and_the_readme_box_are_written_from_the_committed_runs() {
+    let out = Command::new(env!("CARGO_BIN_EXE_compactbench"))
+        .current_dir(repo())
+        .args(["findings", "reports/findings.toml", "--check"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let open = regex::Regex::new(r"<!-- figures: (\S+) -->").unwrap();
-    let mut dirs = Vec::new();
-    for cap in open.captures_iter(&readme) {
-        let dir = cap[1].to_string();
-        let start = cap.get(0).unwrap().end();
-        let end = start + readme[start..].find("<!-- /figures -->").unwrap_or_else(|| panic!("{dir}: unclosed block"));
-        let report = if dir.ends_with(".md") {
-            let file = repo().join(&dir);
-            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
-        } else {
-            report_pages(&repo().join(&dir))
-        };
-        let missing = numbers_missing(&readme[start..end], &report);
-        assert!(missing.is_empty(), "README numbers quoted from {dir} that its report does not hold: {missing:?}");
-        dirs.push(dir);
-    }
-    for dir in ["reports/baseline", "reports/long-sessions"] {
-        assert!(dirs.iter().any(|d| d == dir), "the README quotes {dir} inside a figures block: {dirs:?}");
-    }
+    let at = readme.find(report::findings_page::README_BEGIN).expect("the README has the findings box");
+    assert!(readme[..at].lines().count() < 80, "the findings box is within the README's first 80 lines");
+}
+
+/// A manifest over the committed baseline, written in `dir` as `name`, with one glance line.
+fn findings_manifest(dir: &Path, name: &str, glance: &str) -> PathBuf {
+    let manifest = dir.join(name);
+    let text = format!(
+        "date = \"2026-01-01\"\npage = \"FINDINGS.md\"\nglance = [{glance:?}]\n\n[[runs]]\nname = \"base\"\ndir = {:?}\ntitle = \"Baseline\"\n",
+        baseline().display().to_string()
+    );
+    std::fs::write(&manifest, text).unwrap();
+    manifest
+}
+
+/// A figure enters the page's prose only through its label: a number typed into a sentence is refused
+/// (exit 2, naming the manifest and the line), a label is replaced by the run's figure, and a sentence that
+/// reads a claim otherwise than the run does is refused; `--check` fails (exit 1) on a page that differs.
+#[test]
+fn findings_prose_takes_its_numbers_from_labels_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let findings = |manifest: &Path, check: bool| {
+        let mut args = vec!["findings".to_string(), manifest.display().to_string()];
+        if check {
+            args.push("--check".into());
+        }
+        Command::new(env!("CARGO_BIN_EXE_compactbench")).args(&args).output().unwrap()
+    };
+    let typed = findings_manifest(tmp.path(), "typed.toml", "the reference costs 76.4 % of none");
+    let out = findings(&typed, false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("typed.toml") && err.contains("glance line 1") && err.contains("76.4 %"), "{err}");
+
+    let plan = store::load_plan(baseline()).unwrap();
+    let claims = report::claims::claims(&plan, &store::collect(baseline(), &plan));
+    let c = claims.iter().find(|c| c.difference.is_some()).expect("the baseline makes a claim");
+    let label = format!("base:{}:{}:{}:{}", c.strategy, c.against.name(), c.metric.name(), c.scope);
+    let labelled = findings_manifest(tmp.path(), "labelled.toml", &format!("the difference is {{{{{label}}}}}"));
+    let out = findings(&labelled, false);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(tmp.path().join("FINDINGS.md")).unwrap();
+    let d = c.difference.unwrap();
+    let shown = compactbench::metrics::percentage_points(
+        d.value,
+        Some((d.low, d.high)),
+        compactbench::metrics::PointsStyle::PROSE,
+    );
+    assert!(page.contains(&format!("the difference is {shown} over {} conversations", d.n)), "{page}");
+    assert!(findings(&labelled, true).status.success(), "the page just written is up to date");
+
+    let wrong =
+        if c.verdict == report::claims::Verdict::Established { "not-established" } else { "established-higher" };
+    let misread = findings_manifest(tmp.path(), "misread.toml", &format!("it holds {{{{{label}:{wrong}}}}}"));
+    let out = findings(&misread, true);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rewrite the sentence"));
+
+    std::fs::write(tmp.path().join("FINDINGS.md"), page.replace(&shown, "+99.9 pp")).unwrap();
+    let out = findings(&labelled, true);
+    assert_eq!(out.status.code(), Some(1), "a page edited by hand is stale: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// The committed baseline scores overflow as a failure: no probe counts as retained at or after its
@@ -523,33 +549,55 @@ fn raw_session_user_names(raw: &Path) -> std::collections::BTreeSet<String> {
     names
 }
 
-/// Nothing private leaves the raw sessions (#46): no committed report of them, and no page describing them,
-/// shows the home-directory user name of anyone who recorded a session (`/Users/<name>/…`, or `…/<name>/x`
-/// as a shortened path showed a file directly in a home directory).
+/// Nothing private leaves the raw sessions (#46): no committed file (as `git ls-files` lists them; without
+/// git, the reports and pages that describe the sessions) shows the home-directory user name of anyone who
+/// recorded a session (`/Users/<name>/…`, or `…/<name>/x` as a shortened path showed a file directly in a
+/// home directory), nor the absolute path of this checkout or of `../shared` on the machine that wrote it.
 #[test]
-fn no_committed_report_shows_a_user_name_from_the_raw_sessions() {
-    let Some(raw) = super::support::shared_or_skip("datasets-raw", "privacy of the committed reports") else {
+fn no_committed_file_shows_a_user_name_from_the_raw_sessions_or_a_machine_path() {
+    let Some(raw) = super::support::shared_or_skip("datasets-raw", "privacy of the committed files") else {
         return;
     };
     let names = raw_session_user_names(&raw);
     assert!(!names.is_empty(), "no home directory found in the raw sessions: the check would check nothing");
-    let mut files =
-        vec![repo().join("README.md"), repo().join("datasets/README.md"), repo().join("datasets/SOURCES.md")];
-    // Never committed (`.gitignore`): the cells and pages that hold the sessions' text.
-    let uncommitted = |p: &Path| p.file_name().is_some_and(|n| n == "cells" || n == "view.html" || n == "run.lock");
-    for dir in ["reports/long-sessions", "reports/long-sessions-policy", "reports/agent-sessions", "datasets/labels"] {
-        files.extend(super::support::walk(&repo().join(dir), uncommitted));
+    let listed = Command::new("git").current_dir(repo()).args(["ls-files", "-z"]).output().ok();
+    let files: Vec<PathBuf> = match listed.filter(|o| o.status.success() && !o.stdout.is_empty()) {
+        Some(o) => o
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| repo().join(String::from_utf8_lossy(p).as_ref()))
+            .collect(),
+        None => {
+            let mut files =
+                vec![repo().join("README.md"), repo().join("datasets/README.md"), repo().join("datasets/SOURCES.md")];
+            // Never committed (`.gitignore`): the cells and pages that hold the sessions' text.
+            let uncommitted =
+                |p: &Path| p.file_name().is_some_and(|n| n == "cells" || n == "view.html" || n == "run.lock");
+            for dir in ["reports", "datasets/labels"] {
+                files.extend(super::support::walk(&repo().join(dir), uncommitted));
+            }
+            files
+        }
+    };
+    assert!(files.len() > 100, "the check reads the committed files: {}", files.len());
+    let mut needles: Vec<String> =
+        names.iter().flat_map(|n| [format!("/Users/{n}"), format!("/home/{n}"), format!("…/{n}/")]).collect();
+    for dir in [repo().to_path_buf(), raw.parent().map(Path::to_path_buf).unwrap_or_default()] {
+        let absolute = std::fs::canonicalize(&dir).unwrap_or(dir);
+        if absolute.components().count() > 2 {
+            needles.push(absolute.display().to_string());
+        }
     }
     let mut found = Vec::new();
     for f in &files {
-        let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).to_string();
-        for n in &names {
-            for shown in [format!("/Users/{n}"), format!("/home/{n}"), format!("…/{n}/")] {
-                if text.contains(&shown) {
-                    found.push(format!("{}: {shown}", f.strip_prefix(repo()).unwrap_or(f).display()));
-                }
+        let Ok(bytes) = std::fs::read(f) else { continue };
+        let text = String::from_utf8_lossy(&bytes);
+        for shown in &needles {
+            if text.contains(shown.as_str()) {
+                found.push(format!("{}: {shown}", f.strip_prefix(repo()).unwrap_or(f).display()));
             }
         }
     }
-    assert!(found.is_empty(), "user names of the raw sessions in committed files: {found:?}");
+    assert!(found.is_empty(), "user names of the raw sessions or machine paths in committed files: {found:?}");
 }

@@ -4,7 +4,7 @@
 //!
 //! Without a browser the browser tests print why and pass (a fresh machine's `cargo test --workspace`
 //! needs none); `COMPACTBENCH_REQUIRE_BROWSER=1` (set by `.ci/run`) makes a missing browser a failure.
-//! `COMPACTBENCH_UPDATE_SCREENSHOTS=1` also writes the README's screenshots (`harness/docs/img/view-*.png`)
+//! `COMPACTBENCH_UPDATE_SCREENSHOTS=1` also writes the screenshots of harness/docs/viewing.md (`harness/docs/img/view-*.png`)
 //! from the committed `reports/baseline/view.html`.
 
 use base64::Engine as _;
@@ -570,7 +570,7 @@ fn walk_to_a_compression(page: &Opened) -> f64 {
 
 /// The committed default run's page (1,603 cells) opens in under 2 s, and so do the long sessions' pages
 /// when a local run has made them (they are never committed); with `COMPACTBENCH_UPDATE_SCREENSHOTS=1` the
-/// default run's views become the README's screenshots.
+/// default run's views become the screenshots of harness/docs/viewing.md.
 #[test]
 fn the_report_pages_open_in_under_two_seconds() {
     let Some(browser) = browser() else { return };
