@@ -361,7 +361,7 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
     md.push_str("\n\n## The cache model against the recorded usage\n\n");
     let _ = writeln!(
         md,
-        "The replay's cache model serves a request the prefix it shares with the previous one (`cache_hit_share`, `cached_usd_vs_none`). Replaying the agent's own history (`recorded`), each request's predicted cached share is set beside the recorded `cache_read / (input + cache_read + cache_creation)`; the first request of a session is left out. The model agrees when the median request is within {:.0} pp. One row per API response (parallel tool calls repeat one response's usage; repeats are left out); the *hard* requests, where the provider served under 90 % (an expired cache, a prefix not yet written), and the first request after each compaction, are where a cache model can be wrong, so they are given apart, beside the trivial predictor that takes each response's share to be the previous one's.\n",
+        "The replay's cache model serves a request the prefix it shares with the previous one (`cache_hit_share`, `cached_usd_vs_none`). Replaying the agent's own history (`recorded`), each request's predicted cached share is set beside the recorded `cache_read / (input + cache_read + cache_creation)`; the first request of a session is left out, and so is the first request after its first compaction, whose recorded cache read the model takes as the prefix that survives a compaction in that session (in-sample; where a session records none, the system prompt and tools). The model agrees when the median request is within {:.0} pp. One row per API response (parallel tool calls repeat one response's usage; repeats are left out); the *hard* requests, where the provider served under 90 % (an expired cache, a prefix not yet written), and the first request after each compaction, are where a cache model can be wrong, so they are given apart, beside the trivial predictor that takes each response's share to be the previous one's.\n",
         CACHE_AGREEMENT_PP * 100.0
     );
     let mut t = Table {
@@ -371,7 +371,7 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
             "median |error|",
             "mean error (model − recorded)",
             "within 10 pp",
-            "first request after a compaction: median |error|",
+            "first request after a later compaction (out of sample): median |error|",
             "hard requests (recorded < 90 %): median |error|",
             "trivial predictor (previous share): median |error|, all / hard",
         ]

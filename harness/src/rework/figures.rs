@@ -267,7 +267,9 @@ pub struct CacheRequest {
 
 /// The requests of one replay of the agent's own history (`recorded`) that both sides measure:
 /// `cached`/`requests` from the cache model, `read`/`recorded` from the usage, aligned; `compaction_requests`:
-/// indices of the first request after each compaction.
+/// indices of the first request after each compaction. The first of those with a recorded read is left out:
+/// the cache model takes the prefix that survives a compaction from its read (in-sample; see
+/// `Uncompressed::cache_stable_overhead`), so only later compactions test it.
 pub fn cache_requests(
     requests: &[u64],
     cached: &[u64],
@@ -275,9 +277,15 @@ pub fn cache_requests(
     read: &[Option<u64>],
     compaction_requests: &[usize],
 ) -> Vec<CacheRequest> {
+    let mut sorted = compaction_requests.to_vec();
+    sorted.sort_unstable();
+    let in_sample = sorted.into_iter().find(|&k| matches!(read.get(k), Some(Some(_))));
     let mut out = Vec::new();
     for (k, (&req, &c)) in requests.iter().zip(cached).enumerate() {
         let (Some(Some(total)), Some(Some(r))) = (recorded.get(k), read.get(k)) else { continue };
+        if Some(k) == in_sample {
+            continue;
+        }
         // The first request has no previous one: the model serves nothing and the agent's cache holds its
         // system prompt from earlier sessions; it says nothing about the model.
         if k == 0 || req == 0 || *total == 0 {
@@ -456,14 +464,16 @@ mod tests {
 
     #[test]
     fn the_cache_check_compares_requests_both_sides_measure_and_skips_the_first() {
+        // Request 3 follows the first compaction: the model's stable prefix is its read (in-sample), so it is
+        // left out; request 4 follows a later one.
         let q = cache_requests(
-            &[100, 200, 300, 50],
-            &[0, 100, 200, 10],
-            &[Some(100), Some(200), None, Some(60)],
-            &[Some(90), Some(100), Some(5), Some(30)],
-            &[3],
+            &[100, 200, 300, 50, 50],
+            &[0, 100, 200, 10, 10],
+            &[Some(100), Some(200), None, Some(60), Some(60)],
+            &[Some(90), Some(100), Some(5), Some(30), Some(30)],
+            &[4, 3],
         );
-        assert_eq!(q.iter().map(|r| r.request).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(q.iter().map(|r| r.request).collect::<Vec<_>>(), [1, 4]);
         assert!((q[0].predicted - 0.5).abs() < 1e-12 && (q[0].recorded - 0.5).abs() < 1e-12);
         assert!(q[1].after_compaction && (q[1].predicted - 0.2).abs() < 1e-12 && (q[1].recorded - 0.5).abs() < 1e-12);
         let c = cache_check(&q, &[None, None]);

@@ -342,9 +342,10 @@ mod tests {
 
     /// Issue #38: after a compaction the provider's cache still holds the system prompt and tools, not the
     /// context the agent sends at the head of its messages; per-request figures sit beside the recorded
-    /// cache reads where the recording has them.
+    /// cache reads where the recording has them. Issue #46: where the recording has the provider's read on
+    /// the first request after the agent's compaction, that read is the prefix that survives.
     #[test]
-    fn after_a_compaction_the_cache_serves_only_the_system_prompt_and_tools() {
+    fn after_a_compaction_the_cache_serves_the_prefix_the_recording_read_or_the_system_prompt_and_tools() {
         let h: Vec<Content> =
             ["fix the parser", "reading it", "now the lexer", "reading that", "and the tests", "done"]
                 .iter()
@@ -383,16 +384,22 @@ mod tests {
         assert_eq!(r.recorded_overhead_tokens, Some(20_000));
         assert_eq!(r.events.len(), 1);
         assert_eq!(r.cached_request_tokens.len(), r.requests);
-        // Before the compaction the whole previous request is a cached prefix; after it, only the declared
-        // system prompt and tools (15,000 of the 20,000 fixed tokens).
+        // Before the compaction the whole previous request is a cached prefix; after it, what the provider
+        // read on the first request after the agent's compaction (200 here), at most the fixed part.
         assert_eq!(r.cached_request_tokens[..2], [0, r.request_tokens[0]]);
-        assert_eq!(r.cached_request_tokens[2], 15_000);
+        assert_eq!(r.cached_request_tokens[2], 200);
         assert_eq!(r.cached_request_tokens_total, r.cached_request_tokens.iter().sum::<u64>());
         assert_eq!(r.recorded_cache_read_tokens, [Some(0), Some(100), Some(200)]);
         // Where the fixed part was measured from the system prompt and tools, all of it stays cached.
         let measured = ReplaySettings { overhead: OverheadSource::Measured, ..settings.clone() };
         let m = run(&strategies::recorded::spec(), input, &measured);
-        assert_eq!(m.cached_request_tokens[2], 15_000);
+        assert_eq!(m.cached_request_tokens[2], 200);
+        // Where the recording has no read after the compaction: the declared system prompt and tools (15,000
+        // of the 20,000 fixed tokens).
+        let mut unread = cache.clone();
+        unread[5] = None;
+        let without = ReplayInput { recorded_cache: &unread, ..input };
+        assert_eq!(run(&strategies::recorded::spec(), without, &settings).cached_request_tokens[2], 15_000);
         // Without recorded cache traffic no per-request figures are kept.
         let bare = ReplayInput { recorded_cache: &[], ..input };
         assert!(run(&strategies::recorded::spec(), bare, &settings).cached_request_tokens.is_empty());

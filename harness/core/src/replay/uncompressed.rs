@@ -33,8 +33,10 @@ pub struct Uncompressed {
     /// them; where `overhead` came from the recorded usage it also holds what the agent sends at the head of
     /// its messages (instruction files, reminders), which a compaction rewrites, so the stable part is the
     /// recording's system prompt and tools (or `[replay] system_prompt_tokens + tool_declaration_tokens`
-    /// where it records none), at most `overhead`. Checked against Claude Code's recorded cache reads
-    /// (`compactions.md`).
+    /// where it records none), at most `overhead`. Where the recording has the provider's cache read on the
+    /// first request after the agent's first compaction ([`recorded_stable_prefix`]), that read is the
+    /// stable part instead (at most `overhead`): what the provider really kept across a compaction of this
+    /// session. That request is then in-sample, and the cache check of `compactions.md` leaves it out.
     pub cache_stable_overhead: u64,
     /// The factor on every count of the tokenizer (1 unless `[replay] token_scale` sets or calibrates one).
     pub scale: f64,
@@ -141,6 +143,15 @@ impl Pass {
     }
 }
 
+/// The provider's cache read on the first request after the agent's first compaction that records one:
+/// the prefix that survived the compaction (system prompt, tools, what the agent keeps at the head).
+pub fn recorded_stable_prefix(input: &ReplayInput<'_>) -> Option<u64> {
+    input
+        .recorded_compactions
+        .iter()
+        .find_map(|c| input.recorded_cache.iter().skip(c.at).find_map(|u| u.as_ref()).map(|u| u.read))
+}
+
 impl Uncompressed {
     /// Fails only when the tokenizer is a model's and a count fails.
     pub async fn new(input: &ReplayInput<'_>, settings: &ReplaySettings) -> Result<Self, CountError> {
@@ -183,7 +194,7 @@ impl Uncompressed {
             pending: pass.pending,
             overhead,
             overhead_recorded: first_recorded.is_some(),
-            cache_stable_overhead: declared.min(overhead),
+            cache_stable_overhead: recorded_stable_prefix(input).unwrap_or(declared).min(overhead),
             scale,
             recorded_window: recorded_window(input.prompt_count_origin, input.context_window, recorded_peak),
         })
