@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 /// Texts shorter than this are computed directly (as fast as hashing them).
-pub const MEMO_MIN_BYTES: usize = 256;
+pub const MEMO_MIN_BYTES: usize = 48;
 
 /// Values of `compute(text)` kept by the text's digest until `budget` units of `cost` are kept; the memo then
 /// forgets everything at once rather than grow without end in a long-lived process.

@@ -340,11 +340,54 @@ pub fn parse_conversation(bytes: &[u8], file: &str) -> Result<Conversation, Data
     conversation_from_value(v, file)
 }
 
-/// Reads a conversation file onto the heap.
+/// Reads a conversation file onto the heap (from [`LOADED`] when this process parsed the same file before).
 pub fn load_conversation(path: &Path) -> Result<Conversation, DatasetError> {
-    let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
-    parse_conversation(&bytes, &file)
+    loaded_or(path, || {
+        let file = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
+        parse_conversation(&bytes, &file)
+    })
+}
+
+/// A file as [`LOADED`] knows it: its canonical path, length and modification time (a rewritten file is
+/// another key).
+type FileKey = (PathBuf, u64, Option<std::time::SystemTime>);
+
+/// Conversations this process parsed, by file. One run reads each of its files to plan, to replay, and
+/// again for the report's label check, the rework reading and the view; parsing is most of what those
+/// cost, and a parsed conversation clones cheaply (its Contents are shared objects). Holds at most
+/// [`LOADED_BUDGET_BYTES`] of files, then forgets everything at once (a corpus larger than that is parsed
+/// as before). Only successes are kept: an error is read again, and names the path it was asked for.
+static LOADED: std::sync::Mutex<Option<(std::collections::HashMap<FileKey, Conversation>, u64)>> =
+    std::sync::Mutex::new(None);
+
+/// The file bytes [`LOADED`] keeps parsed at most.
+pub const LOADED_BUDGET_BYTES: u64 = 32 << 20;
+
+fn loaded_or(
+    path: &Path,
+    parse: impl FnOnce() -> Result<Conversation, DatasetError>,
+) -> Result<Conversation, DatasetError> {
+    let key = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| std::fs::metadata(&p).ok().map(|m| (p, m.len(), m.modified().ok())));
+    let Some(key) = key else { return parse() };
+    let lock = || LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(c) = lock().as_ref().and_then(|(map, _)| map.get(&key)) {
+        return Ok(c.clone());
+    }
+    let conversation = parse()?;
+    let mut kept = lock();
+    let (map, bytes) = kept.get_or_insert_with(Default::default);
+    if *bytes + key.1 > LOADED_BUDGET_BYTES {
+        map.clear();
+        *bytes = 0;
+    }
+    if key.1 <= LOADED_BUDGET_BYTES {
+        *bytes += key.1;
+        map.insert(key, conversation.clone());
+    }
+    Ok(conversation)
 }
 
 /// Reads a conversation file through a memory map instead of a heap copy (as ripgrep reads large files):
@@ -357,13 +400,18 @@ pub fn load_conversation(path: &Path) -> Result<Conversation, DatasetError> {
 /// the parser is undefined behaviour (a truncation faults with SIGBUS). The map is dropped before the
 /// function returns, so the promise ends with the call.
 pub unsafe fn load_conversation_mapped(path: &Path) -> Result<Conversation, DatasetError> {
-    let file = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|e| DatasetError::io(&file, e))?;
-    // SAFETY: the caller promises that nothing changes the file until we return; the map is read-only.
-    match unsafe { memmap2::Mmap::map(&f) } {
-        Ok(map) => parse_conversation(&map, &file),
-        Err(_) => load_conversation(path),
-    }
+    loaded_or(path, || {
+        let file = path.display().to_string();
+        let f = std::fs::File::open(path).map_err(|e| DatasetError::io(&file, e))?;
+        // SAFETY: the caller promises that nothing changes the file until we return; the map is read-only.
+        match unsafe { memmap2::Mmap::map(&f) } {
+            Ok(map) => parse_conversation(&map, &file),
+            Err(_) => {
+                let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
+                parse_conversation(&bytes, &file)
+            }
+        }
+    })
 }
 
 fn is_conversation_file(p: &Path) -> bool {

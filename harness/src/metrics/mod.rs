@@ -471,7 +471,7 @@ pub const METRICS: &[Metric] = &[
         id: FigureId::CacheHitShare,
         name: "cache_hit_share",
         header: "cache hit",
-        formula: "Σ cached_request_tokens_total / Σ request_tokens_total (prefix shared with the previous request; where a compression changed the history's head, only the system prompt and tools: `Uncompressed::cache_stable_overhead`)",
+        formula: "Σ cached_request_tokens_total / Σ request_tokens_total (prefix shared with the previous request; where a compression changed the history's head, only the prefix that survives a compaction: the provider's recorded read on the first request after the agent's first compaction where the recording has it, else the system prompt and tools: `Uncompressed::cache_stable_overhead`)",
         unit: Unit::Share,
         better: Better::Higher,
         level: Level::Conversation,

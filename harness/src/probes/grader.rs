@@ -384,13 +384,16 @@ fn path_index(tokens: &[&str], change: Option<(&[&str], Segments)>, lookups: &Ha
         index.parent = segments.parent;
         keys
     });
+    // Looked up once per word of every history scored: sets, not a scan of each list.
+    static CHANGE: LazyLock<HashSet<&'static str>> = LazyLock::new(|| CHANGE_STEMS.iter().copied().collect());
+    static READ: LazyLock<HashSet<&'static str>> = LazyLock::new(|| READ_STEMS.iter().copied().collect());
     for (pos, token) in tokens.iter().enumerate() {
         if let Some(keys) = keys {
             let word = token.chars().all(char::is_alphabetic);
-            if word && CHANGE_STEMS.contains(&keys[pos]) {
+            if word && CHANGE.contains(keys[pos]) {
                 index.change.push(pos as u32);
                 index.change_segments.insert(index.token_segment[pos]);
-            } else if word && READ_STEMS.contains(&keys[pos]) {
+            } else if word && READ.contains(keys[pos]) {
                 index.read_segments.insert(index.token_segment[pos]);
             }
         }

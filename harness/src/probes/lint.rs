@@ -24,9 +24,14 @@ const INSTRUCTION_FILES: [&str; 3] = ["claude.md", "agents.md", "gemini.md"];
 /// `<user_instructions>`).
 pub fn start_context(conv: &Conversation) -> Haystack {
     let mut pieces: Vec<String> = conv.system_instruction.iter().cloned().collect();
+    // The names are ASCII, so ASCII case folding finds them wherever full folding would, and keeps every
+    // byte where it was: a line of the folded text is the same line of the text.
+    let slashed: Vec<String> = INSTRUCTION_FILES.iter().map(|f| format!("/{f}")).collect();
+    let cited: Vec<String> = INSTRUCTION_FILES.iter().map(|f| format!("{f}:")).collect();
+    let cited_path: Vec<String> = INSTRUCTION_FILES.iter().map(|f| format!("/{f}:")).collect();
     let names_instruction_file = |s: &str| {
-        let lower = s.to_lowercase();
-        INSTRUCTION_FILES.iter().any(|f| lower.ends_with(&format!("/{f}")) || lower == *f)
+        let lower = s.to_ascii_lowercase();
+        INSTRUCTION_FILES.iter().zip(&slashed).any(|(f, sf)| lower.ends_with(sf.as_str()) || lower == *f)
     };
     let mut reads_instructions = false;
     for c in &conv.history {
@@ -40,15 +45,18 @@ pub fn start_context(conv: &Conversation) -> Haystack {
             if history::function_response(p).is_some() && reads_instructions {
                 pieces.push(text.clone());
             }
-            let lower = text.to_lowercase();
+            let lower = text.to_ascii_lowercase();
             if lower.contains("<user_instructions>")
                 || (lower.contains("contents of ") && INSTRUCTION_FILES.iter().any(|f| lower.contains(f)))
             {
                 pieces.push(text.clone());
             }
-            for line in text.lines() {
-                let l = line.trim_start().to_lowercase();
-                if INSTRUCTION_FILES.iter().any(|f| l.starts_with(&format!("{f}:")) || l.contains(&format!("/{f}:"))) {
+            if !INSTRUCTION_FILES.iter().any(|f| lower.contains(f)) {
+                continue;
+            }
+            for (line, l) in text.lines().zip(lower.lines()) {
+                let l = l.trim_start();
+                if cited.iter().zip(&cited_path).any(|(c, cp)| l.starts_with(c.as_str()) || l.contains(cp.as_str())) {
                     pieces.push(line.to_string());
                 }
             }

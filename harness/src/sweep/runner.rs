@@ -166,6 +166,7 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         plan.conversations.iter().map(|c| (c.id.clone(), c.clone())).collect();
     let semaphore = Arc::new(tokio::sync::Semaphore::new(config.concurrency));
     let prepared = Arc::new(PreparedProbes::default());
+    let first_passes = Arc::new(FirstPasses::default());
     let mut tasks = tokio::task::JoinSet::new();
     for (cell, reason) in todo {
         let point = points[&cell.point].clone();
@@ -179,6 +180,7 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
         let plan_digest = plan_digest.clone();
         let counter = counter.clone();
         let prepared = Arc::clone(&prepared);
+        let first_passes = Arc::clone(&first_passes);
         tasks.spawn(async move {
             let _permit = sem.acquire_owned().await.expect("semaphore open");
             let transient = Arc::new(AtomicBool::new(false));
@@ -192,8 +194,12 @@ pub async fn run(config: &SweepConfig, plan: &Plan, opts: &RunOptions) -> Result
                 &conv,
                 &base_dir,
                 &replay_settings,
-                (&models, &transient),
-                probes_config.as_ref().map(|pc| (pc, prepared.as_ref())),
+                &transient,
+                Shared {
+                    models: &models,
+                    first_passes: &first_passes,
+                    probes: probes_config.as_ref().map(|pc| (pc, prepared.as_ref())),
+                },
             )
             .await;
             let failed = result.error.is_some();
@@ -252,15 +258,24 @@ async fn injection_check(
     injection
 }
 
+/// What every cell of a run shares: the models, each conversation's first pass, and its prepared probes
+/// (with the config that asks for them).
+struct Shared<'a> {
+    models: &'a Models,
+    first_passes: &'a FirstPasses,
+    probes: Option<(&'a ProbesConfig, &'a PreparedProbes)>,
+}
+
 async fn run_cell(
     cell: &Cell,
     point: &ConfigPoint,
     conv: &PlannedConversation,
     base_dir: &Path,
     settings: &ReplaySettings,
-    (models, transient): (&Models, &Arc<AtomicBool>),
-    probes: Option<(&ProbesConfig, &PreparedProbes)>,
+    transient: &Arc<AtomicBool>,
+    shared: Shared<'_>,
 ) -> (ConversationResult, Option<ProbeResults>) {
+    let Shared { models, first_passes, probes } = shared;
     let watched = |m: Arc<dyn LanguageModel>| -> Arc<dyn LanguageModel> {
         Arc::new(Watched { inner: m, transient: Arc::clone(transient) })
     };
@@ -284,8 +299,10 @@ async fn run_cell(
         None => Arc::new(Unavailable("this strategy calls no model".into())),
     };
     let input = conversation.replay_input(&cell.conversation);
+    let first_pass = first_passes.of(&base_dir.join(&conv.path), &input, settings).await;
     let Some((pc, prepared)) = probes.filter(|(p, _)| p.enabled) else {
-        let result = replay::replay_spec(input, &point.strategy, settings, llm.as_ref(), &mut replay::NoObserver).await;
+        let result =
+            replay_cell(input, first_pass.as_deref(), point, settings, llm.as_ref(), &mut replay::NoObserver).await;
         return (result, None);
     };
     let ready = prepared.of(&base_dir.join(&conv.path), || prepare_probes(pc, base_dir, &conversation));
@@ -305,7 +322,7 @@ async fn run_cell(
     )
     .with_prepared(Arc::clone(&ready.grader), Arc::clone(&ready.matchers), Arc::clone(&ready.recording))
     .with_recording(&conversation.history);
-    let result = replay::replay_spec(input, &point.strategy, settings, llm.as_ref(), &mut observer).await;
+    let result = replay_cell(input, first_pass.as_deref(), point, settings, llm.as_ref(), &mut observer).await;
     let mut probe_results = observer.into_results();
     probe_results.excluded = ready.excluded.clone();
     // Only strategies that write summaries can obey a planted instruction.
@@ -316,6 +333,52 @@ async fn run_cell(
         probe_results.error = Some(errors.join("; "));
     }
     (result, Some(probe_results))
+}
+
+/// One cell's replay: from the conversation's first pass where [`FirstPasses`] has it, else from the start
+/// (`replay_spec`, which records a failed first pass as the cell's error).
+async fn replay_cell(
+    input: replay::ReplayInput<'_>,
+    first_pass: Option<&replay::Uncompressed>,
+    point: &ConfigPoint,
+    settings: &ReplaySettings,
+    llm: &dyn LanguageModel,
+    observer: &mut dyn replay::ReplayObserver,
+) -> ConversationResult {
+    let Some(uncompressed) = first_pass else {
+        return replay::replay_spec(input, &point.strategy, settings, llm, observer).await;
+    };
+    let mut result =
+        replay::replay_prepared(input, uncompressed, point.strategy.compressor(), settings, llm, observer).await;
+    result.summarizes = point.strategy.summarizes();
+    result
+}
+
+/// Each conversation's first pass (the history replayed without compression, every Content measured:
+/// [`replay::Uncompressed`]), made once per run for every point whose replay settings are the same: it
+/// depends on the conversation and those settings only, not on the strategy, and it was a fifth of a
+/// long-session run when every cell made its own. A pass that fails is not kept (its cell records the
+/// error, and the next cell tries again).
+#[derive(Default)]
+pub struct FirstPasses {
+    by_key: std::sync::Mutex<BTreeMap<(PathBuf, String, String), Arc<replay::Uncompressed>>>,
+}
+
+impl FirstPasses {
+    async fn of(
+        &self,
+        conversation: &Path,
+        input: &replay::ReplayInput<'_>,
+        settings: &ReplaySettings,
+    ) -> Option<Arc<replay::Uncompressed>> {
+        let key = (conversation.to_path_buf(), input.id.to_string(), serde_json::to_string(settings).ok()?);
+        if let Some(hit) = self.by_key.lock().expect("first passes").get(&key) {
+            return Some(Arc::clone(hit));
+        }
+        let made = Arc::new(replay::Uncompressed::new(input, settings).await.ok()?);
+        let mut map = self.by_key.lock().expect("first passes");
+        Some(Arc::clone(map.entry(key).or_insert(made)))
+    }
 }
 
 /// What every cell of one conversation scores alike, prepared once per run (`prepare_probes`): every point

@@ -146,3 +146,19 @@ fn every_documentation_link_resolves() {
     assert!(checked > 50, "the check read the documentation's links: {checked}");
     assert!(problems.is_empty(), "links that do not resolve:\n{}", problems.join("\n"));
 }
+
+/// The README states no result of its own: its findings come from the generated box (written by
+/// `compactbench findings`, checked by CI), so a share or a difference typed anywhere else in it would be a
+/// figure no check ties to its label. The confidence level of an interval is a setting, not a result.
+#[test]
+fn the_readme_states_no_result_figure_outside_the_generated_box() {
+    use compactbench::report::findings_page::{README_BEGIN, README_END};
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let begin = readme.find(README_BEGIN).expect("the findings box opens");
+    let end = readme.find(README_END).expect("the findings box closes");
+    let outside = format!("{}{}", &readme[..begin], &readme[end..]);
+    let figure = regex::Regex::new(r"\b\d+(?:\.\d+)?\s?(?:%|pp\b)").unwrap();
+    let typed: Vec<&str> = figure.find_iter(&outside).map(|m| m.as_str()).filter(|f| *f != "95 %").collect();
+    assert!(typed.is_empty(), "result figures typed into the README outside the findings box: {typed:?}");
+    assert!(figure.is_match(&readme[begin..end]), "the box holds the figures");
+}

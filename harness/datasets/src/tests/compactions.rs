@@ -234,3 +234,21 @@ fn claude_code_2x_bookkeeping_lines_are_detected() {
         Format::ClaudeCode
     );
 }
+
+/// A file parsed once is not parsed again in the same process, but a file written again is read again:
+/// the memo of parsed conversations keys a file by its path, length and modification time.
+#[test]
+fn a_conversation_file_written_again_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    let first = only(import_fixture("claude-code-compacted.jsonl", Format::ClaudeCode));
+    let second = only(import_fixture("claude-code.jsonl", Format::ClaudeCode));
+    write_conversation(&path, &first).unwrap();
+    assert_eq!(load_conversation(&path).unwrap(), first);
+    assert_eq!(load_conversation(&dir.path().join(".").join("c.json")).unwrap(), first, "the same file, another path");
+    write_conversation(&path, &second).unwrap();
+    assert_eq!(load_conversation(&path).unwrap(), second);
+    std::fs::write(&path, "{").unwrap();
+    let err = load_conversation(&path).unwrap_err().to_string();
+    assert!(err.contains("c.json"), "a damaged file is an error naming it, not the conversation kept: {err}");
+}
