@@ -344,22 +344,25 @@ impl Grader {
         }
         let ids: HashMap<&str, u32> = names.iter().enumerate().map(|(i, k)| (k.as_str(), i as u32)).collect();
         let mut positions: Vec<Vec<u32>> = vec![Vec::new(); names.len()];
-        let mut keys: Vec<Vec<u32>> = Vec::new();
         for (pos, (token, key)) in tokens.iter().zip(token_keys).enumerate() {
-            let mut here: Vec<u32> = ids.get(key).copied().into_iter().collect();
-            if token.contains('.') {
-                // `obj.attr` names `obj` and `attr`, as the exact rule's dot-split haystack does.
-                here.extend(token.split('.').filter_map(|part| ids.get(self.key(part).as_str()).copied()));
-                here.sort_unstable();
-                here.dedup();
+            let whole = ids.get(key).copied();
+            if !token.contains('.') {
+                if let Some(id) = whole {
+                    positions[id as usize].push(pos as u32);
+                }
+                continue;
             }
-            for &id in &here {
+            // `obj.attr` names `obj` and `attr`, as the exact rule's dot-split haystack does.
+            let mut here: Vec<u32> = whole.into_iter().collect();
+            here.extend(token.split('.').filter_map(|part| ids.get(self.key(part).as_str()).copied()));
+            here.sort_unstable();
+            here.dedup();
+            for id in here {
                 positions[id as usize].push(pos as u32);
             }
-            keys.push(here);
         }
         let ids = names.iter().enumerate().map(|(i, k)| (k.clone(), i as u32)).collect();
-        TermIndex { ids, positions, keys }
+        TermIndex { ids, positions }
     }
 }
 
@@ -428,9 +431,9 @@ static STEMMER: LazyLock<rust_stemmers::Stemmer> =
 #[derive(Debug, Default)]
 struct TermIndex {
     ids: HashMap<String, u32>,
+    /// Per needed key, the positions of the tokens that hold it, ascending (a dotted token may hold several
+    /// keys, and is then in several lists).
     positions: Vec<Vec<u32>>,
-    /// Per token, the ids of the needed keys it holds (a dotted token may hold several).
-    keys: Vec<Vec<u32>>,
 }
 
 impl TermIndex {
@@ -443,7 +446,7 @@ impl TermIndex {
             .copied()
             .filter(|&p| {
                 ids[1..].iter().enumerate().all(|(j, id)| {
-                    id.is_some_and(|id| self.keys.get(p as usize + j + 1).is_some_and(|k| k.contains(&id)))
+                    id.is_some_and(|id| self.positions[id as usize].binary_search(&(p + j as u32 + 1)).is_ok())
                 })
             })
             .collect()
