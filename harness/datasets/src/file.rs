@@ -342,11 +342,14 @@ pub fn parse_conversation(bytes: &[u8], file: &str) -> Result<Conversation, Data
 
 /// Reads a conversation file onto the heap (from [`LOADED`] when this process parsed the same file before).
 pub fn load_conversation(path: &Path) -> Result<Conversation, DatasetError> {
-    loaded_or(path, || {
-        let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
-        parse_conversation(&bytes, &file)
-    })
+    loaded_or(path, || read_conversation(path))
+}
+
+/// Reads and parses a conversation file, past [`LOADED`].
+fn read_conversation(path: &Path) -> Result<Conversation, DatasetError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
+    parse_conversation(&bytes, &file)
 }
 
 /// A file as [`LOADED`] knows it: its canonical path, length and modification time (a rewritten file is
@@ -406,10 +409,7 @@ pub unsafe fn load_conversation_mapped(path: &Path) -> Result<Conversation, Data
         // SAFETY: the caller promises that nothing changes the file until we return; the map is read-only.
         match unsafe { memmap2::Mmap::map(&f) } {
             Ok(map) => parse_conversation(&map, &file),
-            Err(_) => {
-                let bytes = std::fs::read(path).map_err(|e| DatasetError::io(&file, e))?;
-                parse_conversation(&bytes, &file)
-            }
+            Err(_) => read_conversation(path),
         }
     })
 }

@@ -61,14 +61,9 @@ impl Run {
         Ok(Run { name: plan.name.clone(), agent: agent_of(dir, &plan), plan, cells, gradable })
     }
 
-    /// The run's default point of `strategy` ([`default_point`]).
-    pub fn point(&self, strategy: &str) -> Option<&ConfigPoint> {
-        default_point(&self.plan, strategy)
-    }
-
     /// Each metric's parts of the run's default point of `strategy`, named `run/conversation`.
-    pub fn parts(&self, strategy: &str) -> BTreeMap<FigureId, Vec<(String, Parts)>> {
-        let Some(point) = self.point(strategy) else {
+    fn parts(&self, strategy: &str) -> BTreeMap<FigureId, Vec<(String, Parts)>> {
+        let Some(point) = default_point(&self.plan, strategy) else {
             return BTreeMap::new();
         };
         let pricing = metrics::point_pricing(&self.plan, point);
@@ -153,7 +148,7 @@ fn reference_name() -> &'static str {
 }
 
 /// The strategies every run has, in the first run's order.
-fn shared_strategies(runs: &[&Run]) -> Vec<String> {
+fn shared_strategies(runs: &[Run]) -> Vec<String> {
     let Some(first) = runs.first() else { return Vec::new() };
     default_points(&first.plan)
         .into_iter()
@@ -163,7 +158,7 @@ fn shared_strategies(runs: &[&Run]) -> Vec<String> {
 }
 
 /// Per run and strategy: conversations, compressions, the compared figures and Δ − reference (within the run).
-pub fn per_run_table(runs: &[&Run]) -> Table {
+pub fn per_run_table(runs: &[Run]) -> Table {
     let mut header: Vec<String> = ["run", "strategy", "convs", "compressions"].map(String::from).to_vec();
     header.extend(ACROSS_RUNS_FIGURES.iter().map(|id| id.metric().title()));
     header.push("Δ early-only − ref. (pp)".into());
@@ -196,7 +191,7 @@ pub fn per_run_table(runs: &[&Run]) -> Table {
 /// Per strategy: Δ − reference pooled over every run's conversations (cluster bootstrap over them), for the
 /// strategies that are the same algorithm in every run; the agent's own compaction gets one row per run
 /// (named by its agent), over that run's conversations only.
-pub fn pooled_table(runs: &[&Run]) -> Table {
+pub fn pooled_table(runs: &[Run]) -> Table {
     let header: Vec<String> =
         ["strategy", "Δ tokens vs none − ref. (pp)", "Δ early-only − ref. (pp)", "Δ kept − ref. (pp)"]
             .map(String::from)
@@ -214,11 +209,11 @@ pub fn pooled_table(runs: &[&Run]) -> Table {
     let mut rows = Vec::new();
     for strategy in shared_strategies(runs).into_iter().filter(|s| !is_reference(s)) {
         if is_recorded(&strategy) {
-            for &run in runs {
+            for run in runs {
                 rows.push(row(format!("{strategy} ({}, `{}` only)", run.agent, run.name), &[run], &strategy));
             }
         } else {
-            rows.push(row(strategy.clone(), runs, &strategy));
+            rows.push(row(strategy.clone(), &runs.iter().collect::<Vec<_>>(), &strategy));
         }
     }
     Table { header, rows }
@@ -237,7 +232,6 @@ pub fn write(dirs: &[PathBuf], out: &Path) -> Result<String, super::ReportError>
             runs[i].name = format!("{}#{}", runs[i].name, taken + 1);
         }
     }
-    let runs: Vec<&Run> = runs.iter().collect();
     let recorded = registry::role_name(Role::Recorded).unwrap_or("the agent's own compaction");
     let has_recorded = shared_strategies(&runs).iter().any(|s| is_recorded(s));
     let like_with_like = if has_recorded {

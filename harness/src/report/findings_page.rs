@@ -156,18 +156,13 @@ impl Loaded<'_> {
     fn load<'a>(entry: &'a RunEntry, dir: &Path) -> Result<Loaded<'a>, super::ReportError> {
         let plan = store::load_plan(dir)?;
         let results = dir.join("results");
-        fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, FindingsError> {
-            let err = |message: String| FindingsError { path: path.to_path_buf(), message };
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| err(format!("{e} (run `compactbench report` on the run)")))?;
-            serde_json::from_str(&text).map_err(|e| err(e.to_string()))
-        }
+        const HINT: &str = " (run `compactbench report` on the run)";
         let gradable_path = results.join(GRADABLE_FILE);
-        let gradable = if gradable_path.exists() { Some(read(&gradable_path)?) } else { None };
+        let gradable = if gradable_path.exists() { Some(read_json(&gradable_path, HINT)?) } else { None };
         Ok(Loaded {
             entry,
-            claims: read(&results.join("claims.json"))?,
-            points: read(&results.join("points.json"))?,
+            claims: read_json(&results.join("claims.json"), HINT)?,
+            points: read_json(&results.join("points.json"), HINT)?,
             gradable,
             plan,
         })
@@ -201,6 +196,13 @@ impl Loaded<'_> {
     }
 }
 
+/// A JSON file the page reads; an error names the file, with `hint` after a read error.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, hint: &str) -> Result<T, FindingsError> {
+    let err = |message: String| FindingsError { path: path.to_path_buf(), message };
+    let text = std::fs::read_to_string(path).map_err(|e| err(format!("{e}{hint}")))?;
+    serde_json::from_str(&text).map_err(|e| err(e.to_string()))
+}
+
 /// Reads the manifest at `path`.
 pub fn load_manifest(path: &Path) -> Result<Manifest, FindingsError> {
     let err = |message: String| FindingsError { path: path.to_path_buf(), message };
@@ -223,19 +225,15 @@ pub fn build(path: &Path) -> Result<Pages, super::ReportError> {
     for entry in &manifest.runs {
         loaded.push(Loaded::load(entry, &base.join(&entry.dir))?);
     }
-    let previous = match &manifest.previous {
-        Some(p) => {
-            let file = base.join(p);
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| FindingsError { path: file.clone(), message: e.to_string() })?;
-            Some(
-                serde_json::from_str::<Published>(&text)
-                    .map_err(|e| FindingsError { path: file.clone(), message: e.to_string() })?,
-            )
-        }
+    let previous: Option<Published> = match &manifest.previous {
+        Some(p) => Some(read_json(&base.join(p), "")?),
         None => None,
     };
-    let page = page(path, &manifest, &loaded, previous.as_ref())?;
+    // The glance lines open the page and fill the README's box: rendered once for both.
+    let glance: Vec<String> = (manifest.glance.iter().enumerate())
+        .map(|(i, line)| render(path, &format!("glance line {}", i + 1), line, &loaded))
+        .collect::<Result<_, _>>()?;
+    let page = page(path, &manifest, &glance, &loaded, previous.as_ref())?;
     let published = Published {
         published: manifest.date.clone(),
         commit: None,
@@ -251,7 +249,7 @@ pub fn build(path: &Path) -> Result<Pages, super::ReportError> {
         let text = std::fs::read_to_string(&readme_path)
             .map_err(|e| FindingsError { path: readme_path.clone(), message: e.to_string() })?;
         let link = relative_link(&readme_path, &page_path);
-        let box_text = readme_box(path, &manifest, &loaded, &link)?;
+        let box_text = readme_box(&manifest.date, &glance, &link);
         files.push((readme_path.clone(), replace_box(&readme_path, &text, &box_text)?));
     }
     Ok(Pages { files })
@@ -301,18 +299,18 @@ fn replace_box(readme: &Path, text: &str, box_text: &str) -> Result<String, Find
     Ok(format!("{}\n{box_text}{}", &text[..after_begin], &text[end..]))
 }
 
-fn readme_box(path: &Path, m: &Manifest, runs: &[Loaded], link: &str) -> Result<String, FindingsError> {
+/// The README's box: the rendered glance lines, and the link to the page.
+fn readme_box(date: &str, glance: &[String], link: &str) -> String {
     let mut s = String::new();
-    for (i, line) in m.glance.iter().enumerate() {
-        let _ = writeln!(s, "- {}", render(path, &format!("glance line {}", i + 1), line, runs)?);
+    for line in glance {
+        let _ = writeln!(s, "- {line}");
     }
     let _ = writeln!(
         s,
-        "\nEvery figure with its interval, n, verdict and the probe kinds it pools, per corpus, and what changed since the last publication: [{}]({link}) (generated from the committed runs; publication of {}).",
+        "\nEvery figure with its interval, n, verdict and the probe kinds it pools, per corpus, and what changed since the last publication: [{}]({link}) (generated from the committed runs; publication of {date}).",
         link.rsplit('/').next().unwrap_or(link),
-        m.date
     );
-    Ok(s)
+    s
 }
 
 /// A point's figure in prose: `65.0 % [52.2, 76.3] (n = 60 probe pairs)`.
@@ -439,7 +437,13 @@ fn placeholder(label: &str, runs: &[Loaded]) -> Result<String, String> {
     }
 }
 
-fn page(path: &Path, m: &Manifest, runs: &[Loaded], previous: Option<&Published>) -> Result<String, FindingsError> {
+fn page(
+    path: &Path,
+    m: &Manifest,
+    glance: &[String],
+    runs: &[Loaded],
+    previous: Option<&Published>,
+) -> Result<String, FindingsError> {
     let mut md = String::from("# Findings\n\n");
     let _ = writeln!(
         md,
@@ -447,8 +451,8 @@ fn page(path: &Path, m: &Manifest, runs: &[Loaded], previous: Option<&Published>
         m.date
     );
     md.push_str("## At a glance\n\n");
-    for (i, line) in m.glance.iter().enumerate() {
-        let _ = writeln!(md, "- {}", render(path, &format!("glance line {}", i + 1), line, runs)?);
+    for line in glance {
+        let _ = writeln!(md, "- {line}");
     }
     md.push('\n');
     if let Some(prev) = previous {

@@ -277,9 +277,7 @@ pub fn cache_requests(
     read: &[Option<u64>],
     compaction_requests: &[usize],
 ) -> Vec<CacheRequest> {
-    let mut sorted = compaction_requests.to_vec();
-    sorted.sort_unstable();
-    let in_sample = sorted.into_iter().find(|&k| matches!(read.get(k), Some(Some(_))));
+    let in_sample = compaction_requests.iter().copied().filter(|&k| matches!(read.get(k), Some(Some(_)))).min();
     let mut out = Vec::new();
     for (k, (&req, &c)) in requests.iter().zip(cached).enumerate() {
         let (Some(Some(total)), Some(Some(r))) = (recorded.get(k), read.get(k)) else { continue };

@@ -361,7 +361,7 @@ async fn replay_cell(
 /// error, and the next cell tries again).
 #[derive(Default)]
 pub struct FirstPasses {
-    by_key: std::sync::Mutex<BTreeMap<(PathBuf, String, String), Arc<replay::Uncompressed>>>,
+    by_key: MadeOnce<(PathBuf, String, String), replay::Uncompressed>,
 }
 
 impl FirstPasses {
@@ -372,12 +372,32 @@ impl FirstPasses {
         settings: &ReplaySettings,
     ) -> Option<Arc<replay::Uncompressed>> {
         let key = (conversation.to_path_buf(), input.id.to_string(), serde_json::to_string(settings).ok()?);
-        if let Some(hit) = self.by_key.lock().expect("first passes").get(&key) {
-            return Some(Arc::clone(hit));
+        if let Some(hit) = self.by_key.get(&key) {
+            return Some(hit);
         }
-        let made = Arc::new(replay::Uncompressed::new(input, settings).await.ok()?);
-        let mut map = self.by_key.lock().expect("first passes");
-        Some(Arc::clone(map.entry(key).or_insert(made)))
+        let made = replay::Uncompressed::new(input, settings).await.ok()?;
+        Some(self.by_key.keep(key, made))
+    }
+}
+
+/// Values made once per run and shared by every cell that needs them. Two cells that start together may
+/// both make a value: it is the same, and the first kept is the one every cell gets.
+struct MadeOnce<K, V>(std::sync::Mutex<BTreeMap<K, Arc<V>>>);
+
+impl<K, V> Default for MadeOnce<K, V> {
+    fn default() -> Self {
+        MadeOnce(Default::default())
+    }
+}
+
+impl<K: Ord, V> MadeOnce<K, V> {
+    fn get(&self, key: &K) -> Option<Arc<V>> {
+        self.0.lock().expect("values made once").get(key).map(Arc::clone)
+    }
+
+    /// Keeps `made` under `key` unless a value is there already; returns the one kept.
+    fn keep(&self, key: K, made: V) -> Arc<V> {
+        Arc::clone(self.0.lock().expect("values made once").entry(key).or_insert_with(|| Arc::new(made)))
     }
 }
 
@@ -387,7 +407,7 @@ impl FirstPasses {
 /// grader run over every recorded Content) are the same in all of them.
 #[derive(Default)]
 pub struct PreparedProbes {
-    by_conversation: std::sync::Mutex<BTreeMap<PathBuf, Arc<ConversationProbes>>>,
+    by_conversation: MadeOnce<PathBuf, ConversationProbes>,
 }
 
 /// One conversation's [`PreparedProbes`].
@@ -403,15 +423,13 @@ pub struct ConversationProbes {
 
 impl PreparedProbes {
     /// The conversation's prepared probes (its file's path is the key: a run reads each file unchanged), made
-    /// by `make` the first time. Two cells of a conversation that start together may both make them: the
-    /// result is the same, and the first stored is kept.
+    /// by `make` the first time ([`MadeOnce`]).
     fn of(&self, conversation: &Path, make: impl FnOnce() -> ConversationProbes) -> Arc<ConversationProbes> {
-        if let Some(hit) = self.by_conversation.lock().expect("prepared probes").get(conversation) {
-            return Arc::clone(hit);
+        let key = conversation.to_path_buf();
+        match self.by_conversation.get(&key) {
+            Some(hit) => hit,
+            None => self.by_conversation.keep(key, make()),
         }
-        let made = Arc::new(make());
-        let mut map = self.by_conversation.lock().expect("prepared probes");
-        Arc::clone(map.entry(conversation.to_path_buf()).or_insert(made))
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::support::repo;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use std::collections::BTreeSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// GitHub's anchor of a heading: lower case, spaces to `-`, every other character but letters, digits,
@@ -63,21 +63,6 @@ fn links(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// `path` with `.` dropped and each `..` taking back the component before it.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// What is wrong with one link of `file` (`None`: it resolves).
 fn broken(file: &Path, target: &str) -> Option<String> {
     let external = regex::Regex::new(r"^[a-zA-Z][a-zA-Z0-9+.-]*:").unwrap();
@@ -85,13 +70,10 @@ fn broken(file: &Path, target: &str) -> Option<String> {
         return None;
     }
     let (path, fragment) = target.split_once('#').unwrap_or((target, ""));
-    let resolved =
-        if path.is_empty() { file.to_path_buf() } else { lexical(&file.parent().unwrap_or(Path::new(".")).join(path)) };
-    if !resolved.starts_with(repo()) {
+    let joined = if path.is_empty() { file.to_path_buf() } else { file.parent().unwrap_or(Path::new(".")).join(path) };
+    let Ok(resolved) = std::fs::canonicalize(&joined) else { return Some("no such file".into()) };
+    if !resolved.starts_with(std::fs::canonicalize(repo()).unwrap()) {
         return Some("outside the repository".into());
-    }
-    if !resolved.exists() {
-        return Some("no such file".into());
     }
     let ignored = Command::new("git").current_dir(repo()).arg("check-ignore").arg("-q").arg(&resolved).status();
     if ignored.is_ok_and(|s| s.success()) {
