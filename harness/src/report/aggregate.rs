@@ -492,7 +492,7 @@ fn comparison_partners(plan: &Plan) -> [(&'static str, Vec<Option<usize>>); 2] {
 /// Writes a frame as Parquet with the `parquet` crate: strings as plain UTF-8 (`Utf8`, not polars'
 /// `string_view`, which older pyarrow, pandas, DuckDB and Spark cannot read), integers, floats and
 /// booleans as themselves, nulls kept.
-fn write_parquet(df: &DataFrame, path: &Path) -> PolarsResult<()> {
+pub(crate) fn write_parquet(df: &DataFrame, path: &Path) -> PolarsResult<()> {
     use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, UInt32Array, UInt64Array};
     use arrow_schema::{DataType as ArrowType, Field, Schema};
     let mut fields = Vec::new();

@@ -45,7 +45,7 @@ pub fn write_probe_rows(
     )?;
     std::fs::create_dir_all(dir)?;
     CsvWriter::new(std::fs::File::create(dir.join("probes.csv"))?).finish(&mut df)?;
-    ParquetWriter::new(std::fs::File::create(dir.join("probes.parquet"))?).finish(&mut df)?;
+    super::aggregate::write_parquet(&df, &dir.join("probes.parquet"))?;
     Ok(rows.len())
 }
 

@@ -219,6 +219,53 @@ fn check_parquet_schema(dir: &Path) {
     }
 }
 
+/// Regression: probes.parquet was written by polars' own writer (strings as `string_view`, which older
+/// pyarrow, pandas, DuckDB and Spark cannot read) while every other frame used plain UTF-8. Read back with
+/// the Apache `parquet` crate, the committed baseline's probes.parquet has no view types and holds
+/// probes.csv cell for cell.
+#[test]
+fn probes_parquet_is_plain_utf8_and_holds_the_csv() {
+    use arrow_array::{Array, BooleanArray, Float64Array, StringArray, UInt32Array};
+    use arrow_schema::DataType;
+    let results = repo().join("reports/baseline/results");
+    let file = std::fs::File::open(results.join("probes.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let rows = csv(&results.join("probes.csv"));
+    let mut row = 0;
+    for batch in reader {
+        let batch = batch.unwrap();
+        for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+            assert!(!matches!(field.data_type(), DataType::Utf8View | DataType::BinaryView), "{}", field.name());
+            for i in 0..column.len() {
+                let cell = if column.is_null(i) {
+                    String::new()
+                } else {
+                    match field.data_type() {
+                        DataType::Utf8 => column.as_any().downcast_ref::<StringArray>().unwrap().value(i).to_string(),
+                        DataType::Boolean => {
+                            column.as_any().downcast_ref::<BooleanArray>().unwrap().value(i).to_string()
+                        }
+                        DataType::UInt32 => column.as_any().downcast_ref::<UInt32Array>().unwrap().value(i).to_string(),
+                        DataType::Float64 => {
+                            column.as_any().downcast_ref::<Float64Array>().unwrap().value(i).to_string()
+                        }
+                        other => panic!("{}: unexpected type {other}", field.name()),
+                    }
+                };
+                let expected = &rows[row + i][field.name().as_str()];
+                if field.data_type() == &DataType::Float64 && !cell.is_empty() {
+                    assert_eq!(cell.parse::<f64>().unwrap(), expected.parse::<f64>().unwrap(), "{}", field.name());
+                } else {
+                    assert_eq!(&cell, expected, "row {} column {}", row + i, field.name());
+                }
+            }
+        }
+        row += batch.num_rows();
+    }
+    assert_eq!(row, rows.len());
+    assert!(row > 1000, "the baseline scores its probes: {row} rows");
+}
+
 fn csv(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();

@@ -193,7 +193,7 @@ fn tokenizer_from_gguf(ct: &gguf_file::Content) -> Result<Tokenizer, LlmError> {
         .filter(|(i, t)| types.get(*i) == Some(&3) || (t.starts_with("<|") && t.ends_with("|>")))
         .map(|(_, t)| AddedToken::from(t.clone(), true))
         .collect();
-    tokenizer.add_special_tokens(&specials);
+    tokenizer.add_special_tokens(specials).map_err(|e| LlmError::Config(format!("GGUF special tokens: {e}")))?;
     Ok(tokenizer)
 }
 
