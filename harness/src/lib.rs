@@ -26,4 +26,6 @@ pub mod report;
 pub mod rework;
 pub mod stats;
 pub mod sweep;
+pub mod table;
+pub mod verdict;
 pub mod view;

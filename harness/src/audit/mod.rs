@@ -410,7 +410,8 @@ pub fn read(dirs: &[AuditedDir], run_dir: &Path, plan: &Plan, cells: &[CellResul
         sessions: plan.conversations.len(),
         ..Default::default()
     };
-    let none_point = plan.points.iter().find(|p| p.strategy.role() == Some(Role::NoCompression)).map(|p| &p.id);
+    // The main grid's `none`: the columns above are the main grid's.
+    let none_point = plan.point_of_role(Role::NoCompression).map(|p| &p.id);
     for planned in &plan.conversations {
         let failed_cell = cells.iter().find(|c| c.cell.conversation == planned.id && c.result.error.is_some());
         let reason =

@@ -81,7 +81,7 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
     };
     super::run::runtime()?.block_on(runner::run(&config, &plan, &opts))?;
     // Probes of the kinds the grader is trusted on for these sessions (where the project labelled them).
-    let cells = crate::report::grader_check::scored_cells(&plan, crate::data::store::collect(&out, &plan)).1;
+    let cells = crate::verdict::labels::scored_cells(&plan, crate::data::store::collect(&out, &plan)).1;
     let mut report = audit::read(&dirs, &out, &plan, &cells, &base_dir);
     let view = crate::view::write_beside_report(&out)?;
     report.view = Some(view.path.clone());

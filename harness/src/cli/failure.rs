@@ -13,10 +13,10 @@ use crate::history::LoadError;
 use crate::llm::LlmError;
 use crate::probes::ProbeError;
 use crate::replay::StrategyError;
-use crate::report::gate::GateError;
 use crate::report::ReportError;
 use crate::sweep::config::ConfigError;
 use crate::sweep::error::RunError;
+use crate::verdict::gate::GateError;
 use crate::view::ViewError;
 use std::path::PathBuf;
 

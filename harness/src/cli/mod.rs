@@ -81,7 +81,7 @@ pub fn command() -> clap::Command {
          point on the conversations both runs have: a regression is a mean paired change (current − baseline, \
          per conversation) whose 95 % bootstrap interval lies wholly beyond the tolerance on the worse side.\n{}\n\
          {EXIT_STATUS_HELP}",
-        crate::report::gate::Rules::default().describe()
+        crate::verdict::gate::Rules::default().describe()
     );
     with_statuses(<Cli as clap::CommandFactory>::command()).mut_subcommand("gate", |c| c.after_help(gate_rules))
 }

@@ -1,7 +1,8 @@
 //! `compactbench report` and `compactbench gate`.
 
 use super::Failure;
-use crate::report::{self, gate};
+use crate::report;
+use crate::verdict::gate;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -16,14 +17,14 @@ pub struct ReportArgs {
 }
 
 /// Prints each stage of a report as it starts, with the time since the first (nothing when `quiet`).
-pub fn stage_printer(quiet: bool) -> impl FnMut(&report::Stage) {
+pub fn stage_printer(quiet: bool) -> impl FnMut(&crate::data::store::Stage) {
     stage_printer_for("report", quiet)
 }
 
 /// [`stage_printer`] for any command: `command: stage (elapsed, about N s left)`.
-pub fn stage_printer_for(command: &'static str, quiet: bool) -> impl FnMut(&report::Stage) {
+pub fn stage_printer_for(command: &'static str, quiet: bool) -> impl FnMut(&crate::data::store::Stage) {
     let start = std::time::Instant::now();
-    move |stage: &report::Stage| {
+    move |stage: &crate::data::store::Stage| {
         if quiet {
             return;
         }

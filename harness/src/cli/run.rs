@@ -8,9 +8,9 @@ use crate::llm::CacheMode;
 use crate::metrics::{percent, PercentStyle, Share};
 use crate::replay;
 use crate::report::summary::{summarize, table, TableOptions};
-use crate::report::Table;
 use crate::sweep::config::SweepConfig;
 use crate::sweep::{models, planner, runner};
+use crate::table::Table;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -58,10 +58,10 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 /// Writes `summary.json` and returns the terminal table. Its probe figures pool the kinds the report's do
-/// (those the run's labels show the grader is trusted on: `grader_check::scored_cells`), so a figure has
+/// (those the run's labels show the grader is trusted on: `crate::verdict::labels::scored_cells`), so a figure has
 /// one value under its name in `summary.json`, the report and `results/`.
 pub fn write_summary(run_dir: &Path, plan: &crate::data::Plan, wide: bool) -> Result<String, Failure> {
-    let (_, cells) = crate::report::grader_check::scored_cells(plan, store::collect(run_dir, plan));
+    let (_, cells) = crate::verdict::labels::scored_cells(plan, store::collect(run_dir, plan));
     let summaries = summarize(plan, &cells);
     let mut bytes = serde_json::to_vec_pretty(&summaries)?;
     bytes.push(b'\n');

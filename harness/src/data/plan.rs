@@ -1,10 +1,11 @@
 //! The plan of a run: its points (a strategy with every setting), its conversations and the settings
 //! every cell shares; and the unit of work, the cell.
 
-use crate::replay::{ReplaySettings, StrategySpec, TokenLimit};
+use crate::replay::strategy::Role;
+use crate::replay::{registry, ReplaySettings, StrategySpec, TokenLimit};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// A conversation of the run, as listed in the plan.
@@ -165,6 +166,16 @@ pub fn is_identity_axis(axis: &str) -> bool {
     axis == STRATEGY_AXIS || axis == SUMMARIZER_AXIS
 }
 
+/// Axes whose value differs between points (the columns worth showing).
+pub fn varying_axes(points: &[&ConfigPoint]) -> Vec<String> {
+    let all: BTreeSet<&String> = points.iter().flat_map(|p| p.axes.keys()).collect();
+    all.into_iter()
+        .filter(|a| !is_identity_axis(a))
+        .filter(|a| points.iter().filter_map(|p| p.axes.get(*a)).collect::<BTreeSet<_>>().len() > 1)
+        .cloned()
+        .collect()
+}
+
 /// Largest plan a run accepts, in cells; checked before any cell list is allocated.
 pub const MAX_PLAN_CELLS: u64 = 1_000_000;
 
@@ -187,6 +198,60 @@ impl Plan {
     /// its points.
     pub fn point_number(&self, id: &str) -> Option<usize> {
         self.points.iter().position(|p| p.id == id).map(|i| i + 1)
+    }
+
+    /// The main grid's points of a role (slices left out), in plan order.
+    pub fn points_of_role(&self, role: Role) -> impl Iterator<Item = &ConfigPoint> {
+        self.points.iter().filter(move |p| p.slice.is_none() && p.strategy.role() == Some(role))
+    }
+
+    /// The main grid's first point of a role.
+    pub fn point_of_role(&self, role: Role) -> Option<&ConfigPoint> {
+        self.points_of_role(role).next()
+    }
+
+    /// Whether any point, slices included, plays a role.
+    pub fn has_role(&self, role: Role) -> bool {
+        self.points.iter().any(|p| p.strategy.role() == Some(role))
+    }
+
+    /// The reference point (the main grid's first point of the reference strategy): what `vs_reference`
+    /// differences subtract.
+    pub fn reference_point(&self) -> Option<&ConfigPoint> {
+        self.point_of_role(Role::Reference)
+    }
+
+    /// The `none` point comparisons with `of` are made against: the same slice's, else the main grid's (a
+    /// replay without compression does not depend on the window, so any `none` of the same conversations
+    /// pairs).
+    pub fn none_point(&self, of: &ConfigPoint) -> Option<&ConfigPoint> {
+        let none = |slice: Option<&String>| {
+            self.points
+                .iter()
+                .find(move |p| p.strategy.role() == Some(Role::NoCompression) && p.slice.as_ref() == slice)
+        };
+        none(of.slice.as_ref()).or_else(|| none(None))
+    }
+
+    /// The default point of each strategy: the index of the first main-grid point of each kind, in plan
+    /// order.
+    pub fn default_points(&self) -> Vec<usize> {
+        let mut seen = BTreeSet::new();
+        (0..self.points.len())
+            .filter(|&i| self.points[i].slice.is_none() && seen.insert(self.points[i].strategy.kind()))
+            .collect()
+    }
+
+    /// The default point of the strategy named `strategy` (the reference point for the reference).
+    pub fn default_point(&self, strategy: &str) -> Option<&ConfigPoint> {
+        let is_reference = registry::entry(strategy).is_some_and(|s| s.role() == Role::Reference);
+        self.default_points().into_iter().map(|i| &self.points[i]).find(|p| {
+            if is_reference {
+                self.reference_point().is_some_and(|r| r.id == p.id)
+            } else {
+                p.strategy.kind() == strategy
+            }
+        })
     }
 
     /// The number of cells, computed without listing them.

@@ -171,3 +171,12 @@ pub fn load_plan(run_dir: &Path) -> Result<Plan, StoreError> {
     plan.check_size()?;
     Ok(plan)
 }
+
+/// A stage of reading a run, as the report (`report::build_with_progress`) and the gate announce it: its name and the share of a typical report's time
+/// spent before it (measured on the default run and the long sessions alike: the figures ~24 %, the results
+/// files ~21 %, the pages ~49 %), from which the CLI estimates the time left.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    pub name: String,
+    pub done_share: f64,
+}

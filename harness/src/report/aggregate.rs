@@ -4,7 +4,6 @@
 
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, Aggregation, FigureId, Metric, METRICS, PAIRED_FIGURES, SCOPE_FIGURES};
-use crate::replay::strategy::Role;
 use polars::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -91,21 +90,6 @@ fn metric_column(m: &Metric, values: Vec<Option<f64>>) -> Column {
     }
 }
 
-/// The reference point comparisons are made against: the first point of the main grid whose strategy has
-/// the reference's role.
-pub fn reference_point(plan: &Plan) -> Option<&ConfigPoint> {
-    plan.points.iter().find(|p| p.strategy.role() == Some(Role::Reference) && p.slice.is_none())
-}
-
-/// The `none` point comparisons are made against: the same slice's, else the main grid's (a replay without
-/// compression does not depend on the window, so any `none` of the same conversations pairs).
-pub fn none_point<'a>(plan: &'a Plan, of: &ConfigPoint) -> Option<&'a ConfigPoint> {
-    let none = |slice: Option<&String>| {
-        plan.points.iter().find(move |p| p.strategy.role() == Some(Role::NoCompression) && p.slice.as_ref() == slice)
-    };
-    none(of.slice.as_ref()).or_else(|| none(None))
-}
-
 /// Which of a point's conversations a figure is over.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Scope {
@@ -167,7 +151,7 @@ pub fn scope_figures(plan: &Plan, cells: &[CellResult]) -> Vec<ScopeFigures> {
     let gather = |ks: &mut dyn Iterator<Item = usize>, m: FigureId| -> Vec<(String, metrics::Parts)> {
         ks.filter_map(|k| Some((cells[k].cell.conversation.clone(), *cell_parts[k].get(&m)?))).collect()
     };
-    let reference = reference_point(plan);
+    let reference = plan.reference_point();
     let reference_cells = reference.map(of_point).unwrap_or_default();
     let mut out = Vec::new();
     for (i, p) in plan.points.iter().enumerate() {
@@ -482,9 +466,9 @@ fn points_frame(plan: &Plan, cells: &[CellResult], axes: &[String], pricing: &Pr
 /// (`vs_none`) and of the reference point (`vs_reference`).
 fn comparison_partners(plan: &Plan) -> [(&'static str, Vec<Option<usize>>); 2] {
     let index: BTreeMap<&str, usize> = plan.points.iter().enumerate().map(|(i, p)| (p.id.as_str(), i)).collect();
-    let reference = reference_point(plan).map(|p| index[p.id.as_str()]);
+    let reference = plan.reference_point().map(|p| index[p.id.as_str()]);
     [
-        ("vs_none", plan.points.iter().map(|p| none_point(plan, p).map(|n| index[n.id.as_str()])).collect()),
+        ("vs_none", plan.points.iter().map(|p| plan.none_point(p).map(|n| index[n.id.as_str()])).collect()),
         ("vs_reference", plan.points.iter().map(|_| reference).collect()),
     ]
 }

@@ -7,23 +7,24 @@
 //! conversations only. Where a run's grader is checked against labels ([`super::grader_check`]), its
 //! `kept_at_compressions` counts the probe kinds the grader is trusted on only.
 
-use super::aggregate::reference_point;
-use super::grader_check::{self, Gradability};
-use super::{claims, default_points, Table};
 use crate::data::store::{self, StoreError};
-use crate::data::{CellResult, ConfigPoint, Plan};
+use crate::data::{CellResult, Plan};
 use crate::metrics::{
     self, percentage_points, Figure, FigureId, Level, Parts, PercentStyle, PointsStyle, ACROSS_RUNS_DIFFERENCES,
     ACROSS_RUNS_FIGURES,
 };
 use crate::replay::registry;
 use crate::replay::strategy::Role;
+use crate::table::Table;
+use crate::verdict;
+use crate::verdict::claims;
+use crate::verdict::labels::Gradability;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The figure a run's labels restrict to the gradable kinds.
-const KEPT: FigureId = grader_check::KEPT_FIGURE;
+const KEPT: FigureId = verdict::labels::KEPT_FIGURE;
 
 /// One run: its name, the agent whose sessions it replays, plan and cells, and the probe kinds its grader is
 /// trusted on (`None`: no labels to check it against, every kind counts).
@@ -56,14 +57,14 @@ impl Run {
     pub fn load(dir: &Path) -> Result<Run, StoreError> {
         let plan = store::load_plan(dir)?;
         // Every figure of a run pools the kinds its grader is trusted on, as its own report does.
-        let (labels, cells) = grader_check::scored_cells(&plan, store::collect(dir, &plan));
+        let (labels, cells) = verdict::labels::scored_cells(&plan, store::collect(dir, &plan));
         let gradable = labels.gradability();
         Ok(Run { name: plan.name.clone(), agent: agent_of(dir, &plan), plan, cells, gradable })
     }
 
     /// Each metric's parts of the run's default point of `strategy`, named `run/conversation`.
     fn parts(&self, strategy: &str) -> BTreeMap<FigureId, Vec<(String, Parts)>> {
-        let Some(point) = default_point(&self.plan, strategy) else {
+        let Some(point) = self.plan.default_point(strategy) else {
             return BTreeMap::new();
         };
         let pricing = metrics::point_pricing(&self.plan, point);
@@ -72,7 +73,7 @@ impl Run {
         if let Some(g) = &self.gradable {
             let kinds = g.gradable();
             let kept: Vec<(String, Parts)> = mine()
-                .filter_map(|c| Some((c.cell.conversation.clone(), grader_check::kept_parts(c, &kinds)?)))
+                .filter_map(|c| Some((c.cell.conversation.clone(), verdict::labels::kept_parts(c, &kinds)?)))
                 .collect();
             parts.insert(KEPT, kept);
         }
@@ -85,7 +86,9 @@ impl Run {
     }
 
     fn compressions(&self, strategy: &str) -> usize {
-        let ids: Vec<&str> = default_points(&self.plan)
+        let ids: Vec<&str> = self
+            .plan
+            .default_points()
             .into_iter()
             .map(|i| &self.plan.points[i])
             .filter(|p| p.strategy.kind() == strategy)
@@ -97,17 +100,6 @@ impl Run {
             .map(|c| c.result.compressions().count())
             .sum()
     }
-}
-
-/// A plan's default point of `strategy` (the reference's own point for the reference).
-pub fn default_point<'a>(plan: &'a Plan, strategy: &str) -> Option<&'a ConfigPoint> {
-    default_points(plan).into_iter().map(|i| &plan.points[i]).find(|p| {
-        if is_reference(strategy) {
-            reference_point(plan).is_some_and(|r| r.id == p.id)
-        } else {
-            p.strategy.kind() == strategy
-        }
-    })
 }
 
 /// A share figure with its interval, and its n where that counts probes (each row its own).
@@ -150,7 +142,9 @@ fn reference_name() -> &'static str {
 /// The strategies every run has, in the first run's order.
 fn shared_strategies(runs: &[Run]) -> Vec<String> {
     let Some(first) = runs.first() else { return Vec::new() };
-    default_points(&first.plan)
+    first
+        .plan
+        .default_points()
         .into_iter()
         .map(|i| first.plan.points[i].strategy.kind().to_string())
         .filter(|k| runs.iter().all(|r| r.plan.points.iter().any(|p| p.strategy.kind() == k)))

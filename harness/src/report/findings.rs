@@ -2,18 +2,19 @@
 //! reference point, unsplittable conversations, hidden inflation, and the paired probe comparisons (in
 //! `probes.md`). What repeats across points is said once, with the count of points it holds for.
 
-use super::{aggregate, claims};
+use super::aggregate;
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, percent, percentage_points, FigureId, PercentStyle, PointsStyle, Share};
 use crate::replay::strategies::reference_grid::THRESHOLD;
 use crate::replay::strategy::Role;
 use crate::report::summary::summarize;
+use crate::verdict::claims;
 use std::collections::BTreeMap;
 
 /// Findings on the setup and the paired comparisons, from the scope figures.
 fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
     let mut out = Vec::new();
-    let Some(reference) = aggregate::reference_point(plan) else { return out };
+    let Some(reference) = plan.reference_point() else { return out };
     let Some(ri) = plan.points.iter().position(|p| p.id == reference.id) else { return out };
     let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == reference.id).collect();
     let below = mine.iter().filter(|c| c.result.trigger_below_first_request()).count();
@@ -59,8 +60,7 @@ fn scope_findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeF
 /// replays the agent's own compactions (`Role::Recorded`), else `none`'s.
 fn recorded_usage_finding(plan: &Plan, cells: &[CellResult]) -> Option<String> {
     use std::fmt::Write;
-    let main = |role: Role| plan.points.iter().find(|p| p.slice.is_none() && p.strategy.role() == Some(role));
-    let point = main(Role::Recorded).or_else(|| main(Role::NoCompression))?;
+    let point = plan.point_of_role(Role::Recorded).or_else(|| plan.point_of_role(Role::NoCompression))?;
     let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == point.id).collect();
     let (before, after) = metrics::recorded_request_quantiles(mine.iter().copied());
     let (n, p10, median, p90) = before?;
@@ -134,7 +134,7 @@ fn recorded_usage_finding(plan: &Plan, cells: &[CellResult]) -> Option<String> {
 pub fn findings(plan: &Plan, cells: &[CellResult], scopes: &[aggregate::ScopeFigures]) -> Vec<String> {
     let mut out = scope_findings(plan, cells, scopes);
     out.extend(recorded_usage_finding(plan, cells));
-    if let Some(p) = aggregate::reference_point(plan) {
+    if let Some(p) = plan.reference_point() {
         let mine: Vec<&CellResult> = cells.iter().filter(|c| c.cell.point == p.id).collect();
         let unsplittable: Vec<&&CellResult> = mine.iter().filter(|c| c.result.unsplittable).collect();
         if !unsplittable.is_empty() {
@@ -202,12 +202,11 @@ pub(super) fn probe_comparisons(plan: &Plan, cells: &[CellResult]) -> String {
     let mut groups: Vec<((String, String), Pairs)> = Vec::new();
     let number = |p: &ConfigPoint| plan.point_number(&p.id).map(|n| format!("#{n}")).unwrap_or_else(|| p.id.clone());
     let parts = |p: &ConfigPoint| claims::point_parts(plan, cells, p).remove(&m.id);
-    let main = |role: Role| plan.points.iter().filter(move |p| p.slice.is_none() && p.strategy.role() == Some(role));
     let threshold = |p: &ConfigPoint| p.axes.get(THRESHOLD).cloned();
     let mut out = String::new();
-    for d in main(Role::Baseline).filter(|d| threshold(d).is_some()) {
+    for d in plan.points_of_role(Role::Baseline).filter(|d| threshold(d).is_some()) {
         let Some(dp) = parts(d) else { continue };
-        for g in main(Role::Reference).filter(|g| threshold(g) == threshold(d)) {
+        for g in plan.points_of_role(Role::Reference).filter(|g| threshold(g) == threshold(d)) {
             let Some(j) = parts(g).and_then(|gp| claims::judge_pairs(m, &gp, &dp, None)) else { continue };
             let diff = j.difference;
             let verdict = match j.verdict {

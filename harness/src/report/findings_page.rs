@@ -10,11 +10,10 @@
 //! compare each claim's verdict with the last publication's (`previous`: the `findings.json` the page wrote
 //! then), claim by claim, with both figures.
 
-use super::compare_runs::default_point;
-use super::grader_check::{GradableFile, GRADABLE_FILE};
-use super::{default_points, Table};
 use crate::data::{store, Plan};
 use crate::metrics::{percent, percentage_points, Figure, FigureId, Level, PercentStyle, PointsStyle, Share};
+use crate::table::Table;
+use crate::verdict::labels::{GradableFile, GRADABLE_FILE};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -182,7 +181,7 @@ impl Loaded<'_> {
 
     /// The figure `id` of the run's default point of `strategy`, from `results/points.json`.
     fn figure(&self, strategy: &str, id: FigureId) -> Option<Figure> {
-        let point = default_point(&self.plan, strategy)?;
+        let point = self.plan.default_point(strategy)?;
         let row = self.points.iter().find(|r| r.get("point").and_then(|v| v.as_str()) == Some(point.id.as_str()))?;
         let name = id.metric().name;
         let number = |key: String| row.get(&key).and_then(serde_json::Value::as_f64);
@@ -405,7 +404,8 @@ fn placeholder(label: &str, runs: &[Loaded]) -> Result<String, String> {
         [_, "gradable"] => Ok(run.gradable_list()),
         [_, strategy, name] => {
             let id = metric(name)?;
-            default_point(&run.plan, strategy)
+            run.plan
+                .default_point(strategy)
                 .ok_or_else(|| format!("run `{}` has no point of `{strategy}`", fields[0]))?;
             Ok(figure_prose(id, run.figure(strategy, id)))
         }
@@ -553,7 +553,7 @@ fn run_section(path: &Path, l: &Loaded, runs: &[Loaded]) -> Result<String, Findi
     header.extend(POINT_FIGURES.iter().map(|id| id.metric().title()));
     header.push("overflowed ↓".into());
     let mut rows = Vec::new();
-    for i in default_points(plan) {
+    for i in plan.default_points() {
         let p = &plan.points[i];
         let strategy = p.strategy.kind();
         let mut row = vec![format!("#{} {strategy}", i + 1)];

@@ -2,10 +2,10 @@
 //! the gold verbatim, the file in another form, the file's bare name (unique in its session), the key terms.
 //! The bare-name count is reported apart: it is the loosest form the path rule accepts.
 
-use super::{default_points, Table};
 use crate::data::{CellResult, KeptBy, Plan};
 use crate::metrics::{percent, PercentStyle, Share};
 use crate::probes::figures::{cell_rows, strategy_of, Moment};
+use crate::table::Table;
 
 const RULES: [KeptBy; 4] = [KeptBy::Exact, KeptBy::Path, KeptBy::BareName, KeptBy::Terms];
 
@@ -15,7 +15,7 @@ pub fn table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
     let mut header = vec!["strategy".to_string(), "pairs".into(), "kept".into()];
     header.extend(RULES.iter().map(|r| r.name().to_string()));
     let mut rows = Vec::new();
-    for i in default_points(plan) {
+    for i in plan.default_points() {
         let point = &plan.points[i];
         let strategy = strategy_of(plan, &point.id);
         let (mut pairs, mut by) = (0usize, [0usize; RULES.len()]);
@@ -52,7 +52,7 @@ pub fn first_prompt_table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
     };
     let mut rows = Vec::new();
     let mut any_marked = false;
-    for i in default_points(plan) {
+    for i in plan.default_points() {
         let point = &plan.points[i];
         let strategy = strategy_of(plan, &point.id);
         let (mut all, mut rest, mut marked) = ((0, 0), (0, 0), 0);

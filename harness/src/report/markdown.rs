@@ -7,11 +7,13 @@ use super::findings::probe_comparisons;
 use super::tables::{configuration_slices, configuration_table, pareto_key_table};
 use super::{
     aggregate, cell_count, claims, comparisons, corpus, findings, grader_check, probe_kinds, scopes_tables,
-    sources_table, split_variants_table, systems, triggers_table, varying_axes, Against, PlotList,
+    sources_table, split_variants_table, systems, triggers_table, PlotList,
 };
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::FigureId;
 use crate::report::summary::{notable_points, short_table, summarize, table_at, Notable, PointSummary, TableOptions};
+use crate::verdict;
+use crate::verdict::claims::Against;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -43,14 +45,14 @@ pub(super) struct Pages {
     pub probes: String,
 }
 
-/// The cells a report's figures read ([`grader_check::scored_cells`]: the gradable kinds' scores), every
+/// The cells a report's figures read ([`verdict::labels::scored_cells`]: the gradable kinds' scores), every
 /// cell as stored (for the grader's check and the per-kind table, which show every kind), and the labels'
 /// verdict.
 #[derive(Clone, Copy)]
 pub(super) struct Scored<'a> {
     pub cells: &'a [CellResult],
     pub all_cells: &'a [CellResult],
-    pub labels: &'a grader_check::Labels,
+    pub labels: &'a verdict::labels::Labels,
 }
 
 /// Every page of the report.
@@ -59,7 +61,7 @@ pub(super) fn pages(
     plan: &Plan,
     scored: Scored,
     scopes: &[aggregate::ScopeFigures],
-    claims: &[claims::Claim],
+    claims: &[verdict::claims::Claim],
     plots: &PlotList,
     options: PageOptions,
 ) -> Pages {
@@ -78,8 +80,8 @@ fn main_page(
     cells: &[CellResult],
     summaries: &[PointSummary],
     scopes: &[aggregate::ScopeFigures],
-    claims: &[claims::Claim],
-    labels: &grader_check::Labels,
+    claims: &[verdict::claims::Claim],
+    labels: &verdict::labels::Labels,
     PageOptions { wide, compactions_page }: PageOptions,
 ) -> String {
     let mut md = String::new();
@@ -95,7 +97,7 @@ fn main_page(
         md,
         "- [{DETAILS}]({DETAILS}): every configuration point (slices and the probe figures per kind included), the headline per source, the paired comparisons per source, the sources under the reference point, the findings, the corpus and the configuration."
     );
-    let grader = if matches!(labels, grader_check::Labels::Unset) { "" } else { ", the grader against labels" };
+    let grader = if matches!(labels, verdict::labels::Labels::Unset) { "" } else { ", the grader against labels" };
     let _ = writeln!(
         md,
         "- [{PROBES}]({PROBES}): the probe figures of every point, the paired probe comparisons{grader}, what each strategy keeps at the compression points by probe kind, and the breakdowns by source, kind, origin and compression ordinal."
@@ -272,7 +274,7 @@ fn scope_tables(md: &mut String, plan: &Plan, scopes: &[aggregate::ScopeFigures]
 
 /// Paired comparisons against `none` and against the reference point, pooled and per source.
 fn comparisons_section(md: &mut String, plan: &Plan, cells: &[CellResult]) {
-    let reference = aggregate::reference_point(plan);
+    let reference = plan.reference_point();
     let _ = write!(
         md,
         "## Comparisons\n\nEach configuration (`#` as in the headline table) minus `none`, then minus the reference point (#{} `{}`), paired per conversation (the same conversations and probes on both sides; cluster bootstrap: conversations resampled jointly): differences in percentage points with 95 % intervals. Which of them the data supports (interval excluding 0, sign kept with any one conversation left out): *What this run supports* in [{MAIN}]({MAIN}).\n\n### All sources (pooled)\n\n",
@@ -319,7 +321,7 @@ fn findings_section(md: &mut String, plan: &Plan, cells: &[CellResult], scopes: 
 
 /// Retention at the compression points by probe kind (when the run has probes); with `gradable`, the kinds
 /// the grader is not trusted on are marked and draw no difference.
-fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: Option<&grader_check::Gradability>) {
+fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: Option<&verdict::labels::Gradability>) {
     if let Some(t) = probe_kinds::table(plan, cells, gradable) {
         md.push_str("## At the compression points, by probe kind\n\n");
         md.push_str("*Kept at compressions* (`kept_at_compressions`): over (probe, compression) pairs, probes whose evidence lies before the compression, the share whose gold the history holds right after it (0 from the conversation's first request over the window on); per kind, for each strategy's default point that compressed. n: that strategy's own probe × compression pairs (a strategy that did not act at a compaction has fewer); *compressions*: that point's compressions in the conversations scored. Δ: paired by conversation against the agent's own compaction (`recorded`, where the plan has it) and against the reference, 95 % cluster-bootstrap intervals; ✓ marks an established difference (interval excludes 0 and no one conversation, left out, turns its sign). With `compress_at = \"recorded\"` every strategy compresses at the agent's own points, so both sides are the same compactions.");
@@ -332,7 +334,7 @@ fn kinds_section(md: &mut String, plan: &Plan, cells: &[CellResult], gradable: O
             let _ = write!(
                 md,
                 " Kinds on which the grader disagrees with the labels (*Grader against labels* above) are marked *{}* and no difference is drawn from them; {all}.",
-                grader_check::NOT_GRADABLE,
+                verdict::labels::NOT_GRADABLE,
             );
         }
         md.push_str("\n\n");
@@ -401,10 +403,12 @@ fn configuration_section(md: &mut String, plan: &Plan) {
     let _ = writeln!(md, "Replay settings:\n\n```json\n{replay}\n```\n");
     let cost = serde_json::to_string_pretty(&plan.cost).unwrap_or_default();
     let _ = writeln!(md, "Prices (USD per million tokens):\n\n```json\n{cost}\n```\n");
-    let all_varying = varying_axes(&plan.points.iter().collect::<Vec<_>>());
+    let all_varying = crate::data::plan::varying_axes(&plan.points.iter().collect::<Vec<_>>());
     for slice in configuration_slices(plan) {
         let varying = match slice {
-            None => varying_axes(&plan.points.iter().filter(|p| p.slice.is_none()).collect::<Vec<_>>()),
+            None => {
+                crate::data::plan::varying_axes(&plan.points.iter().filter(|p| p.slice.is_none()).collect::<Vec<_>>())
+            }
             Some(name) => {
                 let _ = writeln!(md, "Slice `{name}`:\n");
                 all_varying.clone()
@@ -442,7 +446,7 @@ mod tests {
         let pages = pages(
             Path::new("/run"),
             &plan,
-            Scored { cells: &[], all_cells: &[], labels: &grader_check::Labels::Unset },
+            Scored { cells: &[], all_cells: &[], labels: &verdict::labels::Labels::Unset },
             &[],
             &[],
             &plots,

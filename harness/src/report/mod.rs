@@ -12,7 +12,6 @@ pub mod claims;
 pub mod compare_runs;
 mod findings;
 pub mod findings_page;
-pub mod gate;
 pub mod grader_check;
 mod kept_by;
 mod markdown;
@@ -23,33 +22,21 @@ mod probe_section;
 pub mod rework;
 pub mod summary;
 pub mod systems;
-mod table;
 mod tables;
 
 // The builders keep their paths under `report::` (callers and the sibling modules name them there).
 pub use findings::findings;
 pub use markdown::{DETAILS, MAIN, MAIN_SECTIONS, PROBES};
 pub use plot_list::{draw_plots, PlotList};
-pub use table::Table;
 pub use tables::{comparisons, corpus, scopes_tables, sources_table, split_variants_table, triggers_table};
 
-use crate::data::store::{self, StoreError};
-use crate::data::{CellResult, ConfigPoint, Plan};
+use crate::data::store::{self, Stage, StoreError};
+use crate::data::{CellResult, Plan};
 use crate::metrics;
-use crate::replay::strategy::Role;
 use crate::report::summary::{summarize, table, TableOptions};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::verdict;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Axes whose value differs between points (the columns worth showing).
-pub fn varying_axes(points: &[&ConfigPoint]) -> Vec<String> {
-    let all: BTreeSet<&String> = points.iter().flat_map(|p| p.axes.keys()).collect();
-    all.into_iter()
-        .filter(|a| !crate::data::plan::is_identity_axis(a))
-        .filter(|a| points.iter().filter_map(|p| p.axes.get(*a)).collect::<BTreeSet<_>>().len() > 1)
-        .cloned()
-        .collect()
-}
 
 /// Per-point metric values over its conversations (one per conversation where the metric applies).
 pub fn metric_values(plan: &Plan, cells: &[CellResult], point: &str, metric: metrics::FigureId) -> Vec<f64> {
@@ -65,41 +52,6 @@ pub fn metric_values(plan: &Plan, cells: &[CellResult], point: &str, metric: met
 pub fn headline(plan: &Plan, cells: &[CellResult], wide: bool, markdown: bool) -> String {
     let summaries = summarize(plan, cells);
     table(&summaries, TableOptions { wide, intervals: true, markdown })
-}
-
-/// What a paired comparison subtracts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Against {
-    /// The `none` point of the same window.
-    NoCompression,
-    /// The reference's default point.
-    Reference,
-}
-
-impl Against {
-    /// The name in results files: the no-compression strategy's registry name, or `reference`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Against::NoCompression => {
-                crate::replay::registry::role_name(Role::NoCompression).unwrap_or("no compression")
-            }
-            Against::Reference => "reference",
-        }
-    }
-}
-
-impl serde::Serialize for Against {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-/// The default point of each strategy: the first main-grid point of each kind, in plan order.
-pub fn default_points(plan: &Plan) -> Vec<usize> {
-    let mut seen = BTreeSet::new();
-    (0..plan.points.len())
-        .filter(|&i| plan.points[i].slice.is_none() && seen.insert(plan.points[i].strategy.kind()))
-        .collect()
 }
 
 /// What `report` produced.
@@ -144,15 +96,6 @@ pub fn build(run_dir: &Path, wide: bool) -> Result<ReportOutput, ReportError> {
     build_with_progress(run_dir, wide, &mut |_: &Stage| {})
 }
 
-/// A report stage as `build_with_progress` announces it: its name and the share of a typical report's time
-/// spent before it (measured on the default run and the long sessions alike: the figures ~24 %, the results
-/// files ~21 %, the pages ~49 %), from which the CLI estimates the time left.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stage {
-    pub name: String,
-    pub done_share: f64,
-}
-
 /// [`build`], announcing each stage to `progress` as it starts (the CLI prints them with the time left: a
 /// report of a large run takes a while).
 pub fn build_with_progress(
@@ -164,13 +107,13 @@ pub fn build_with_progress(
     stage("reading cells".into(), 0.0);
     let plan = store::load_plan(run_dir)?;
     let all_cells = store::collect(run_dir, &plan);
-    // Every probe figure pools the kinds the grader is trusted on (`grader_check::scored_cells`); the probe
+    // Every probe figure pools the kinds the grader is trusted on (`verdict::labels::scored_cells`); the probe
     // rows and the grader's own check read every kind. Without labels both are the cells as stored.
-    let labels = grader_check::check(&plan, &all_cells);
+    let labels = verdict::labels::check(&plan, &all_cells);
     let cells: std::borrow::Cow<[CellResult]> = match labels.gradability() {
         Some(g) => {
             let mut scored = all_cells.clone();
-            grader_check::retain_kinds(&mut scored, &g.gradable());
+            verdict::labels::retain_kinds(&mut scored, &g.gradable());
             std::borrow::Cow::Owned(scored)
         }
         None => std::borrow::Cow::Borrowed(&all_cells),
@@ -190,9 +133,9 @@ pub fn build_with_progress(
         rework::write_results(reading, &results)
             .map_err(|source| ReportError::Results { path: results.join("rework.csv"), source })?;
     }
-    grader_check::write_gradable(&labels, &results)?;
+    verdict::labels::write_gradable(&labels, &results)?;
     stage("claims".into(), 0.46);
-    let claims = claims::claims(&plan, &cells);
+    let claims = verdict::claims::claims(&plan, &cells);
     claims::write_claims(&claims, &results)
         .map_err(|source| ReportError::Results { path: results.join("claims.csv"), source })?;
     stage("plots".into(), 0.47);

@@ -2,7 +2,7 @@
 //! list of files written (with captions) that `report.md` links.
 
 use super::plots::{self, Plot};
-use super::{aggregate, default_points};
+
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{self, FigureId};
 use crate::replay::strategies::reference_grid::{PRESERVE_FRACTION, THRESHOLD};
@@ -59,7 +59,7 @@ pub fn draw_plots(plan: &Plan, cells: &[CellResult], dir: &Path) -> PlotList {
 /// The sawtooth: under the reference point, the conversation with the most compressions (one where
 /// compression fires), one series per strategy's first main-grid point.
 fn draw_timeline(plan: &Plan, cells: &[CellResult], dir: &Path, list: &mut PlotList) {
-    let Some(reference) = aggregate::reference_point(plan) else { return };
+    let Some(reference) = plan.reference_point() else { return };
     let Some(conv) = most_compressed_conversation(cells, reference) else { return };
     let (series, markers) = timeline_series(plan, cells, &conv, reference);
     note(
@@ -102,7 +102,7 @@ fn timeline_series(
 ) -> (Vec<plots::Series>, Vec<plots::Marker>) {
     let mut series = Vec::new();
     let mut markers = Vec::new();
-    for p in default_points(plan).into_iter().map(|i| &plan.points[i]) {
+    for p in plan.default_points().into_iter().map(|i| &plan.points[i]) {
         let Some(c) = cells.iter().find(|c| c.cell.point == p.id && c.cell.conversation == conv) else { continue };
         let idx = series.len();
         series.push(plots::Series {
@@ -132,8 +132,7 @@ struct ReferenceGrid<'a> {
 
 impl<'a> ReferenceGrid<'a> {
     fn of(plan: &'a Plan) -> Self {
-        let points: Vec<&ConfigPoint> =
-            plan.points.iter().filter(|p| p.strategy.role() == Some(Role::Reference) && p.slice.is_none()).collect();
+        let points: Vec<&ConfigPoint> = plan.points_of_role(Role::Reference).collect();
         let uniq = |axis: &str| -> Vec<String> {
             let mut v: Vec<String> = points.iter().filter_map(|p| p.axes.get(axis).cloned()).collect();
             v.sort_by(|a, b| a.parse::<f64>().unwrap_or(0.0).total_cmp(&b.parse::<f64>().unwrap_or(0.0)));

@@ -9,14 +9,15 @@
 //! trusted on is marked *not gradable offline* and no difference is drawn from it, and the `all` rows pool
 //! the gradable kinds only (named in the row).
 
-use super::aggregate::reference_point;
-use super::grader_check::{self, Gradability, KEPT_FIGURE, NOT_GRADABLE};
-use super::{claims, default_points, Table};
 use crate::data::ProbeKind;
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::probe_figures::conversation_tally_of_kind;
 use crate::metrics::{self, percent, percentage_points, Parts, PercentStyle, PointsStyle, Share};
 use crate::replay::strategy::Role;
+use crate::table::Table;
+use crate::verdict;
+use crate::verdict::claims;
+use crate::verdict::labels::{Gradability, KEPT_FIGURE, NOT_GRADABLE};
 
 /// The probe kinds' names in table order (by name).
 fn kind_names() -> Vec<&'static str> {
@@ -36,7 +37,7 @@ fn parts(cells: &[CellResult], p: &ConfigPoint, kinds: Option<&[&str]>) -> Vec<(
                     let (hits, n) = conversation_tally_of_kind(c, KEPT_FIGURE, None)?;
                     Parts { num: hits, den: n }
                 }
-                Some(k) => grader_check::kept_parts(c, k)?,
+                Some(k) => verdict::labels::kept_parts(c, k)?,
             };
             Some((c.cell.conversation.clone(), parts))
         })
@@ -88,13 +89,14 @@ fn row_kinds(gradable: Option<&Gradability>) -> Vec<RowKind> {
 /// checked against labels), kinds it is not trusted on draw no difference and `all` pools the others.
 pub fn table(plan: &Plan, cells: &[CellResult], gradable: Option<&Gradability>) -> Option<Table> {
     let m = KEPT_FIGURE.metric();
-    let points: Vec<&ConfigPoint> = default_points(plan)
+    let points: Vec<&ConfigPoint> = plan
+        .default_points()
         .into_iter()
         .map(|i| &plan.points[i])
         .filter(|p| p.strategy.role() != Some(Role::NoCompression) && claims::acted(cells, p))
         .collect();
-    let recorded = points.iter().copied().find(|p| p.strategy.role() == Some(Role::Recorded));
-    let reference = reference_point(plan);
+    let recorded = plan.point_of_role(Role::Recorded).filter(|p| claims::acted(cells, p));
+    let reference = plan.reference_point();
     let mut header: Vec<String> =
         ["#", "strategy", "kind", "compressions", "kept at compressions ↑"].map(String::from).to_vec();
     if recorded.is_some() {

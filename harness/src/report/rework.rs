@@ -3,7 +3,6 @@
 //! the rework read from each recording ([`crate::rework`]), the chain of summaries by ordinal, each
 //! compaction's cost in the prompt cache, and the cache model against the recorded usage.
 
-use super::Table;
 use crate::data::{CellResult, Plan};
 use crate::metrics::{percent, PercentStyle, Share};
 use crate::replay::strategy::Role;
@@ -12,6 +11,7 @@ use crate::rework::figures::{
     CACHE_AGREEMENT_PP, POOLED_ORDINAL,
 };
 use crate::rework::{self, CompactionRework, FileAfterCompaction};
+use crate::table::Table;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -32,7 +32,7 @@ pub struct SourceReading {
 
 /// The run's reading, per source in plan order; `None` when the run replays no agent's compactions.
 pub fn read(plan: &Plan, cells: &[CellResult]) -> Option<Vec<SourceReading>> {
-    let recorded_point = plan.points.iter().find(|p| p.strategy.role() == Some(Role::Recorded) && p.slice.is_none())?;
+    let recorded_point = plan.point_of_role(Role::Recorded)?;
     let mut by_source: BTreeMap<String, SourceReading> = BTreeMap::new();
     for planned in plan.conversations.iter().filter(|c| c.error.is_none()) {
         let Ok(conv) = crate::datasets::load_conversation(&planned.path) else { continue };

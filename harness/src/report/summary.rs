@@ -1,8 +1,8 @@
 //! The run's summary (per config point), printed after `run` and written as `summary.json`.
 
-use super::table::Table;
 use crate::data::{CellResult, Plan};
 use crate::metrics::{percent, FigureId, PercentStyle, Share, SUMMARY_COLUMNS, SUMMARY_INTERVALS};
+use crate::table::Table;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -3,12 +3,12 @@
 //! request above its own trigger (a storm), how often the window overflowed and how many requests after a
 //! compression a provider would reject.
 
-use super::Table;
 use crate::compress::CompressionStatus;
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{percent, FigureId, PercentStyle, Share};
 use crate::replay::strategy::Role;
 use crate::report::summary::{summarize, PointSummary};
+use crate::table::Table;
 
 /// The axis values that tell this point from the other points of its strategy (`–` when it has no other).
 fn variant(p: &ConfigPoint, plan: &Plan) -> String {
@@ -29,8 +29,7 @@ fn variant(p: &ConfigPoint, plan: &Plan) -> String {
 
 /// The table, when the run holds at least one strategy modelling another agent.
 pub fn per_system(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
-    let others = plan.points.iter().any(|p| p.strategy.role() == Some(Role::OtherSystem));
-    if !others {
+    if !plan.has_role(Role::OtherSystem) {
         return None;
     }
     let summaries = summarize(plan, cells);

@@ -1,13 +1,14 @@
 //! The report's tables: the formats of their cells and the builders of each table the report's pages show
 //! (the [`Table`] type itself is `table.rs`).
 
-use super::table::Table;
-use super::{aggregate, default_points, Against};
+use super::aggregate;
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{
     self, percent, percentage_points, FigureId, PercentStyle, PointsStyle, Share, COMPARISON_FIGURES, SCOPE_FIGURES,
 };
 use crate::replay::strategy::Role;
+use crate::table::Table;
+use crate::verdict::claims::Against;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A paired difference in percentage points with its interval (none where it is a point).
@@ -38,7 +39,7 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
             metrics::point_pricing(plan, p).as_ref(),
         )
     };
-    let reference = aggregate::reference_point(plan);
+    let reference = plan.reference_point();
     let reference_parts = reference.map(parts_of);
     let compared: Vec<&metrics::Metric> = COMPARISON_FIGURES.iter().map(|id| id.metric()).collect();
     let mut header = vec!["#".to_string(), "strategy".to_string(), "convs".to_string()];
@@ -53,7 +54,7 @@ pub fn comparisons(plan: &Plan, cells: &[CellResult], source: Option<&str>, agai
             continue;
         }
         let base = match against {
-            Against::NoCompression => aggregate::none_point(plan, p).map(parts_of),
+            Against::NoCompression => plan.none_point(p).map(parts_of),
             Against::Reference => reference_parts.clone(),
         };
         let mut row = vec![(i + 1).to_string(), p.strategy.kind().to_string(), convs.to_string()];
@@ -86,7 +87,7 @@ pub fn scopes_tables(
     scopes: &[aggregate::ScopeFigures],
     keep: impl Fn(&aggregate::Scope) -> bool,
 ) -> [Table; 3] {
-    let shown = default_points(plan);
+    let shown = plan.default_points();
     // Each table's paired difference from the reference, and its header.
     let [cost, kept, compressions] = SCOPE_FIGURES;
     let groups: [(&[FigureId], FigureId, &str); 3] = [
@@ -130,7 +131,7 @@ pub fn scopes_tables(
 /// empty without a reference point.
 fn reference_cells_by_source<'a>(plan: &Plan, cells: &'a [CellResult]) -> BTreeMap<&'a str, Vec<&'a CellResult>> {
     let mut by_source: BTreeMap<&str, Vec<&CellResult>> = BTreeMap::new();
-    if let Some(reference) = aggregate::reference_point(plan) {
+    if let Some(reference) = plan.reference_point() {
         for c in cells.iter().filter(|c| c.cell.point == reference.id) {
             by_source.entry(c.source.as_str()).or_default().push(c);
         }
@@ -210,7 +211,7 @@ pub fn triggers_table(plan: &Plan, cells: &[CellResult]) -> Table {
 
 /// For unsplittable conversations: where each historical split variant would split the whole history.
 pub fn split_variants_table(plan: &Plan, cells: &[CellResult]) -> Option<Table> {
-    let reference = aggregate::reference_point(plan)?;
+    let reference = plan.reference_point()?;
     let unsplittable: Vec<&CellResult> =
         cells.iter().filter(|c| c.cell.point == reference.id && c.result.unsplittable).collect();
     if unsplittable.is_empty() {
@@ -239,11 +240,7 @@ pub fn split_variants_table(plan: &Plan, cells: &[CellResult]) -> Option<Table> 
 
 /// The corpus table: conversations, requests and tokens per source (from the `none` replays).
 pub fn corpus(plan: &Plan, cells: &[CellResult]) -> Table {
-    let none = plan
-        .points
-        .iter()
-        .find(|p| p.strategy.role() == Some(Role::NoCompression) && p.slice.is_none())
-        .map(|p| p.id.clone());
+    let none = plan.point_of_role(Role::NoCompression).map(|p| p.id.clone());
     let mut by_source: BTreeMap<String, (usize, u64, u64, u64)> = BTreeMap::new();
     for c in cells.iter().filter(|c| Some(&c.cell.point) == none.as_ref()) {
         let e = by_source.entry(c.source.clone()).or_default();

@@ -5,8 +5,8 @@
 
 use crate::data::{CellResult, Plan};
 use crate::metrics::{self, FigureId};
-use crate::report::gate::{self, Direction, GateReport, Rules};
 use crate::stats::Estimate;
+use crate::verdict::gate::{self, Direction, GateReport, Rules};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -32,7 +32,7 @@ pub enum ViewError {
     Plan(#[from] StoreError),
     /// `--compare`: the gate could not pair the runs.
     #[error(transparent)]
-    Gate(#[from] crate::report::gate::GateError),
+    Gate(#[from] crate::verdict::gate::GateError),
     /// `--compare` with a run that shares no configuration with the viewed one.
     #[error("{} and {}: no configuration in common (plan.json `points[].id`): nothing to compare", .current.display(), .baseline.display())]
     NothingInCommon { current: PathBuf, baseline: PathBuf },
@@ -77,7 +77,7 @@ fn load_run(dir: &Path) -> Result<LoadedRun, ViewError> {
     // Relative to the run directory: the page holds no path of its own run.
     let problems = stored.problems(Path::new(""), LISTED_PROBLEMS);
     // The page's probe figures pool the kinds the run's grader is trusted on, as its report does.
-    let cells = crate::report::grader_check::scored_cells(&plan, stored.cells).1;
+    let cells = crate::verdict::labels::scored_cells(&plan, stored.cells).1;
     Ok(LoadedRun { dir: dir.to_path_buf(), plan, cells, problems })
 }
 

@@ -250,8 +250,8 @@ fn point_figures(plan: &Plan, point: &crate::data::ConfigPoint, cells: &[CellRes
 fn points(run_index: usize, run: &RunData<'_>) -> Vec<PointInfo> {
     let plan = run.plan;
     let refs: Vec<&crate::data::ConfigPoint> = plan.points.iter().collect();
-    let varying = crate::report::varying_axes(&refs);
-    let defaults = crate::report::default_points(plan);
+    let varying = crate::data::plan::varying_axes(&refs);
+    let defaults = plan.default_points();
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let per_thread = plan.points.len().div_ceil(threads).max(1);
     let figures: Vec<BTreeMap<FigureId, Figure>> = std::thread::scope(|scope| {
@@ -445,7 +445,7 @@ pub fn build(
             problems: run.problems.to_vec(),
             tokenizer: recording::shown_tokenizer(&run.plan.replay.tokenizer),
             summaries: run.plan.replay.keep_summaries,
-            axes: crate::report::varying_axes(&refs),
+            axes: crate::data::plan::varying_axes(&refs),
         });
         for c in run.cells {
             let (Some(pi), Some(&ci)) = (

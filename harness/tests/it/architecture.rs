@@ -518,19 +518,21 @@ fn figure_names_are_written_only_in_metrics() {
 }
 
 /// Issue #23: the binary crate's modules form layers, each importing only layers below it (the data of a
-/// run at the bottom, the CLI at the top); a module may import its own layer's modules.
+/// run at the bottom, the CLI at the top); a module may import its own layer's modules. Issue #47: judgement
+/// (`verdict`: the gate, the claims' verdicts, the grader check) sits below every renderer, and `report` and
+/// `view` share a layer, so neither imports the other: the view and the audit read verdicts from `verdict`.
 #[test]
 fn the_binary_crate_imports_only_downwards() {
     const LAYERS: [&[&str]; 11] = [
         &["exit"],
-        &["stats", "pricing"],
+        &["stats", "pricing", "table"],
         &["data"],
         &["probes"],
         &["rework"],
         &["metrics"],
+        &["verdict"],
         &["sweep"],
-        &["report"],
-        &["view"],
+        &["report", "view"],
         &["audit"],
         &["cli"],
     ];

@@ -6,7 +6,7 @@ use super::support::repo;
 use compactbench::data::ProbeResults;
 use compactbench::data::{Cell, CellResult, Checkpoint, PlannedConversation, ProbeKind};
 use compactbench::replay::{CompressionEvent, ConversationResult};
-use compactbench::report::{self, grader_check};
+use compactbench::report;
 use compactbench::sweep::config::SweepConfig;
 use std::path::Path;
 
@@ -121,8 +121,8 @@ fn label(
 ) -> serde_json::Value {
     let c = &plan.conversations[0];
     serde_json::json!({"source": c.source, "conversation": c.id, "probe": probe, "strategy": strategy,
-        "ordinal": ordinal, "question_sha256": grader_check::question_digest(&question(probe)),
-        "gold_sha256": grader_check::question_digest(&format!("answer {probe}")), "answerable": answerable})
+        "ordinal": ordinal, "question_sha256": compactbench::verdict::labels::question_digest(&question(probe)),
+        "gold_sha256": compactbench::verdict::labels::question_digest(&format!("answer {probe}")), "answerable": answerable})
 }
 
 /// The labels: every recall probe at the reference's and at the baseline's compression as the grader has it
@@ -141,17 +141,17 @@ fn write_labels(dir: &Path, plan: &compactbench::data::Plan) -> (String, String)
         labels.push(label(plan, &format!("r{i}"), &baseline, 1, i == 0));
     }
     let mut changed = label(plan, "r1", &baseline, 1, true);
-    changed["question_sha256"] = serde_json::json!(grader_check::question_digest("an older wording"));
+    changed["question_sha256"] = serde_json::json!(compactbench::verdict::labels::question_digest("an older wording"));
     labels.push(changed);
     let mut gold = label(plan, "r3", &baseline, 1, true);
-    gold["gold_sha256"] = serde_json::json!(grader_check::question_digest("an older gold"));
+    gold["gold_sha256"] = serde_json::json!(compactbench::verdict::labels::question_digest("an older gold"));
     labels.push(gold);
     let mut unrecorded = label(plan, "r4", &baseline, 1, true);
-    unrecorded["gold_sha256"] = serde_json::json!(grader_check::UNRECORDED_GOLD);
+    unrecorded["gold_sha256"] = serde_json::json!(compactbench::verdict::labels::UNRECORDED_GOLD);
     labels.push(unrecorded);
     labels.push(label(plan, "gone", &baseline, 1, true));
     labels.push(label(plan, "r2", &reference, 2, true));
-    let file = serde_json::json!({"format": grader_check::LABELS_FORMAT, "dataset": plan.name,
+    let file = serde_json::json!({"format": compactbench::verdict::labels::LABELS_FORMAT, "dataset": plan.name,
         "method": "made up for this test", "labels": labels});
     std::fs::write(dir.join("labels.json"), file.to_string()).unwrap();
     (reference, baseline)
@@ -161,9 +161,14 @@ fn write_labels(dir: &Path, plan: &compactbench::data::Plan) -> (String, String)
 fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_gradable() {
     let tmp = tempfile::tempdir().unwrap();
     let (plan, cells) = synthetic_run(tmp.path());
-    assert_eq!(grader_check::check(&plan, &cells), grader_check::Labels::Missing(tmp.path().join("labels.json")));
+    assert_eq!(
+        compactbench::verdict::labels::check(&plan, &cells),
+        compactbench::verdict::labels::Labels::Missing(tmp.path().join("labels.json"))
+    );
     let (reference, baseline) = write_labels(tmp.path(), &plan);
-    let grader_check::Labels::Checked(c) = grader_check::check(&plan, &cells) else { panic!("labels not read") };
+    let compactbench::verdict::labels::Labels::Checked(c) = compactbench::verdict::labels::check(&plan, &cells) else {
+        panic!("labels not read")
+    };
     assert_eq!(c.labels, 3 * PER_KIND + 5);
     assert_eq!(c.method.as_deref(), Some("made up for this test"));
     let recall = c.by_kind["recall"];
@@ -191,7 +196,7 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     assert!(stale[3].0.contains("/gone@") && stale[3].1.contains("no longer exists"), "{stale:?}");
     assert_eq!(c.unmatched.len(), 1, "{:?}", c.unmatched);
     assert!(c.unmatched[0].id.ends_with(&format!("/r2@{reference}#2")), "{:?}", c.unmatched);
-    let g = grader_check::gradable_kinds(&plan, &cells).unwrap();
+    let g = compactbench::verdict::labels::gradable_kinds(&plan, &cells).unwrap();
     assert_eq!(g.gradable(), ["recall"]);
     // Decision fails on the reference (87.5 %) and has no labels on the baseline: both reasons are given.
     let why = g.why_not("decision").unwrap();
@@ -202,7 +207,7 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     );
 
     // Every other probe figure reads the gradable kinds only.
-    let (_, scored) = grader_check::scored_cells(&plan, cells.clone());
+    let (_, scored) = compactbench::verdict::labels::scored_cells(&plan, cells.clone());
     let kinds: std::collections::BTreeSet<&str> = scored
         .iter()
         .flat_map(|c| c.probes.iter().flat_map(|p| &p.checkpoints).flat_map(|k| &k.scores))
@@ -215,8 +220,8 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     let decision_rows: Vec<&Vec<String>> = t.rows.iter().filter(|r| r[2].starts_with("decision")).collect();
     assert_eq!(decision_rows.len(), 2, "{:?}", t.rows);
     for r in &decision_rows {
-        assert_eq!(r[2], format!("decision ({})", grader_check::NOT_GRADABLE));
-        let difference = if r[1] == reference { "–" } else { grader_check::NOT_GRADABLE };
+        assert_eq!(r[2], format!("decision ({})", compactbench::verdict::labels::NOT_GRADABLE));
+        let difference = if r[1] == reference { "–" } else { compactbench::verdict::labels::NOT_GRADABLE };
         assert_eq!(r.last().unwrap(), difference, "{r:?}");
     }
     let all: Vec<&Vec<String>> = t.rows.iter().filter(|r| r[2].starts_with("all")).collect();
@@ -257,7 +262,7 @@ fn the_grader_is_checked_against_labels_and_a_kind_below_ninety_percent_is_not_g
     }
     assert!(section.contains("made up for this test"), "{section}");
     assert!(section.contains("Stale labels") && section.contains("4: "), "{section}");
-    assert!(probes.contains(&format!("decision ({})", grader_check::NOT_GRADABLE)), "{probes}");
+    assert!(probes.contains(&format!("decision ({})", compactbench::verdict::labels::NOT_GRADABLE)), "{probes}");
     let main = std::fs::read_to_string(run.join(report::MAIN)).unwrap();
     let line = main.lines().find(|l| l.starts_with("Grader against labels")).expect("the main page's line");
     assert!(line.contains("1 of 5 kinds (recall)") && line.contains("4 stale labels"), "{line}");

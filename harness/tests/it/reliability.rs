@@ -694,7 +694,7 @@ fn run_in_process(
 
 #[test]
 fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_split_that_keeps_less() {
-    use compactbench::report::gate;
+    use compactbench::verdict::gate;
     assert_eq!(
         half_sections("<state_snapshot><a>\n- 1\n- 2\n- 3\n- 4\n</a><b>one two three four</b></state_snapshot>"),
         "<state_snapshot><a>\n- 1\n- 3\n</a><b>one two</b></state_snapshot>"

@@ -2,8 +2,9 @@
 
 use compactbench::data::{store, CellResult};
 use compactbench::metrics::FigureId;
-use compactbench::report::{self, gate};
+use compactbench::report;
 use compactbench::sweep;
+use compactbench::verdict::gate;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -465,7 +466,7 @@ fn findings_prose_takes_its_numbers_from_labels_only() {
     assert!(err.contains("typed.toml") && err.contains("glance line 1") && err.contains("76.4 %"), "{err}");
 
     let plan = store::load_plan(baseline()).unwrap();
-    let claims = report::claims::claims(&plan, &store::collect(baseline(), &plan));
+    let claims = compactbench::verdict::claims::claims(&plan, &store::collect(baseline(), &plan));
     let c = claims.iter().find(|c| c.difference.is_some()).expect("the baseline makes a claim");
     let label = format!("base:{}:{}:{}:{}", c.strategy, c.against.name(), c.metric.name(), c.scope);
     let labelled = findings_manifest(tmp.path(), "labelled.toml", &format!("the difference is {{{{{label}}}}}"));
@@ -481,8 +482,11 @@ fn findings_prose_takes_its_numbers_from_labels_only() {
     assert!(page.contains(&format!("the difference is {shown} over {} conversations", d.n)), "{page}");
     assert!(findings(&labelled, true).status.success(), "the page just written is up to date");
 
-    let wrong =
-        if c.verdict == report::claims::Verdict::Established { "not-established" } else { "established-higher" };
+    let wrong = if c.verdict == compactbench::verdict::claims::Verdict::Established {
+        "not-established"
+    } else {
+        "established-higher"
+    };
     let misread = findings_manifest(tmp.path(), "misread.toml", &format!("it holds {{{{{label}:{wrong}}}}}"));
     let out = findings(&misread, true);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));

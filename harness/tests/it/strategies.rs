@@ -296,7 +296,7 @@ fn the_cline_modes_have_distinct_labels() {
 #[test]
 fn a_compressor_that_orphans_responses_makes_invalid_requests_and_fails_the_gate() {
     use compactbench::replay::validity::ViolationKind;
-    use compactbench::report::gate;
+    use compactbench::verdict::gate;
     let script = repo().join("harness/tests/data/orphan_responses.py");
     let text = format!(
         "name = \"orphans\"\n\

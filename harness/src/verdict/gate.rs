@@ -2,11 +2,11 @@
 //! fails only on regressions the data supports (a bootstrap interval of the paired differences beyond the
 //! tolerance), so noise does not fail the build.
 
-use super::Table;
-use crate::data::store::{self, StoreError};
+use crate::data::store::{self, Stage, StoreError};
 use crate::data::{CellResult, ConfigPoint, Plan};
 use crate::metrics::{conversation_values, point_pricing, FigureId};
 use crate::stats::{bootstrap_mean, Estimate};
+use crate::table::Table;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -307,14 +307,14 @@ fn completeness(baseline: &Path, bplan: &Plan, current: &Path, cplan: &Plan) -> 
         problems.extend(listed(&format!("cell damaged in the {which}"), damaged));
     }
     // Each run's probe figures pool the kinds its own grader is trusted on, as its report does.
-    let scored = |plan: &Plan, cells: Vec<CellResult>| super::grader_check::scored_cells(plan, cells).1;
+    let scored = |plan: &Plan, cells: Vec<CellResult>| super::labels::scored_cells(plan, cells).1;
     (problems, [scored(bplan, bstored.cells), scored(cplan, cstored.cells)])
 }
 
 /// Compares `current` with `baseline`: completeness first, then every rule on every configuration both
 /// runs hold.
 pub fn compare(baseline: &Path, current: &Path, rules: &Rules) -> Result<GateReport, GateError> {
-    compare_with_progress(baseline, current, rules, &mut |_: &super::Stage| {})
+    compare_with_progress(baseline, current, rules, &mut |_: &Stage| {})
 }
 
 /// [`compare`], announcing each stage to `progress` as it starts, with the share of a typical gate's time
@@ -323,9 +323,9 @@ pub fn compare_with_progress(
     baseline: &Path,
     current: &Path,
     rules: &Rules,
-    progress: &mut dyn FnMut(&super::Stage),
+    progress: &mut dyn FnMut(&Stage),
 ) -> Result<GateReport, GateError> {
-    let mut stage = |name: &str, done_share: f64| progress(&super::Stage { name: name.into(), done_share });
+    let mut stage = |name: &str, done_share: f64| progress(&Stage { name: name.into(), done_share });
     stage("reading and verifying the cells of both runs", 0.0);
     let bplan = store::load_plan(baseline)?;
     let cplan = store::load_plan(current)?;
