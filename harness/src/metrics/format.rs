@@ -109,7 +109,7 @@ pub fn format_figure(m: &Metric, f: &Figure, with_ci: bool) -> String {
 /// The glossary (Markdown), generated from [`METRICS`].
 pub fn glossary_markdown() -> String {
     let mut s = String::from(
-        "# Metrics\n\n<!-- Generated from harness/src/metrics/mod.rs (`compactbench::metrics::glossary_markdown`); a test \
+        "# Metrics\n\n<!-- Generated from harness/src/metrics/definitions.rs (`compactbench::metrics::glossary_markdown`); a test \
          checks this file. -->\n\n\
          Every token figure is a request as it would be sent (system prompt + tool declarations + stored history + \
          pending turn), counted with the replay's tokenizer (`[replay] tokenizer`, o200k by default), on both sides of \
