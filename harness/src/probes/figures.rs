@@ -66,9 +66,8 @@ fn kept_per_content(recorded: &[Content], grader: &Grader, matchers: &[Matcher])
     let mut kept = vec![vec![false; recorded.len()]; matchers.len()];
     for (c, content) in recorded.iter().enumerate() {
         let hay = Haystack::of_lines([grade::graded_text(content)]);
-        let index = grader.index(&hay, matchers);
-        for (m, matcher) in matchers.iter().enumerate() {
-            kept[m][c] = grader.kept(matcher, &hay, &index).is_some();
+        for (m, by) in grader.kept_all(&hay, matchers).into_iter().enumerate() {
+            kept[m][c] = by.is_some();
         }
     }
     kept
@@ -154,8 +153,7 @@ impl RecordingIndex {
             }
         }
         let verbatim = Haystack::of_lines(verbatim);
-        let index = grader.index(&verbatim, matchers);
-        let kept = matchers.iter().map(|m| grader.kept(m, &verbatim, &index).is_some()).collect();
+        let kept = grader.kept_all(&verbatim, matchers).iter().map(Option::is_some).collect();
         StoredView { parts, kept_verbatim: kept }
     }
 

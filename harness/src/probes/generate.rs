@@ -62,6 +62,7 @@ pub fn parse_drafts(answer: &str, conv: &Conversation) -> Drafts {
         return drafts;
     };
     let hay = grade::history_haystack(&conv.history);
+    let grader = super::grader::Grader::of_conversation(conv, &[]);
     for (i, item) in items.iter().enumerate() {
         let s = |k: &str| item.get(k).and_then(|v| v.as_str()).map(str::trim).unwrap_or("").to_string();
         let kind: Option<ProbeKind> = item.get("kind").and_then(|k| serde_json::from_value(k.clone()).ok());
@@ -76,33 +77,39 @@ pub fn parse_drafts(answer: &str, conv: &Conversation) -> Drafts {
             Some(serde_json::Value::Number(n)) => n.as_u64().map(|n| vec![n as usize]).unwrap_or_default(),
             _ => Vec::new(),
         };
-        let reason = if kind.is_none() {
-            Some("kind missing or unknown")
-        } else if question.is_empty() || grade::normalize(&gold).is_empty() {
+        let Some(kind) = kind else {
+            drafts.rejected.push(format!("item {i}: kind missing or unknown"));
+            continue;
+        };
+        let probe = Probe {
+            id: format!("llm-{}", drafts.probes.len() + 1),
+            conversation: conv.meta.id.clone(),
+            kind,
+            question,
+            gold,
+            accept,
+            terms: Vec::new(),
+            evidence,
+            source: ProbeOrigin::Llm,
+            note: None,
+        };
+        // The grader vets the draft as it will grade it: the answer must be found in the conversation by the
+        // rule that scores the probe later, and not in the question alone.
+        let matcher = grader.matcher(&probe);
+        let reason = if probe.question.is_empty() || grade::normalize(&probe.gold).is_empty() {
             Some("empty question or gold answer")
-        } else if evidence.is_empty() || evidence.iter().any(|&e| e >= conv.history.len()) {
+        } else if probe.evidence.is_empty() || probe.evidence.iter().any(|&e| e >= conv.history.len()) {
             Some("evidence missing or out of range")
-        } else if !hay.contains(&gold) {
-            Some("the gold answer does not occur in the conversation")
-        } else if grade::Haystack::new(&question).contains(&gold) {
+        } else if grader.kept_one(&hay, &matcher).is_none() {
+            Some("the grader does not find the gold answer in the conversation")
+        } else if grader.kept_one(&grade::Haystack::new(&probe.question), &matcher).is_some() {
             Some("the question gives the answer away")
         } else {
             None
         };
-        match (reason, kind) {
-            (None, Some(kind)) => drafts.probes.push(Probe {
-                id: format!("llm-{}", drafts.probes.len() + 1),
-                conversation: conv.meta.id.clone(),
-                kind,
-                question,
-                gold,
-                accept,
-                terms: Vec::new(),
-                evidence,
-                source: ProbeOrigin::Llm,
-                note: None,
-            }),
-            (reason, _) => drafts.rejected.push(format!("item {i}: {}", reason.unwrap_or("invalid"))),
+        match reason {
+            None => drafts.probes.push(probe),
+            Some(reason) => drafts.rejected.push(format!("item {i}: {reason}")),
         }
     }
     drafts

@@ -258,6 +258,43 @@ impl Grader {
         m
     }
 
+    /// A matcher for the question "does this text name `file`?": the path rule of a recall probe whose gold
+    /// is `file` and which also accepts `also` (other forms the caller takes as naming it), with no word of
+    /// change required.
+    pub fn file_matcher(&self, file: &str, also: Vec<String>) -> Matcher {
+        self.matcher(&Probe {
+            id: String::new(),
+            conversation: String::new(),
+            kind: super::ProbeKind::Recall,
+            question: String::new(),
+            gold: file.to_string(),
+            accept: also,
+            terms: Vec::new(),
+            evidence: Vec::new(),
+            source: crate::data::ProbeOrigin::Auto,
+            note: None,
+        })
+    }
+
+    /// Which rule keeps each of `matchers` in `hay` (`None`: not kept): the grader's one call. The history is
+    /// indexed once for all of them.
+    pub fn kept_all(&self, hay: &Haystack, matchers: &[Matcher]) -> Vec<Option<KeptBy>> {
+        let index = self.index(hay, matchers);
+        matchers.iter().map(|m| self.kept(m, hay, &index)).collect()
+    }
+
+    /// [`Grader::kept_all`] for the matchers at `which` only, in that order (a scored moment asks for the
+    /// probes already askable; the index covers every matcher, as the moment's index always has).
+    pub fn kept_some(&self, hay: &Haystack, matchers: &[Matcher], which: &[usize]) -> Vec<Option<KeptBy>> {
+        let index = self.index(hay, matchers);
+        which.iter().map(|&i| self.kept(&matchers[i], hay, &index)).collect()
+    }
+
+    /// Which rule keeps one matcher in `hay`.
+    pub fn kept_one(&self, hay: &Haystack, matcher: &Matcher) -> Option<KeptBy> {
+        self.kept_all(hay, std::slice::from_ref(matcher)).pop().flatten()
+    }
+
     /// A token's key: its stem when it is a plain word, else the token (an identifier, matched exactly).
     pub fn key(&self, token: &str) -> String {
         if !token.chars().all(char::is_alphabetic) {
@@ -275,8 +312,8 @@ impl Grader {
         s
     }
 
-    /// Which rule keeps the probe in the history, if any.
-    pub fn kept(&self, m: &Matcher, hay: &Haystack, index: &HistoryIndex) -> Option<KeptBy> {
+    /// Which rule keeps the probe in the history, if any (callers ask [`Grader::kept_all`]).
+    fn kept(&self, m: &Matcher, hay: &Haystack, index: &HistoryIndex) -> Option<KeptBy> {
         let path_gold = !m.path_forms.is_empty() || m.bare_name.is_some();
         if !path_gold && m.answers.iter().any(|a| hay.contains(a)) {
             return Some(KeptBy::Exact);
@@ -312,7 +349,7 @@ impl Grader {
     }
 
     /// What the path and term rules need of one history, for the given matchers, in one pass each.
-    pub fn index(&self, hay: &Haystack, matchers: &[Matcher]) -> HistoryIndex {
+    fn index(&self, hay: &Haystack, matchers: &[Matcher]) -> HistoryIndex {
         let wants_paths = matchers.iter().any(|m| !m.path_forms.is_empty() || m.bare_name.is_some());
         let wants_change = wants_paths && matchers.iter().any(|m| m.changed);
         let names: Vec<String> = matchers

@@ -191,7 +191,7 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
             ));
         }
         let matcher = grader.matcher(p);
-        let keeps = |hay: &Haystack| grader.kept(&matcher, hay, &grader.index(hay, std::slice::from_ref(&matcher)));
+        let keeps = |hay: &Haystack| grader.kept_one(hay, &matcher);
         if keeps(&Haystack::new(&p.question)).is_some() {
             out.push(lint(LintKind::GoldInQuestion, "the question alone holds the answer".into()));
         }

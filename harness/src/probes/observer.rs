@@ -294,18 +294,13 @@ impl ProbeObserver {
             return Vec::new();
         }
         let g = &self.grader;
-        let hay = grade::history_haystack(stored);
-        let index = g.index(&hay, &self.matchers);
-        let first = first_pass.map(|fp| {
-            let h = grade::history_haystack(fp);
-            let i = g.index(&h, &self.matchers);
-            (h, i)
-        });
+        let kept = g.kept_some(&grade::history_haystack(stored), &self.matchers, &askable);
+        let first_kept = first_pass.map(|fp| g.kept_some(&grade::history_haystack(fp), &self.matchers, &askable));
         let view = self.recording.as_ref().map(|r| r.view(stored, g, &self.matchers));
         let mut scores = Vec::new();
-        for i in askable {
+        for (k, i) in askable.into_iter().enumerate() {
             let p = &self.probes[i];
-            let kept_by = g.kept(&self.matchers[i], &hay, &index);
+            let kept_by = kept[k];
             let early_only = self.recording.as_ref().map(|r| r.early_only(i));
             let at_risk = match (&self.recording, &view) {
                 (Some(r), Some(v)) => Some(r.at_risk(i, v)),
@@ -326,7 +321,7 @@ impl ProbeObserver {
                 early_only,
                 at_risk,
                 answer,
-                first_pass_retained: first.as_ref().map(|(h, x)| g.kept(&self.matchers[i], h, x).is_some()),
+                first_pass_retained: first_kept.as_ref().map(|f| f[k].is_some()),
                 first_pass_answer,
             });
         }

@@ -12,13 +12,11 @@
 pub mod calls;
 pub mod figures;
 
-use crate::data::{ProbeKind, ProbeOrigin};
 use crate::datasets::Conversation;
 use crate::history::{self, Content};
 use crate::json::Value;
 use crate::probes::grade::{self, Haystack};
 use crate::probes::grader::{Grader, Matcher};
-use crate::probes::Probe;
 use calls::{file_key, Action};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -242,27 +240,13 @@ fn named_files<'f>(grader: &Grader, hay: &Haystack, files: impl Iterator<Item = 
         .iter()
         .map(|file| {
             let parts: Vec<&str> = file.trim_start_matches('/').split('/').collect();
-            let accept: Vec<String> = (2..parts.len()).map(|k| parts[parts.len() - k..].join("/")).collect();
-            let probe = Probe {
-                id: String::new(),
-                conversation: String::new(),
-                kind: ProbeKind::Recall,
-                question: String::new(),
-                gold: file.to_string(),
-                accept,
-                terms: Vec::new(),
-                evidence: Vec::new(),
-                source: ProbeOrigin::Auto,
-                note: None,
-            };
-            grader.matcher(&probe)
+            grader.file_matcher(file, (2..parts.len()).map(|k| parts[parts.len() - k..].join("/")).collect())
         })
         .collect();
-    let index = grader.index(hay, &matchers);
     files
         .into_iter()
-        .zip(&matchers)
-        .filter(|(_, m)| grader.kept(m, hay, &index).is_some())
+        .zip(grader.kept_all(hay, &matchers))
+        .filter(|(_, by)| by.is_some())
         .map(|(f, _)| f.clone())
         .collect()
 }
@@ -286,7 +270,202 @@ fn shown_path(file: &str, cwd: Option<&str>) -> String {
     format!("…/{}/{}", parts[1], parts[0])
 }
 
-/// The rework after each of the conversation's recorded compactions (none when it records none).
+/// The turns and events around one compaction: the span after it (to the next compaction or the end) and the
+/// control span (as many model turns just before it).
+struct Spans<'e> {
+    start: usize,
+    end: usize,
+    start_turn: usize,
+    span_turns: usize,
+    control_start_turn: usize,
+    before: Vec<&'e Event>,
+    after: Vec<&'e Event>,
+    control: Vec<&'e Event>,
+    earlier_than_control: Vec<&'e Event>,
+}
+
+impl<'e> Spans<'e> {
+    fn of(all: &'e [Event], start: usize, end: usize, turn_of: impl Fn(usize) -> usize) -> Spans<'e> {
+        let (start_turn, end_turn) = (turn_of(start), turn_of(end));
+        let span_turns = end_turn.saturating_sub(start_turn);
+        let control_start_turn = start_turn.saturating_sub(span_turns);
+        let before: Vec<&Event> = all.iter().filter(|e| e.at < start).collect();
+        let after = all.iter().filter(|e| e.at >= start && e.at < end).collect();
+        let control = before.iter().copied().filter(|e| e.turn >= control_start_turn).collect();
+        let earlier_than_control = before.iter().copied().filter(|e| e.turn < control_start_turn).collect();
+        Spans { start, end, start_turn, span_turns, control_start_turn, before, after, control, earlier_than_control }
+    }
+}
+
+/// Each file read or changed before the compaction: (reads, changes, the model turn of the last touch).
+type Touched = BTreeMap<String, (usize, usize, usize)>;
+
+fn touched_before(before: &[&Event]) -> Touched {
+    let mut touched = Touched::new();
+    for e in before {
+        match &e.kind {
+            EventKind::Read { file, .. } => {
+                let t = touched.entry(file.clone()).or_default();
+                t.0 += 1;
+                t.2 = e.turn;
+            }
+            EventKind::Edit(files) => {
+                for f in files {
+                    let t = touched.entry(f.clone()).or_default();
+                    t.1 += 1;
+                    t.2 = e.turn;
+                }
+            }
+            _ => {}
+        }
+    }
+    touched
+}
+
+/// Reads in the span after and in the control span, and the files each read again.
+struct Rereads {
+    reads_after: usize,
+    rereads: Vec<String>,
+    control_reads: usize,
+    control_rereads: Vec<String>,
+}
+
+fn rereads(spans: &Spans, touched: &Touched) -> Rereads {
+    let reads = |span: &[&Event], known: &dyn Fn(&str) -> bool| {
+        let mut total = 0;
+        let mut again = Vec::new();
+        for e in span {
+            if let EventKind::Read { file, .. } = &e.kind {
+                total += 1;
+                if known(file) {
+                    again.push(file.clone());
+                }
+            }
+        }
+        (total, again)
+    };
+    let (reads_after, rereads) = reads(&spans.after, &|f| touched.contains_key(f));
+    let touched_before_control: BTreeSet<String> = spans
+        .earlier_than_control
+        .iter()
+        .flat_map(|e| match &e.kind {
+            EventKind::Read { file, .. } => vec![file.clone()],
+            EventKind::Edit(files) => files.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let (control_reads, control_rereads) = reads(&spans.control, &|f| touched_before_control.contains(f));
+    Rereads { reads_after, rereads, control_reads, control_rereads }
+}
+
+/// Shell commands in the span after and the control span, and of those the ones run before, word for word:
+/// `(commands_after, repeated_commands, control_commands, control_repeated_commands)`.
+fn repeated_commands(spans: &Spans) -> (usize, usize, usize, usize) {
+    fn command<'a>(e: &&'a Event) -> Option<&'a str> {
+        match &e.kind {
+            EventKind::Command(c) => Some(c.as_str()),
+            _ => None,
+        }
+    }
+    let commands = |span: &[&Event], earlier: &[&Event]| {
+        let run: BTreeSet<&str> = earlier.iter().filter_map(command).collect();
+        let cmds: Vec<&str> = span.iter().filter_map(command).collect();
+        (cmds.len(), cmds.iter().filter(|c| run.contains(*c)).count())
+    };
+    let (after, repeated) = commands(&spans.after, &spans.before);
+    let (control, control_repeated) = commands(&spans.control, &spans.earlier_than_control);
+    (after, repeated, control, control_repeated)
+}
+
+/// Prompts typed in the span after, and of those the ones that restate a prompt typed before the compaction:
+/// `(prompts_after, restated_prompts)`.
+fn restated_prompts(spans: &Spans, prompts: &[(usize, &BTreeSet<String>)]) -> (usize, usize) {
+    let earlier: Vec<&BTreeSet<String>> = prompts.iter().filter(|(at, _)| *at < spans.start).map(|p| p.1).collect();
+    let after: Vec<&Event> = spans.after.iter().copied().filter(|e| matches!(e.kind, EventKind::Prompt(_))).collect();
+    let restated = after
+        .iter()
+        .filter(|e| match &e.kind {
+            EventKind::Prompt(w) if w.len() >= MIN_PROMPT_WORDS => {
+                earlier.iter().any(|q| share_within(w, q) >= RESTATED_SHARE)
+            }
+            _ => false,
+        })
+        .count();
+    (after.len(), restated)
+}
+
+/// Up to the first change of a file in the span after: model turns, o200k tokens of the Contents the agent
+/// added, and the share of those that are outputs of re-reads (all empty when it changed none).
+fn first_edit(h: &[Content], spans: &Spans, touched: &Touched) -> (Option<usize>, Option<u64>, Option<f64>) {
+    let Some(e) = spans.after.iter().find(|e| matches!(e.kind, EventKind::Edit(_))) else { return (None, None, None) };
+    let tokens: u64 =
+        h[spans.start..e.at].iter().map(|c| crate::tokens::o200k_count_text(&grade::content_text(c))).sum();
+    let reread_tokens: u64 = spans
+        .after
+        .iter()
+        .filter(|x| x.at < e.at)
+        .filter_map(|x| match &x.kind {
+            EventKind::Read { file, output_tokens } if touched.contains_key(file) => Some(*output_tokens),
+            _ => None,
+        })
+        .sum();
+    let share = (tokens > 0).then(|| (reread_tokens as f64 / tokens as f64).min(1.0));
+    (Some(e.turn - spans.start_turn), Some(tokens), share)
+}
+
+/// What this summary dropped of the previous one's: `(previous_named_files, …_dropped,
+/// previous_echoed_prompts, …_dropped)`, all empty for a first compaction (or after an unreadable summary).
+type Chain = (Option<usize>, Option<usize>, Option<usize>, Option<usize>);
+
+fn chain(previous: Option<&(BTreeSet<String>, Vec<usize>)>, named: &BTreeSet<String>, echoed: &[usize]) -> Chain {
+    match previous {
+        Some((prev_files, prev_prompts)) => (
+            Some(prev_files.len()),
+            Some(prev_files.iter().filter(|f| !named.contains(*f)).count()),
+            Some(prev_prompts.len()),
+            Some(prev_prompts.iter().filter(|i| !echoed.contains(i)).count()),
+        ),
+        None => (None, None, None, None),
+    }
+}
+
+/// The recorded counts around the compaction: the request before it as the agent counted it (Claude Code's
+/// `preTokens`, else the last recorded request before it), the first recorded request after it, and that
+/// request's cache traffic.
+fn recorded_usage(
+    conv: &Conversation,
+    c: &crate::datasets::RecordedCompaction,
+    spans: &Spans,
+) -> (Option<u64>, Option<u64>, Option<crate::datasets::CacheUsage>) {
+    let recorded = |i: usize| conv.recorded_prompt_tokens.get(i).copied().flatten().filter(|&n| n > 0);
+    let after = (spans.start..spans.end).find_map(recorded);
+    let cache_after = (spans.start..spans.end).find_map(|i| conv.recorded_cache.get(i).copied().flatten());
+    let before = c
+        .extra
+        .as_ref()
+        .and_then(|e| e.get("preTokens"))
+        .and_then(Value::as_f64)
+        .map(|x| x as u64)
+        .or_else(|| (0..spans.start).rev().find_map(recorded));
+    (before, after, cache_after)
+}
+
+/// The model turn of each Content (the model turns before it), and of an index past the end.
+fn turn_index(h: &[Content]) -> impl Fn(usize) -> usize {
+    let mut t = 0;
+    let turn_at: Vec<usize> = h
+        .iter()
+        .map(|c| {
+            let here = t;
+            t += history::is_model(c) as usize;
+            here
+        })
+        .collect();
+    move |at: usize| turn_at.get(at).copied().unwrap_or_else(|| turn_at.last().copied().unwrap_or(0) + 1)
+}
+
+/// The rework after each of the conversation's recorded compactions (none when it records none): each
+/// column family is read by its own function above; this walks the compactions and assembles the rows.
 pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
     let compactions = &conv.recorded_compactions;
     if compactions.is_empty() {
@@ -296,17 +475,7 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
     let grader = Grader::of_conversation(conv, &[]);
     let h = &conv.history;
     let all = events(conv, &grader, cwd);
-    let turn_at: Vec<usize> = {
-        let mut t = 0;
-        h.iter()
-            .map(|c| {
-                let here = t;
-                t += history::is_model(c) as usize;
-                here
-            })
-            .collect()
-    };
-    let turn_of = |at: usize| turn_at.get(at).copied().unwrap_or_else(|| turn_at.last().copied().unwrap_or(0) + 1);
+    let turn_of = turn_index(h);
     let mut out = ConversationRework::default();
     let mut previous: Option<(BTreeSet<String>, Vec<usize>)> = None;
     let prompts: Vec<(usize, &BTreeSet<String>)> = all
@@ -317,127 +486,28 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
         })
         .collect();
     for (n, c) in compactions.iter().enumerate() {
-        let start = c.at;
-        let end = compactions.get(n + 1).map_or(h.len(), |next| next.at);
-        let (start_turn, end_turn) = (turn_of(start), turn_of(end));
-        let span_turns = end_turn.saturating_sub(start_turn);
-        let control_start_turn = start_turn.saturating_sub(span_turns);
+        let ordinal = n + 1;
+        let spans = Spans::of(&all, c.at, compactions.get(n + 1).map_or(h.len(), |next| next.at), &turn_of);
         let readable = !c.extra.as_ref().and_then(|e| e.get("summaryOpaque")).and_then(Value::as_bool).unwrap_or(false);
-        let continued = c.history();
-        let hay = grade::history_haystack(&continued);
-        let before: Vec<&Event> = all.iter().filter(|e| e.at < start).collect();
-        let after: Vec<&Event> = all.iter().filter(|e| e.at >= start && e.at < end).collect();
-        let control: Vec<&Event> = before.iter().copied().filter(|e| e.turn >= control_start_turn).collect();
-        let earlier_than_control: Vec<&Event> =
-            before.iter().copied().filter(|e| e.turn < control_start_turn).collect();
-
-        // Files touched before, with their weight, and whether the summary names them.
-        let mut touched: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new(); // reads, edits, last turn
-        for e in &before {
-            match &e.kind {
-                EventKind::Read { file, .. } => {
-                    let t = touched.entry(file.clone()).or_default();
-                    t.0 += 1;
-                    t.2 = e.turn;
-                }
-                EventKind::Edit(files) => {
-                    for f in files {
-                        let t = touched.entry(f.clone()).or_default();
-                        t.1 += 1;
-                        t.2 = e.turn;
-                    }
-                }
-                _ => {}
-            }
-        }
+        let hay = grade::history_haystack(&c.history());
+        let touched = touched_before(&spans.before);
         let named = named_files(&grader, &hay, touched.keys());
-        let reads = |span: &[&Event], known: &dyn Fn(&str) -> bool| {
-            let mut total = 0;
-            let mut again = Vec::new();
-            for e in span {
-                if let EventKind::Read { file, .. } = &e.kind {
-                    total += 1;
-                    if known(file) {
-                        again.push(file.clone());
-                    }
-                }
-            }
-            (total, again)
-        };
-        let (reads_after, rereads) = reads(&after, &|f| touched.contains_key(f));
-        let touched_before_control: BTreeSet<String> = earlier_than_control
-            .iter()
-            .flat_map(|e| match &e.kind {
-                EventKind::Read { file, .. } => vec![file.clone()],
-                EventKind::Edit(files) => files.clone(),
-                _ => Vec::new(),
-            })
-            .collect();
-        let (control_reads, control_rereads) = reads(&control, &|f| touched_before_control.contains(f));
-        let commands = |span: &[&Event], earlier: &[&Event]| {
-            let run: BTreeSet<&str> = earlier
-                .iter()
-                .filter_map(|e| match &e.kind {
-                    EventKind::Command(c) => Some(c.as_str()),
-                    _ => None,
-                })
-                .collect();
-            let cmds: Vec<&str> = span
-                .iter()
-                .filter_map(|e| match &e.kind {
-                    EventKind::Command(c) => Some(c.as_str()),
-                    _ => None,
-                })
-                .collect();
-            (cmds.len(), cmds.iter().filter(|c| run.contains(*c)).count())
-        };
-        let (commands_after, repeated_commands) = commands(&after, &before);
-        let (control_commands, control_repeated_commands) = commands(&control, &earlier_than_control);
-        let earlier_prompts: Vec<&BTreeSet<String>> =
-            prompts.iter().filter(|(at, _)| *at < start).map(|p| p.1).collect();
-        let after_prompts: Vec<&Event> =
-            after.iter().copied().filter(|e| matches!(e.kind, EventKind::Prompt(_))).collect();
-        let restated_prompts = after_prompts
-            .iter()
-            .filter(|e| match &e.kind {
-                EventKind::Prompt(w) if w.len() >= MIN_PROMPT_WORDS => {
-                    earlier_prompts.iter().any(|q| share_within(w, q) >= RESTATED_SHARE)
-                }
-                _ => false,
-            })
-            .count();
-
-        // Up to the first change of a file.
-        let first_edit = after.iter().find(|e| matches!(e.kind, EventKind::Edit(_)));
-        let (turns_to_first_edit, tokens_to_first_edit, reread_share_to_first_edit) = match first_edit {
-            Some(e) => {
-                let tokens: u64 =
-                    h[start..e.at].iter().map(|c| crate::tokens::o200k_count_text(&grade::content_text(c))).sum();
-                let reread_tokens: u64 = after
-                    .iter()
-                    .filter(|x| x.at < e.at)
-                    .filter_map(|x| match &x.kind {
-                        EventKind::Read { file, output_tokens } if touched.contains_key(file) => Some(*output_tokens),
-                        _ => None,
-                    })
-                    .sum();
-                let share = (tokens > 0).then(|| (reread_tokens as f64 / tokens as f64).min(1.0));
-                (Some(e.turn - start_turn), Some(tokens), share)
-            }
-            None => (None, None, None),
-        };
+        let reads = rereads(&spans, &touched);
+        let (commands_after, repeated_commands, control_commands, control_repeated_commands) =
+            repeated_commands(&spans);
+        let (prompts_after, restated_prompts) = restated_prompts(&spans, &prompts);
+        let (turns_to_first_edit, tokens_to_first_edit, reread_share_to_first_edit) = first_edit(h, &spans, &touched);
         let edited: BTreeSet<&String> = touched.iter().filter(|(_, w)| w.1 > 0).map(|(f, _)| f).collect();
-        let files_edited_named = edited.iter().filter(|f| named.contains(f.as_str())).count();
         let summary_words = key_words(&grader, hay.normalized());
         let echoed: Vec<usize> = prompts
             .iter()
             .enumerate()
-            .filter(|(_, (at, w))| *at < start && share_within(w, &summary_words) >= ECHOED_SHARE)
+            .filter(|(_, (at, w))| *at < spans.start && share_within(w, &summary_words) >= ECHOED_SHARE)
             .map(|(i, _)| i)
             .collect();
-        for (i, (at, _)) in prompts.iter().enumerate().filter(|(_, (at, _))| *at < start) {
+        for (i, (at, _)) in prompts.iter().enumerate().filter(|(_, (at, _))| *at < spans.start) {
             out.prompts.push(PromptBeforeCompaction {
-                ordinal: n + 1,
+                ordinal,
                 at: *at,
                 echoed: readable.then(|| echoed.contains(&i)),
             });
@@ -447,62 +517,49 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
             previous_named_files_dropped,
             previous_echoed_prompts,
             previous_echoed_prompts_dropped,
-        ) = match &previous {
-            Some((prev_files, prev_prompts)) => (
-                Some(prev_files.len()),
-                Some(prev_files.iter().filter(|f| !named.contains(*f)).count()),
-                Some(prev_prompts.len()),
-                Some(prev_prompts.iter().filter(|i| !echoed.contains(i)).count()),
-            ),
-            None => (None, None, None, None),
-        };
+        ) = chain(previous.as_ref(), &named, &echoed);
         for (file, &(reads_before, edits_before, last_turn)) in &touched {
             out.files.push(FileAfterCompaction {
                 conversation: conv.meta.id.clone(),
-                ordinal: n + 1,
+                ordinal,
                 file: shown_path(file, cwd),
                 named: readable.then(|| named.contains(file)),
                 reads_before,
                 edits_before,
-                turns_since_touch: start_turn.saturating_sub(last_turn + 1),
-                reread: rereads.contains(file),
+                turns_since_touch: spans.start_turn.saturating_sub(last_turn + 1),
+                reread: reads.rereads.contains(file),
             });
         }
-        let recorded_after =
-            (start..end).find_map(|i| conv.recorded_prompt_tokens.get(i).copied().flatten().filter(|&n| n > 0));
-        let cache_after = (start..end).find_map(|i| conv.recorded_cache.get(i).copied().flatten());
-        let tokens_before =
-            c.extra.as_ref().and_then(|e| e.get("preTokens")).and_then(Value::as_f64).map(|x| x as u64).or_else(|| {
-                (0..start).rev().find_map(|i| conv.recorded_prompt_tokens.get(i).copied().flatten().filter(|&n| n > 0))
-            });
+        let (tokens_before, tokens_after, cache_after) = recorded_usage(conv, c, &spans);
+        let named_count = |wanted: bool| reads.rereads.iter().filter(|f| named.contains(*f) == wanted).count();
         out.compactions.push(CompactionRework {
             conversation: conv.meta.id.clone(),
-            ordinal: n + 1,
-            at: start,
-            first_request: start_turn,
+            ordinal,
+            at: spans.start,
+            first_request: spans.start_turn,
             tokens_before,
-            tokens_after: recorded_after,
+            tokens_after,
             summary_tokens: crate::tokens::o200k_count_text(&c.summary),
             summary_readable: readable,
-            turns_after: span_turns,
-            reads_after,
-            rereads: rereads.len(),
-            rereads_named: readable.then(|| rereads.iter().filter(|f| named.contains(*f)).count()),
-            rereads_not_named: readable.then(|| rereads.iter().filter(|f| !named.contains(*f)).count()),
-            control_turns: start_turn - control_start_turn,
-            control_reads,
-            control_rereads: control_rereads.len(),
+            turns_after: spans.span_turns,
+            reads_after: reads.reads_after,
+            rereads: reads.rereads.len(),
+            rereads_named: readable.then(|| named_count(true)),
+            rereads_not_named: readable.then(|| named_count(false)),
+            control_turns: spans.start_turn - spans.control_start_turn,
+            control_reads: reads.control_reads,
+            control_rereads: reads.control_rereads.len(),
             commands_after,
             repeated_commands,
             control_commands,
             control_repeated_commands,
-            prompts_after: after_prompts.len(),
+            prompts_after,
             restated_prompts,
             turns_to_first_edit,
             tokens_to_first_edit,
             reread_share_to_first_edit,
             files_edited_before: edited.len(),
-            files_edited_named: readable.then_some(files_edited_named),
+            files_edited_named: readable.then(|| edited.iter().filter(|f| named.contains(f.as_str())).count()),
             previous_named_files,
             previous_named_files_dropped,
             previous_echoed_prompts,

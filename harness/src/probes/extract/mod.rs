@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn shares_no_marker_words_with_the_probe_extractor() {
         // The baseline lives in compactbench-llm, the extractor here. Every string literal of the baseline's source, lowercased: none may hold an extractor marker word.
-        let source = include_str!("../../llm/src/extractive.rs");
+        let source = include_str!("../../../llm/src/extractive.rs");
         let literals: Vec<String> = regex::Regex::new(r#""((?:[^"\\\n]|\\.)*)""#)
             .unwrap()
             .captures_iter(source)
