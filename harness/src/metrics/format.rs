@@ -2,7 +2,7 @@
 //! points: [`percentage_points`]; the only places that write one), and the glossary
 //! (`harness/docs/metrics.md`) generated from [`super::METRICS`].
 
-use super::{Figure, Level, Metric, Unit, METRICS};
+use super::{Aggregation, CompactionFigure, Figure, FigureId, Level, Metric, Unit, METRICS};
 use serde::Serialize;
 
 /// A share to print with [`percent`].
@@ -90,7 +90,51 @@ pub fn format_value(m: &Metric, v: f64) -> String {
         Unit::Share => percent(Some(Share::Fraction(v)), PercentStyle::TABLE),
         Unit::Count | Unit::Tokens => format!("{}", v.round() as i64),
         Unit::Usd => format!("{v:.4}"),
-        Unit::PerHundred => format!("{v:.1}"),
+        Unit::PerHundred | Unit::PerTenTurns => format!("{v:.1}"),
+        Unit::Turns | Unit::Requests => format!("{}", v.round() as i64),
+        Unit::Points => percentage_points(v, None, PointsStyle::TABLE),
+    }
+}
+
+/// Digits of a compaction-level figure in percentage points: the cache model's overall error and bias sit
+/// near 1 pp against a 10 pp bar, so they keep two; every other one keeps one.
+fn points_decimals(id: FigureId) -> usize {
+    match id {
+        FigureId::CacheModelMedianAbsError | FigureId::CacheModelMeanError => 2,
+        _ => 1,
+    }
+}
+
+/// A compaction-level figure ([`Level::Compaction`]) as `compactions.md` prints it, in its metric's unit:
+/// rates per 10 turns `2.3 [1.1, 3.4]` (a difference signed: `+0.4 [-0.2, +1.0]`), shares `12.3% [8.0,
+/// 17.1]`, differences of shares `+1.2 pp [-0.3, +2.5]`, errors `0.84 pp`, medians of counts and tokens
+/// whole, of USD to three decimals; `–` where there is no value.
+pub fn format_compaction_figure(m: &Metric, f: &CompactionFigure) -> String {
+    let Some(v) = f.value else { return "–".into() };
+    let signed = matches!(m.aggregation, Aggregation::Difference | Aggregation::Mean);
+    let number = |x: f64, decimals: usize| {
+        if signed {
+            format!("{x:+.decimals$}")
+        } else {
+            format!("{x:.decimals$}")
+        }
+    };
+    let with_interval = |value: String, scale: f64| match f.interval {
+        Some((low, high)) => format!("{value} [{}, {}]", number(low * scale, 1), number(high * scale, 1)),
+        None => value,
+    };
+    match m.unit {
+        Unit::PerTenTurns | Unit::PerHundred => with_interval(number(v, 1), 1.0),
+        Unit::Share => with_interval(percent(Some(Share::Fraction(v)), PercentStyle::TABLE), 100.0),
+        Unit::Points => {
+            let decimals = points_decimals(m.id);
+            match f.interval {
+                Some(interval) if signed => percentage_points(v, Some(interval), PointsStyle { decimals, unit: true }),
+                _ => format!("{} pp", number(v * 100.0, decimals)),
+            }
+        }
+        Unit::Count | Unit::Tokens | Unit::Turns | Unit::Requests => format!("{v:.0}"),
+        Unit::Usd => format!("{v:.3}"),
     }
 }
 
@@ -120,9 +164,11 @@ pub fn glossary_markdown() -> String {
          own counts are kept as `reference_original_tokens` / `reference_new_tokens`.\n\n\
          A point's figure is Σ numerators / Σ denominators over its conversations (*ratio of sums*: token-weighted, or \
          a mean pooled over events or conversations) or a *total*. Intervals: 95 % cluster bootstrap over \
-         conversations. Direction: ↓ lower is better, ↑ higher is better. What the agent did after each of its own \
-         recorded compactions (`compactions.md`, `results/rework*.csv`, `results/cache_requests.csv`) is read from \
-         the recordings, not from cells: its columns and figures are defined in `harness/docs/rework.md`.\n\n\
+         conversations. Direction: ↓ lower is better, ↑ higher is better. Figures of level `compaction` are what the agent \
+         did after each of its own recorded compactions (`compactions.md`), read from the recordings, not from \
+         cells, per source and over compactions (n = compactions, or the requests or pairs the row names); the \
+         columns they sum (`results/rework*.csv`, `results/cache_requests.csv`) are defined in \
+         `harness/docs/rework.md`.\n\n\
          | name | header | formula | unit | better | level | aggregation |\n|---|---|---|---|---|---|---|\n",
     );
     for m in METRICS {
@@ -189,6 +235,31 @@ mod tests {
         // A count of a total rounds from 100 × part ÷ whole, as the first-prompt table and `replay` did.
         assert_eq!(percent(Some(Share::Of(23.0, 80.0)), PercentStyle::TABLE), "28.8%");
         assert_eq!(percent(share(23.0 / 80.0), PercentStyle::TABLE), "28.7%");
+    }
+
+    /// Each unit of a compaction-level figure prints as `compactions.md` printed it before its figures
+    /// joined the table: rates and shares with their interval, differences signed, errors in pp (the cache
+    /// model's overall ones to two decimals), medians of counts whole, of USD to three decimals.
+    #[test]
+    fn compaction_figures_print_as_the_rework_page_did() {
+        let f = |value: f64, interval: Option<(f64, f64)>| CompactionFigure { value: Some(value), interval, n: 3 };
+        let shown = |id: FigureId, fig: CompactionFigure| format_compaction_figure(id.metric(), &fig);
+        assert_eq!(shown(FigureId::ReworkRereadsAfter, f(2.345, Some((1.11, 3.46)))), "2.3 [1.1, 3.5]");
+        assert_eq!(shown(FigureId::ReworkRereadsAdded, f(0.41, Some((-0.2, 1.0)))), "+0.4 [-0.2, +1.0]");
+        assert_eq!(shown(FigureId::ReworkRestatedPromptShare, f(0.123, Some((0.08, 0.171)))), "12.3% [8.0, 17.1]");
+        assert_eq!(shown(FigureId::ReworkRereadRateNamed, f(0.5, None)), "50.0%");
+        assert_eq!(
+            shown(FigureId::ReworkNamedMinusNotStratified, f(0.012, Some((-0.003, 0.025)))),
+            "+1.2 pp [-0.3, +2.5]"
+        );
+        assert_eq!(shown(FigureId::ReworkNamedMinusNotRaw, f(-0.05, None)), "-5.0 pp");
+        assert_eq!(shown(FigureId::CacheModelMedianAbsError, f(0.0084, None)), "0.84 pp");
+        assert_eq!(shown(FigureId::CacheModelMeanError, f(0.0025, None)), "+0.25 pp");
+        assert_eq!(shown(FigureId::CacheModelHardError, f(0.045, None)), "4.5 pp");
+        assert_eq!(shown(FigureId::ChainSummaryTokens, f(1234.4, None)), "1234");
+        assert_eq!(shown(FigureId::CompactionSummaryCallUsd, f(0.0931, None)), "0.093");
+        assert_eq!(shown(FigureId::CompactionBreakEvenRequest, f(6.5, None)), "6");
+        assert_eq!(format_compaction_figure(FigureId::ReworkRereadsAfter.metric(), &CompactionFigure::default()), "–");
     }
 
     /// Each style prints as the call sites it replaced did (`{:+.1}` of the value × 100, ` pp`, `[low, high]`).

@@ -52,6 +52,9 @@ pub enum Level {
     Conversation,
     /// Pooled over probes (n = probe scorings: probes × moments; see [`probe_figures`]).
     Probe,
+    /// Over the agent's own recorded compactions (n = compactions), read from the recordings by
+    /// [`crate::rework`]: a figure of `compactions.md` per source, not of a point or a cell.
+    Compaction,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -59,6 +62,12 @@ pub enum Level {
 pub enum Aggregation {
     RatioOfSums,
     Total,
+    /// The median over the level's items (compactions, requests).
+    Median,
+    /// The mean over the level's items.
+    Mean,
+    /// One figure minus another (after minus control, named minus not named), signed.
+    Difference,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -72,6 +81,16 @@ pub enum Unit {
     /// Events per 100 requests.
     #[serde(rename = "per 100 requests")]
     PerHundred,
+    /// Events per 10 model turns.
+    #[serde(rename = "per 10 turns")]
+    PerTenTurns,
+    /// Model turns.
+    Turns,
+    /// API requests.
+    Requests,
+    /// A difference of shares, or a share's error, in percentage points (0.01 = 1 pp).
+    #[serde(rename = "pp")]
+    Points,
 }
 
 /// One conversation's contribution to a figure.
@@ -113,6 +132,9 @@ pub enum PartsFrom {
     /// A point's probe scorings only, pooled by [`probe_figures::point_figures`]: no value per
     /// conversation, so no column in `results/*`.
     PointProbes,
+    /// The recordings' compactions ([`Level::Compaction`]), computed by `rework::figures`: no value per
+    /// cell or point.
+    Recordings,
 }
 
 /// A figure's definition.
@@ -149,7 +171,7 @@ impl Metric {
     pub fn parts(&self, o: &Observation<'_>) -> Option<Parts> {
         match self.parts {
             PartsFrom::Cell(parts) => parts(o),
-            PartsFrom::PointProbes => None,
+            PartsFrom::PointProbes | PartsFrom::Recordings => None,
         }
     }
 
@@ -320,12 +342,44 @@ pub struct Figure {
     pub high: f64,
 }
 
+/// A figure over the agent's recorded compactions ([`Level::Compaction`], computed by `rework::figures`):
+/// its value where there is one, its bootstrap 95 % interval over compactions where one was drawn (a
+/// median has none), and the items it is over.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CompactionFigure {
+    pub value: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    pub n: usize,
+}
+
+/// Compaction-level figures by id ([`crate::metrics::Level::Compaction`]), each printed by
+/// [`format_compaction_figure`]: what `rework::figures` computes for one corpus or one row of a table.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompactionFigures(pub BTreeMap<FigureId, CompactionFigure>);
+
+impl CompactionFigures {
+    pub fn get(&self, id: FigureId) -> CompactionFigure {
+        self.0.get(&id).copied().unwrap_or_default()
+    }
+
+    pub fn value(&self, id: FigureId) -> Option<f64> {
+        self.get(id).value
+    }
+
+    /// The figure as the page prints it.
+    pub fn shown(&self, id: FigureId) -> String {
+        format_compaction_figure(id.metric(), &self.get(id))
+    }
+}
+
 fn aggregate(m: &Metric, parts: &[Parts]) -> Option<f64> {
     let num: f64 = parts.iter().map(|p| p.num).sum();
     let den: f64 = parts.iter().map(|p| p.den).sum();
     match m.aggregation {
         Aggregation::RatioOfSums => (den > 0.0).then(|| num / den),
         Aggregation::Total => (!parts.is_empty()).then_some(num),
+        // Compaction-level figures are computed by `rework::figures`, never from a cell's parts.
+        Aggregation::Median | Aggregation::Mean | Aggregation::Difference => None,
     }
 }
 
@@ -334,14 +388,14 @@ pub fn figure(m: &Metric, parts: &[Parts]) -> Option<Figure> {
     let value = aggregate(m, parts)?;
     let n = match m.level {
         Level::Event | Level::Probe => parts.iter().map(|p| p.den).sum::<f64>() as usize,
-        Level::Conversation => parts.len(),
+        Level::Conversation | Level::Compaction => parts.len(),
     };
     let (low, high) = match m.aggregation {
         Aggregation::RatioOfSums => {
             bootstrap(parts.len(), |s| aggregate(m, &s.iter().map(|&i| parts[i]).collect::<Vec<_>>()))
                 .unwrap_or((value, value))
         }
-        Aggregation::Total => (value, value),
+        Aggregation::Total | Aggregation::Median | Aggregation::Mean | Aggregation::Difference => (value, value),
     };
     Some(Figure { value, n, low, high })
 }
@@ -392,7 +446,8 @@ mod paired;
 pub mod probe_figures;
 
 pub use format::{
-    format_figure, format_value, glossary_markdown, percent, percentage_points, PercentStyle, PointsStyle, Share,
+    format_compaction_figure, format_figure, format_value, glossary_markdown, percent, percentage_points, PercentStyle,
+    PointsStyle, Share,
 };
 pub use paired::{leave_group_out, paired_difference, paired_fragility, Fragility};
 

@@ -19,6 +19,8 @@ fn difference_over(m: &Metric, pairs: &[(&str, Parts, Parts)], s: &[usize]) -> O
     match m.aggregation {
         Aggregation::RatioOfSums => Some(aggregate(m, &a)? - aggregate(m, &b)?),
         Aggregation::Total => Some((aggregate(m, &a)? - aggregate(m, &b)?) / s.len() as f64),
+        // Compaction-level figures have no parts to pair.
+        Aggregation::Median | Aggregation::Mean | Aggregation::Difference => None,
     }
 }
 
@@ -75,7 +77,9 @@ pub fn paired_fragility(m: &Metric, point: &[(String, Parts)], reference: &[(Str
         .collect();
     let weight = |p: &(&str, Parts, Parts)| match m.aggregation {
         Aggregation::RatioOfSums => p.1.den + p.2.den,
-        Aggregation::Total => (p.1.num - p.2.num).abs(),
+        Aggregation::Total | Aggregation::Median | Aggregation::Mean | Aggregation::Difference => {
+            (p.1.num - p.2.num).abs()
+        }
     };
     let total: f64 = pairs.iter().map(weight).sum();
     let top = pairs.iter().max_by(|a, b| weight(a).total_cmp(&weight(b)).then_with(|| b.0.cmp(a.0)))?;

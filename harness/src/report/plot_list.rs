@@ -197,6 +197,7 @@ fn pooling(m: &metrics::Metric) -> &'static str {
         (_, metrics::Level::Probe) => "pooled over probe scorings: Σ hits / Σ probes",
         (_, metrics::Level::Event) => "pooled over compressions: a ratio of sums",
         (_, metrics::Level::Conversation) => "a ratio of sums over conversations",
+        (_, metrics::Level::Compaction) => "over the agent's recorded compactions",
     }
 }
 
@@ -209,6 +210,10 @@ fn figure_desc(m: &metrics::Metric) -> String {
         metrics::Unit::Tokens => "tokens",
         metrics::Unit::Usd => "USD",
         metrics::Unit::PerHundred => "per 100 requests",
+        metrics::Unit::PerTenTurns => "per 10 turns",
+        metrics::Unit::Turns => "turns",
+        metrics::Unit::Requests => "requests",
+        metrics::Unit::Points => "pp",
     };
     let better = match m.better {
         metrics::Better::Neither => String::new(),

@@ -4,11 +4,11 @@
 //! compaction's cost in the prompt cache, and the cache model against the recorded usage.
 
 use crate::data::{CellResult, Plan};
-use crate::metrics::{percent, PercentStyle, Share};
+use crate::metrics::FigureId;
 use crate::replay::strategy::Role;
 use crate::rework::figures::{
-    cache_check, cache_requests, compaction_cost, ordinal_figures, rework_figures, CacheRequest, Figure,
-    CACHE_AGREEMENT_PP, POOLED_ORDINAL,
+    cache_check, cache_requests, compaction_cost, cost_figures, one_per_response, ordinal_figures, rework_figures,
+    CacheRequest, ReworkFigures, CACHE_AGREEMENT_PP, POOLED_ORDINAL,
 };
 use crate::rework::{self, CompactionRework, FileAfterCompaction};
 use crate::table::Table;
@@ -147,24 +147,6 @@ fn short_id(id: &str) -> String {
     }
 }
 
-fn num(v: Option<f64>, digits: usize) -> String {
-    v.map_or("–".into(), |v| format!("{v:.digits$}"))
-}
-
-fn figure(f: &Figure, scale: f64, unit: &str, signed: bool) -> String {
-    let Some(v) = f.value else { return "–".into() };
-    let v = v * scale;
-    let mut s = if signed { format!("{v:+.1}{unit}") } else { format!("{v:.1}{unit}") };
-    if let (Some(l), Some(h)) = (f.low, f.high) {
-        s = if signed {
-            format!("{s} [{:+.1}, {:+.1}]", l * scale, h * scale)
-        } else {
-            format!("{s} [{:.1}, {:.1}]", l * scale, h * scale)
-        };
-    }
-    s
-}
-
 /// The sources, then all of them pooled as one corpus where there are several (a corpus of several
 /// projects has one source per project, each with a few compactions).
 fn with_pooled(reading: &[SourceReading]) -> Vec<SourceReading> {
@@ -180,11 +162,14 @@ fn with_pooled(reading: &[SourceReading]) -> Vec<SourceReading> {
     out
 }
 
-/// The page (`compactions.md`).
+/// A table with `header` and no rows yet.
+fn table(header: &[&str]) -> Table {
+    Table { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+}
+
+/// The page (`compactions.md`): each section by its own function, in page order.
 pub fn markdown(plan: &Plan, reading: &[SourceReading]) -> String {
-    let every = reading;
     let pooled = with_pooled(reading);
-    let reading = pooled.as_slice();
     let mut md = String::new();
     let _ = writeln!(md, "# compactbench report: {}, after each compaction\n", plan.name);
     md.push_str(
@@ -197,48 +182,57 @@ pub fn markdown(plan: &Plan, reading: &[SourceReading]) -> String {
          *Control span*: as many model turns just before the compaction, counted against what came before it. \
          Agents re-read and re-run as they work; *added* is after minus control.\n\n",
     );
+    let figures: Vec<(&SourceReading, ReworkFigures)> =
+        pooled.iter().map(|s| (s, rework_figures(&s.rows, &s.files))).collect();
+    rework_section(&mut md, &figures);
+    named_section(&mut md, &figures);
+    chain_section(&mut md, &pooled);
+    cache_section(&mut md, plan, &pooled);
+    every_compaction_section(&mut md, plan, reading);
+    md
+}
+
+fn rework_section(md: &mut String, figures: &[(&SourceReading, ReworkFigures)]) {
     md.push_str("## Rework after a compaction\n\n");
-    let mut t = Table {
-        header: [
-            "source",
-            "compactions",
-            "re-reads /10 turns after",
-            "control",
-            "added",
-            "repeated commands /10 turns after",
-            "control",
-            "added",
-            "prompts restating an earlier one",
-            "turns to first edit (median)",
-            "tokens to first edit (median)",
-            "re-read share of them (median)",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
-    let figures: Vec<_> = reading.iter().map(|s| (s, rework_figures(&s.rows, &s.files))).collect();
-    for (s, f) in &figures {
+    let mut t = table(&[
+        "source",
+        "compactions",
+        "re-reads /10 turns after",
+        "control",
+        "added",
+        "repeated commands /10 turns after",
+        "control",
+        "added",
+        "prompts restating an earlier one",
+        "turns to first edit (median)",
+        "tokens to first edit (median)",
+        "re-read share of them (median)",
+    ]);
+    for (s, f) in figures {
+        let shown = |id: FigureId| f.figures.shown(id);
         t.rows.push(vec![
             s.source.clone(),
             f.compactions.to_string(),
-            figure(&f.rereads_after, 1.0, "", false),
-            figure(&f.rereads_control, 1.0, "", false),
-            figure(&f.rereads_added, 1.0, "", true),
-            figure(&f.repeats_after, 1.0, "", false),
-            figure(&f.repeats_control, 1.0, "", false),
-            figure(&f.repeats_added, 1.0, "", true),
+            shown(FigureId::ReworkRereadsAfter),
+            shown(FigureId::ReworkRereadsControl),
+            shown(FigureId::ReworkRereadsAdded),
+            shown(FigureId::ReworkRepeatsAfter),
+            shown(FigureId::ReworkRepeatsControl),
+            shown(FigureId::ReworkRepeatsAdded),
             format!(
                 "{} (of {} prompts)",
-                figure(&f.restated_share, 100.0, "%", false),
+                shown(FigureId::ReworkRestatedPromptShare),
                 s.rows.iter().map(|r| r.prompts_after).sum::<usize>()
             ),
-            format!("{} (n={})", num(f.turns_to_first_edit, 0), f.with_edit),
-            num(f.tokens_to_first_edit, 0),
-            percent(f.reread_share_to_first_edit.map(Share::Fraction), PercentStyle::TABLE),
+            format!("{} (n={})", shown(FigureId::ReworkTurnsToFirstEdit), f.with_edit),
+            shown(FigureId::ReworkTokensToFirstEdit),
+            shown(FigureId::ReworkRereadShareToFirstEdit),
         ]);
     }
     md.push_str(&t.markdown());
+}
+
+fn named_section(md: &mut String, figures: &[(&SourceReading, ReworkFigures)]) {
     md.push_str("\n\n## Is a file the summary did not name re-read more often?\n\n");
     md.push_str(
         "Each (compaction, file) pair: a file read or changed before the compaction, and whether the agent read \
@@ -248,84 +242,77 @@ pub fn markdown(plan: &Plan, reading: &[SourceReading]) -> String {
          recently (last 10 model turns, 11–50, longer) and whether it was changed, pooled with Mantel–Haenszel \
          weights. Negative: files the summary leaves out are re-read more often than similar files it names.\n\n",
     );
-    let mut t = Table {
-        header: [
-            "source",
-            "pairs named / not",
-            "re-read: named",
-            "not named",
-            "raw difference",
-            "stratified difference",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
-    for (s, f) in &figures {
+    let mut t = table(&[
+        "source",
+        "pairs named / not",
+        "re-read: named",
+        "not named",
+        "raw difference",
+        "stratified difference",
+    ]);
+    for (s, f) in figures {
+        let shown = |id: FigureId| f.figures.shown(id);
         t.rows.push(vec![
             s.source.clone(),
             format!("{} / {}", f.named_pairs, f.not_named_pairs),
-            percent(f.named_rate.map(Share::Fraction), PercentStyle::TABLE),
-            percent(f.not_named_rate.map(Share::Fraction), PercentStyle::TABLE),
-            figure(&f.named_minus_not_raw, 100.0, " pp", true),
-            figure(&f.named_minus_not, 100.0, " pp", true),
+            shown(FigureId::ReworkRereadRateNamed),
+            shown(FigureId::ReworkRereadRateNotNamed),
+            shown(FigureId::ReworkNamedMinusNotRaw),
+            shown(FigureId::ReworkNamedMinusNotStratified),
         ]);
     }
     md.push_str(&t.markdown());
+}
+
+fn chain_section(md: &mut String, reading: &[SourceReading]) {
     md.push_str("\n\n## Chains of compactions\n\n");
     let _ = writeln!(
         md,
         "Per compaction ordinal ({POOLED_ORDINAL} pools the {POOLED_ORDINAL}rd and later): the summary's size (o200k), the share of the files changed since the session's start it names, and of what the previous summary named (files; the user's typed prompts it echoed: half their key words in it) the share this one drops.\n"
     );
-    let mut t = Table {
-        header: [
-            "source",
-            "ordinal",
-            "compactions",
-            "summary tokens (median)",
-            "files changed named",
-            "previous files dropped",
-            "previous prompts dropped",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+    let mut t = table(&[
+        "source",
+        "ordinal",
+        "compactions",
+        "summary tokens (median)",
+        "files changed named",
+        "previous files dropped",
+        "previous prompts dropped",
+    ]);
     for s in reading {
         for o in ordinal_figures(&s.rows) {
             let ordinal = if o.ordinal == POOLED_ORDINAL { format!("{}+", o.ordinal) } else { o.ordinal.to_string() };
+            let shown = |id: FigureId| o.figures.shown(id);
             t.rows.push(vec![
                 s.source.clone(),
                 ordinal,
                 o.compactions.to_string(),
-                num(o.summary_tokens_median, 0),
-                percent(o.edited_named_share.map(Share::Fraction), PercentStyle::TABLE),
-                percent(o.previous_files_dropped_share.map(Share::Fraction), PercentStyle::TABLE),
-                percent(o.previous_prompts_dropped_share.map(Share::Fraction), PercentStyle::TABLE),
+                shown(FigureId::ChainSummaryTokens),
+                shown(FigureId::ChainEditedFilesNamed),
+                shown(FigureId::ChainPreviousFilesDropped),
+                shown(FigureId::ChainPreviousPromptsDropped),
             ]);
         }
     }
     md.push_str(&t.markdown());
-    cache_section(&mut md, plan, reading);
+}
+
+/// Every compaction, one row each (the sources apart, not pooled).
+fn every_compaction_section(md: &mut String, plan: &Plan, every: &[SourceReading]) {
     md.push_str("\n\n## Every compaction\n\n");
-    let mut t = Table {
-        header: [
-            "source",
-            "session",
-            "#",
-            "tokens before → after",
-            "summary",
-            "turns after",
-            "re-reads (named / not)",
-            "repeated commands",
-            "restated prompts",
-            "turns to first edit",
-            "break-even request",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+    let mut t = table(&[
+        "source",
+        "session",
+        "#",
+        "tokens before → after",
+        "summary",
+        "turns after",
+        "re-reads (named / not)",
+        "repeated commands",
+        "restated prompts",
+        "turns to first edit",
+        "break-even request",
+    ]);
     let price = plan.cost.pricing(None).map(|p| p.agent);
     for s in every {
         for r in &s.rows {
@@ -354,7 +341,6 @@ pub fn markdown(plan: &Plan, reading: &[SourceReading]) -> String {
     }
     md.push_str(&t.markdown());
     md.push('\n');
-    md
 }
 
 fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
@@ -364,40 +350,32 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
         "The replay's cache model serves a request the prefix it shares with the previous one (`cache_hit_share`, `cached_usd_vs_none`). Replaying the agent's own history (`recorded`), each request's predicted cached share is set beside the recorded `cache_read / (input + cache_read + cache_creation)`; the first request of a session is left out, and so is the first request after its first compaction, whose recorded cache read the model takes as the prefix that survives a compaction in that session (in-sample; where a session records none, the system prompt and tools). The model agrees when the median request is within {:.0} pp. One row per API response (parallel tool calls repeat one response's usage; repeats are left out); the *hard* requests, where the provider served under 90 % (an expired cache, a prefix not yet written), and the first request after each compaction, are where a cache model can be wrong, so they are given apart, beside the trivial predictor that takes each response's share to be the previous one's.\n",
         CACHE_AGREEMENT_PP * 100.0
     );
-    let mut t = Table {
-        header: [
-            "source",
-            "API responses",
-            "median |error|",
-            "mean error (model − recorded)",
-            "within 10 pp",
-            "first request after a later compaction (out of sample): median |error|",
-            "hard requests (recorded < 90 %): median |error|",
-            "trivial predictor (previous share): median |error|, all / hard",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
-    let mut any = false;
-    let pp = |v: Option<f64>, digits: usize| v.map_or("–".into(), |v| format!("{:.*} pp", digits, v * 100.0));
+    let mut t = table(&[
+        "source",
+        "API responses",
+        "median |error|",
+        "mean error (model − recorded)",
+        "within 10 pp",
+        "first request after a later compaction (out of sample): median |error|",
+        "hard requests (recorded < 90 %): median |error|",
+        "trivial predictor (previous share): median |error|, all / hard",
+    ]);
     for s in reading.iter().filter(|s| !s.cache.is_empty()) {
-        any = true;
-        let (requests, previous) =
-            crate::rework::figures::one_per_response(s.cache.iter().map(|(c, q)| (c.as_str(), *q)));
+        let (requests, previous) = one_per_response(s.cache.iter().map(|(c, q)| (c.as_str(), *q)));
         let c = cache_check(&requests, &previous);
+        let shown = |id: FigureId| c.figures.shown(id);
         t.rows.push(vec![
             s.source.clone(),
             c.requests.to_string(),
-            pp(c.median_abs_error, 2),
-            c.mean_error.map_or("–".into(), |v| format!("{:+.2} pp", v * 100.0)),
-            percent(c.within_10pp.map(Share::Fraction), PercentStyle::TABLE),
-            format!("{} (n={})", pp(c.after_compaction_median_abs_error, 1), c.after_compaction_requests),
-            format!("{} (n={})", pp(c.hard_median_abs_error, 1), c.hard_requests),
-            format!("{} / {}", pp(c.trivial_median_abs_error, 1), pp(c.trivial_hard_median_abs_error, 1)),
+            shown(FigureId::CacheModelMedianAbsError),
+            shown(FigureId::CacheModelMeanError),
+            shown(FigureId::CacheModelWithin10pp),
+            format!("{} (n={})", shown(FigureId::CacheModelAfterCompactionError), c.after_compaction_requests),
+            format!("{} (n={})", shown(FigureId::CacheModelHardError), c.hard_requests),
+            format!("{} / {}", shown(FigureId::CacheTrivialError), shown(FigureId::CacheTrivialHardError)),
         ]);
     }
-    if !any {
+    if t.rows.is_empty() {
         md.push_str("No conversation of this run records its cache traffic (Claude Code's usage does).\n");
         return;
     }
@@ -408,6 +386,10 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
          prefix the provider had not yet written. The recordings hold the times but the replay does not model \
          them, so the tail is reported, not fitted.\n\n",
     );
+    cost_section(md, plan, reading);
+}
+
+fn cost_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
     let Some(price) = plan.cost.pricing(None).map(|p| p.agent) else { return };
     md.push_str("### What each compaction cost\n\n");
     let _ = writeln!(
@@ -418,39 +400,29 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
         price.output_per_mtok,
         rework::CACHE_WRITE_MULTIPLIER
     );
-    let mut t = Table {
-        header: [
-            "source",
-            "compactions",
-            "summary call (USD)",
-            "cache write after (USD)",
-            "saving per request (USD)",
-            "break-even request",
-            "paid back before the span ended",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+    let mut t = table(&[
+        "source",
+        "compactions",
+        "summary call (USD)",
+        "cache write after (USD)",
+        "saving per request (USD)",
+        "break-even request",
+        "paid back before the span ended",
+    ]);
     for s in reading {
-        let costs: Vec<(&CompactionRework, _)> =
-            s.rows.iter().filter_map(|r| Some((r, compaction_cost(r, &price)?))).collect();
-        if costs.is_empty() {
+        let c = cost_figures(&s.rows, &price);
+        if c.compactions == 0 {
             continue;
         }
-        let m = |f: &dyn Fn(&crate::rework::figures::CompactionCost) -> Option<f64>| {
-            crate::stats::median(costs.iter().filter_map(|(_, c)| f(c)).collect())
-        };
-        let paid =
-            costs.iter().filter(|(r, c)| c.break_even_requests.is_some_and(|b| b as usize <= r.turns_after)).count();
+        let shown = |id: FigureId| c.figures.shown(id);
         t.rows.push(vec![
             s.source.clone(),
-            costs.len().to_string(),
-            num(m(&|c| Some(c.summary_call_usd)), 3),
-            num(m(&|c| Some(c.cache_write_usd)), 3),
-            num(m(&|c| Some(c.saving_per_request_usd)), 3),
-            num(m(&|c| c.break_even_requests.map(|b| b as f64)), 0),
-            format!("{paid} of {}", costs.len()),
+            c.compactions.to_string(),
+            shown(FigureId::CompactionSummaryCallUsd),
+            shown(FigureId::CompactionCacheWriteUsd),
+            shown(FigureId::CompactionSavingPerRequestUsd),
+            shown(FigureId::CompactionBreakEvenRequest),
+            format!("{} of {}", shown(FigureId::CompactionPaidBack), c.compactions),
         ]);
     }
     md.push_str(&t.markdown());

@@ -1,31 +1,26 @@
-//! The corpus figures of the rework reading, each defined once here (formulas in `harness/docs/rework.md`):
-//! rates after a compaction beside the control span, the named / not-named re-read comparison within strata
-//! of similar files, the chain of summaries by ordinal, and each compaction's cost in the prompt cache.
+//! The corpus figures of the rework reading, computed here and defined in the figure table (`FigureId`s of
+//! level `compaction` in `metrics/definitions.rs`, glossary in `harness/docs/metrics.md`): rates after a
+//! compaction beside the control span, the named / not-named re-read comparison within strata of similar
+//! files, the chain of summaries by ordinal, the cache model against the recording, and each compaction's
+//! cost in the prompt cache.
 
 use super::{CompactionRework, FileAfterCompaction, CACHE_WRITE_MULTIPLIER};
+use crate::metrics::{CompactionFigure, CompactionFigures, FigureId};
 use crate::pricing::Price;
 use crate::stats::{self, median};
 use std::collections::BTreeMap;
 
-/// A figure with its bootstrap 95 % interval (over compactions) and its n.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Figure {
-    pub value: Option<f64>,
-    pub low: Option<f64>,
-    pub high: Option<f64>,
-    pub n: usize,
+/// A statistic over compactions (the indices resampled) with its bootstrap interval.
+fn bootstrapped(n: usize, stat: impl Fn(&[usize]) -> Option<f64>) -> CompactionFigure {
+    let all: Vec<usize> = (0..n).collect();
+    let value = stat(&all);
+    let interval = value.and_then(|_| stats::bootstrap(n, &stat));
+    CompactionFigure { value, interval, n }
 }
 
-impl Figure {
-    fn of(n: usize, stat: impl Fn(&[usize]) -> Option<f64>) -> Figure {
-        let all: Vec<usize> = (0..n).collect();
-        let value = stat(&all);
-        let (low, high) = match value.and_then(|_| stats::bootstrap(n, &stat)) {
-            Some((l, h)) => (Some(l), Some(h)),
-            None => (None, None),
-        };
-        Figure { value, low, high, n }
-    }
+/// A value with no interval (a median, a pooled share) over `n` items.
+fn plain(value: Option<f64>, n: usize) -> CompactionFigure {
+    CompactionFigure { value, interval: None, n }
 }
 
 fn ratio(num: f64, den: f64) -> Option<f64> {
@@ -35,34 +30,17 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 /// Per 10 model turns: the figure's unit for re-reads and repeated commands.
 const PER_TURNS: f64 = 10.0;
 
-/// The rework figures of one corpus.
+/// The rework figures of one corpus: re-reads and repeated commands after and over the control span, restated
+/// prompts, the way to the first edit, and the named / not-named re-read comparison.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReworkFigures {
     pub compactions: usize,
-    /// Re-reads per 10 model turns after the compaction, over the control span, and their difference.
-    pub rereads_after: Figure,
-    pub rereads_control: Figure,
-    pub rereads_added: Figure,
-    /// Repeated commands per 10 model turns, the same three.
-    pub repeats_after: Figure,
-    pub repeats_control: Figure,
-    pub repeats_added: Figure,
-    /// Share of the prompts typed after a compaction that restate an earlier one.
-    pub restated_share: Figure,
-    /// Medians over compactions with an edit in their span: turns and tokens to the first edit, and the
-    /// re-read share of those tokens.
-    pub turns_to_first_edit: Option<f64>,
-    pub tokens_to_first_edit: Option<f64>,
-    pub reread_share_to_first_edit: Option<f64>,
+    /// Compactions with a change of a file in their span (the medians to the first edit are over these).
     pub with_edit: usize,
-    /// Re-read rate of files the summary names minus files it does not, within strata of similar files
-    /// (Mantel–Haenszel weights); the raw difference; the pairs on each side.
-    pub named_minus_not: Figure,
-    pub named_minus_not_raw: Figure,
-    pub named_rate: Option<f64>,
-    pub not_named_rate: Option<f64>,
+    /// (compaction, file) pairs of readable summaries on each side of the named / not-named comparison.
     pub named_pairs: usize,
     pub not_named_pairs: usize,
+    pub figures: CompactionFigures,
 }
 
 /// How many times a file was touched before the compaction: 1, 2–3, 4 or more.
@@ -151,42 +129,44 @@ pub fn rework_figures(rows: &[CompactionRework], files: &[FileAfterCompaction]) 
         (ratio(side.iter().filter(|f| f.reread).count() as f64, side.len() as f64), side.len())
     };
     let ((named_rate, named_pairs), (not_named_rate, not_named_pairs)) = (side_rate(true), side_rate(false));
+    let firsts = |f: fn(&CompactionRework) -> Option<f64>| {
+        plain(median(with_edit.iter().filter_map(|r| f(r)).collect()), with_edit.len())
+    };
+    let figures = BTreeMap::from([
+        (FigureId::ReworkRereadsAfter, bootstrapped(n, after_rr)),
+        (FigureId::ReworkRereadsControl, bootstrapped(n, control_rr)),
+        (FigureId::ReworkRereadsAdded, bootstrapped(n, |s| Some(after_rr(s)? - control_rr(s)?))),
+        (FigureId::ReworkRepeatsAfter, bootstrapped(n, after_rc)),
+        (FigureId::ReworkRepeatsControl, bootstrapped(n, control_rc)),
+        (FigureId::ReworkRepeatsAdded, bootstrapped(n, |s| Some(after_rc(s)? - control_rc(s)?))),
+        (
+            FigureId::ReworkRestatedPromptShare,
+            bootstrapped(n, |s| ratio(sum(s, |r| r.restated_prompts), sum(s, |r| r.prompts_after))),
+        ),
+        (FigureId::ReworkTurnsToFirstEdit, firsts(|r| r.turns_to_first_edit.map(|x| x as f64))),
+        (FigureId::ReworkTokensToFirstEdit, firsts(|r| r.tokens_to_first_edit.map(|x| x as f64))),
+        (FigureId::ReworkRereadShareToFirstEdit, firsts(|r| r.reread_share_to_first_edit)),
+        (FigureId::ReworkNamedMinusNotStratified, bootstrapped(n, |s| stratified_difference(&pairs_of(s)))),
+        (FigureId::ReworkNamedMinusNotRaw, bootstrapped(n, |s| raw_difference(&pairs_of(s)))),
+        (FigureId::ReworkRereadRateNamed, plain(named_rate, named_pairs)),
+        (FigureId::ReworkRereadRateNotNamed, plain(not_named_rate, not_named_pairs)),
+    ]);
     ReworkFigures {
         compactions: n,
-        rereads_after: Figure::of(n, after_rr),
-        rereads_control: Figure::of(n, control_rr),
-        rereads_added: Figure::of(n, |s| Some(after_rr(s)? - control_rr(s)?)),
-        repeats_after: Figure::of(n, after_rc),
-        repeats_control: Figure::of(n, control_rc),
-        repeats_added: Figure::of(n, |s| Some(after_rc(s)? - control_rc(s)?)),
-        restated_share: Figure::of(n, |s| ratio(sum(s, |r| r.restated_prompts), sum(s, |r| r.prompts_after))),
-        turns_to_first_edit: median(with_edit.iter().filter_map(|r| r.turns_to_first_edit.map(|x| x as f64)).collect()),
-        tokens_to_first_edit: median(
-            with_edit.iter().filter_map(|r| r.tokens_to_first_edit.map(|x| x as f64)).collect(),
-        ),
-        reread_share_to_first_edit: median(with_edit.iter().filter_map(|r| r.reread_share_to_first_edit).collect()),
         with_edit: with_edit.len(),
-        named_minus_not: Figure::of(n, |s| stratified_difference(&pairs_of(s))),
-        named_minus_not_raw: Figure::of(n, |s| raw_difference(&pairs_of(s))),
-        named_rate,
-        not_named_rate,
         named_pairs,
         not_named_pairs,
+        figures: CompactionFigures(figures),
     }
 }
 
-/// The chain of summaries at one compaction ordinal (`3` stands for 3rd and later).
+/// The chain of summaries at one compaction ordinal (`3` stands for 3rd and later): the summary's size, the
+/// share of the files changed it names, and what it dropped of the previous summary's files and prompts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OrdinalFigures {
     pub ordinal: usize,
     pub compactions: usize,
-    pub summary_tokens_median: Option<f64>,
-    /// Σ files changed before and named / Σ files changed before.
-    pub edited_named_share: Option<f64>,
-    /// Σ of the previous summary's files this one no longer names / Σ files the previous one named.
-    pub previous_files_dropped_share: Option<f64>,
-    /// The same for the typed prompts the previous summary echoed.
-    pub previous_prompts_dropped_share: Option<f64>,
+    pub figures: CompactionFigures,
 }
 
 /// Ordinals at and past this one are pooled in one row.
@@ -203,25 +183,24 @@ pub fn ordinal_figures(rows: &[CompactionRework]) -> Vec<OrdinalFigures> {
             continue;
         }
         let sum = |f: fn(&CompactionRework) -> Option<usize>| at.iter().filter_map(|r| f(r)).sum::<usize>() as f64;
-        out.push(OrdinalFigures {
-            ordinal,
-            compactions: at.len(),
-            summary_tokens_median: median(
-                at.iter().filter(|r| r.summary_readable).map(|r| r.summary_tokens as f64).collect(),
+        let readable: Vec<f64> = at.iter().filter(|r| r.summary_readable).map(|r| r.summary_tokens as f64).collect();
+        let share = |num: f64, den: f64| plain(ratio(num, den), den as usize);
+        let figures = BTreeMap::from([
+            (FigureId::ChainSummaryTokens, plain(median(readable.clone()), readable.len())),
+            (
+                FigureId::ChainEditedFilesNamed,
+                share(sum(|r| r.files_edited_named), sum(|r| r.files_edited_named.map(|_| r.files_edited_before))),
             ),
-            edited_named_share: ratio(
-                sum(|r| r.files_edited_named),
-                sum(|r| r.files_edited_named.map(|_| r.files_edited_before)),
+            (
+                FigureId::ChainPreviousFilesDropped,
+                share(sum(|r| r.previous_named_files_dropped), sum(|r| r.previous_named_files)),
             ),
-            previous_files_dropped_share: ratio(
-                sum(|r| r.previous_named_files_dropped),
-                sum(|r| r.previous_named_files),
+            (
+                FigureId::ChainPreviousPromptsDropped,
+                share(sum(|r| r.previous_echoed_prompts_dropped), sum(|r| r.previous_echoed_prompts)),
             ),
-            previous_prompts_dropped_share: ratio(
-                sum(|r| r.previous_echoed_prompts_dropped),
-                sum(|r| r.previous_echoed_prompts),
-            ),
-        });
+        ]);
+        out.push(OrdinalFigures { ordinal, compactions: at.len(), figures: CompactionFigures(figures) });
     }
     out
 }
@@ -328,26 +307,15 @@ pub fn one_per_response<'a>(
 /// prefix (an expired cache, a prefix not yet written), where a constant near 1 would be wrong.
 pub const HARD_REQUEST_SHARE: f64 = 0.90;
 
-/// The cache model against the recorded usage over a corpus's requests.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// The cache model against the recorded usage over a corpus's requests: its error over all of them, over
+/// the first requests after a later compaction and over the hard ones ([`HARD_REQUEST_SHARE`]), beside the
+/// trivial predictor (each request's share is the previous request's recorded one).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CacheCheck {
     pub requests: usize,
-    /// Median |predicted − recorded| share, in share units (0.01 = 1 pp).
-    pub median_abs_error: Option<f64>,
-    /// Mean predicted − recorded: > 0 where the model predicts more cached than the provider served.
-    pub mean_error: Option<f64>,
-    /// Share of requests within 10 pp.
-    pub within_10pp: Option<f64>,
-    /// The same median over the first requests after compactions, and their number.
-    pub after_compaction_median_abs_error: Option<f64>,
     pub after_compaction_requests: usize,
-    /// The same median over the hard requests ([`HARD_REQUEST_SHARE`]), and their number.
-    pub hard_median_abs_error: Option<f64>,
     pub hard_requests: usize,
-    /// The trivial predictor (each request's share is the previous request's recorded one) scored alike:
-    /// median |error| over all requests (that have a previous one) and over the hard ones.
-    pub trivial_median_abs_error: Option<f64>,
-    pub trivial_hard_median_abs_error: Option<f64>,
+    pub figures: CompactionFigures,
 }
 
 /// How far the cache model may be from the recording on the median request and still count as agreeing.
@@ -364,18 +332,60 @@ pub fn cache_check(requests: &[CacheRequest], previous: &[Option<f64>]) -> Cache
     let hard_errors: Vec<f64> = requests.iter().filter(|r| hard(r)).map(error).collect();
     let trivial: Vec<(bool, f64)> =
         requests.iter().zip(previous).filter_map(|(r, p)| p.map(|p| (hard(r), (p - r.recorded).abs()))).collect();
+    let n = requests.len();
+    let figures = BTreeMap::from([
+        (FigureId::CacheModelMedianAbsError, plain(median(errors.clone()), n)),
+        (
+            FigureId::CacheModelMeanError,
+            plain(ratio(requests.iter().map(|r| r.predicted - r.recorded).sum(), n as f64), n),
+        ),
+        (
+            FigureId::CacheModelWithin10pp,
+            plain(ratio(errors.iter().filter(|e| **e <= CACHE_AGREEMENT_PP).count() as f64, n as f64), n),
+        ),
+        (FigureId::CacheModelAfterCompactionError, plain(median(after.clone()), after.len())),
+        (FigureId::CacheModelHardError, plain(median(hard_errors.clone()), hard_errors.len())),
+        (FigureId::CacheTrivialError, plain(median(trivial.iter().map(|t| t.1).collect()), trivial.len())),
+        (
+            FigureId::CacheTrivialHardError,
+            plain(
+                median(trivial.iter().filter(|t| t.0).map(|t| t.1).collect()),
+                trivial.iter().filter(|t| t.0).count(),
+            ),
+        ),
+    ]);
     CacheCheck {
-        requests: requests.len(),
-        median_abs_error: median(errors.clone()),
-        mean_error: ratio(requests.iter().map(|r| r.predicted - r.recorded).sum(), requests.len() as f64),
-        within_10pp: ratio(errors.iter().filter(|e| **e <= CACHE_AGREEMENT_PP).count() as f64, errors.len() as f64),
+        requests: n,
         after_compaction_requests: after.len(),
-        after_compaction_median_abs_error: median(after),
         hard_requests: hard_errors.len(),
-        hard_median_abs_error: median(hard_errors),
-        trivial_median_abs_error: median(trivial.iter().map(|t| t.1).collect()),
-        trivial_hard_median_abs_error: median(trivial.iter().filter(|t| t.0).map(|t| t.1).collect()),
+        figures: CompactionFigures(figures),
     }
+}
+
+/// What a corpus's compactions cost in the prompt cache, at the run's agent prices: medians over the
+/// compactions with the recorded counts ([`compaction_cost`]), and how many paid for themselves before
+/// their span ended.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CostFigures {
+    pub compactions: usize,
+    pub figures: CompactionFigures,
+}
+
+pub fn cost_figures(rows: &[CompactionRework], price: &Price) -> CostFigures {
+    let costs: Vec<(&CompactionRework, CompactionCost)> =
+        rows.iter().filter_map(|r| Some((r, compaction_cost(r, price)?))).collect();
+    let n = costs.len();
+    let m =
+        |f: &dyn Fn(&CompactionCost) -> Option<f64>| plain(median(costs.iter().filter_map(|(_, c)| f(c)).collect()), n);
+    let paid = costs.iter().filter(|(r, c)| c.break_even_requests.is_some_and(|b| b as usize <= r.turns_after)).count();
+    let figures = BTreeMap::from([
+        (FigureId::CompactionSummaryCallUsd, m(&|c| Some(c.summary_call_usd))),
+        (FigureId::CompactionCacheWriteUsd, m(&|c| Some(c.cache_write_usd))),
+        (FigureId::CompactionSavingPerRequestUsd, m(&|c| Some(c.saving_per_request_usd))),
+        (FigureId::CompactionBreakEvenRequest, m(&|c| c.break_even_requests.map(|b| b as f64))),
+        (FigureId::CompactionPaidBack, plain(Some(paid as f64), n)),
+    ]);
+    CostFigures { compactions: n, figures: CompactionFigures(figures) }
 }
 
 #[cfg(test)]
@@ -454,10 +464,10 @@ mod tests {
         assert_eq!(previous, [None, Some(0.5), None, Some(0.97)]);
         let c = cache_check(&kept, &previous);
         assert_eq!((c.requests, c.hard_requests), (4, 1));
-        assert!((c.hard_median_abs_error.unwrap() - 0.45).abs() < 1e-12);
+        assert!((c.figures.value(FigureId::CacheModelHardError).unwrap() - 0.45).abs() < 1e-12);
         // Trivial errors: |0.5 − 0.97| and |0.97 − 0.97|.
-        assert!((c.trivial_median_abs_error.unwrap() - 0.235).abs() < 1e-12);
-        assert_eq!(c.trivial_hard_median_abs_error, None, "the hard request has no previous response");
+        assert!((c.figures.value(FigureId::CacheTrivialError).unwrap() - 0.235).abs() < 1e-12);
+        assert_eq!(c.figures.value(FigureId::CacheTrivialHardError), None, "the hard request has no previous response");
     }
 
     #[test]
@@ -478,9 +488,9 @@ mod tests {
         assert_eq!((c.requests, c.after_compaction_requests), (2, 1));
         // Both requests are hard (the provider served 50 %); the trivial predictor has no previous share.
         assert_eq!(c.hard_requests, 2);
-        assert_eq!(c.trivial_median_abs_error, None);
-        assert!((c.median_abs_error.unwrap() - 0.15).abs() < 1e-12);
-        assert!((c.within_10pp.unwrap() - 0.5).abs() < 1e-12);
-        assert!((c.mean_error.unwrap() + 0.15).abs() < 1e-12);
+        assert_eq!(c.figures.value(FigureId::CacheTrivialError), None);
+        assert!((c.figures.value(FigureId::CacheModelMedianAbsError).unwrap() - 0.15).abs() < 1e-12);
+        assert!((c.figures.value(FigureId::CacheModelWithin10pp).unwrap() - 0.5).abs() < 1e-12);
+        assert!((c.figures.value(FigureId::CacheModelMeanError).unwrap() + 0.15).abs() < 1e-12);
     }
 }

@@ -1,8 +1,9 @@
 //! What happened after each of the agent's own compactions, read from the recording: the rework the
 //! agent did (files read again, commands run again, instructions the user typed again), how long it took to
 //! make its next change, what each summary carried over from the one before, and what the compaction cost
-//! in the provider's prompt cache. Pure functions of an imported conversation; figures are defined in
-//! `harness/docs/rework.md` and rendered by `report::rework`.
+//! in the provider's prompt cache. Pure functions of an imported conversation; the columns are defined in
+//! `harness/docs/rework.md`, the figures in the figure table (`metrics::FigureId`, level `compaction`), and
+//! `report::rework` renders them.
 //!
 //! The span after compaction *n* runs from the first Content after it to the next compaction or the end.
 //! Every count is also taken over a **control span**: the same number of model turns just before the
@@ -450,6 +451,57 @@ fn recorded_usage(
     (before, after, cache_after)
 }
 
+/// The typed prompts before the compaction that the continued history echoes (indices into `prompts`), and
+/// one row per prompt typed before it.
+fn echoed_prompts(
+    grader: &Grader,
+    hay: &Haystack,
+    prompts: &[(usize, &BTreeSet<String>)],
+    start: usize,
+    ordinal: usize,
+    readable: bool,
+) -> (Vec<usize>, Vec<PromptBeforeCompaction>) {
+    let summary_words = key_words(grader, hay.normalized());
+    let echoed: Vec<usize> = prompts
+        .iter()
+        .enumerate()
+        .filter(|(_, (at, w))| *at < start && share_within(w, &summary_words) >= ECHOED_SHARE)
+        .map(|(i, _)| i)
+        .collect();
+    let rows = prompts
+        .iter()
+        .enumerate()
+        .filter(|(_, (at, _))| *at < start)
+        .map(|(i, (at, _))| PromptBeforeCompaction { ordinal, at: *at, echoed: readable.then(|| echoed.contains(&i)) })
+        .collect();
+    (echoed, rows)
+}
+
+/// One row per file touched before the compaction; `named` is `None` when the summary is unreadable.
+fn file_rows(
+    conversation: &str,
+    ordinal: usize,
+    touched: &Touched,
+    spans: &Spans,
+    reads: &Rereads,
+    named: Option<&BTreeSet<String>>,
+    shown: impl Fn(&str) -> String,
+) -> Vec<FileAfterCompaction> {
+    touched
+        .iter()
+        .map(|(file, &(reads_before, edits_before, last_turn))| FileAfterCompaction {
+            conversation: conversation.to_string(),
+            ordinal,
+            file: shown(file),
+            named: named.map(|n| n.contains(file)),
+            reads_before,
+            edits_before,
+            turns_since_touch: spans.start_turn.saturating_sub(last_turn + 1),
+            reread: reads.rereads.contains(file),
+        })
+        .collect()
+}
+
 /// The model turn of each Content (the model turns before it), and of an index past the end.
 fn turn_index(h: &[Content]) -> impl Fn(usize) -> usize {
     let mut t = 0;
@@ -498,38 +550,24 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
         let (prompts_after, restated_prompts) = restated_prompts(&spans, &prompts);
         let (turns_to_first_edit, tokens_to_first_edit, reread_share_to_first_edit) = first_edit(h, &spans, &touched);
         let edited: BTreeSet<&String> = touched.iter().filter(|(_, w)| w.1 > 0).map(|(f, _)| f).collect();
-        let summary_words = key_words(&grader, hay.normalized());
-        let echoed: Vec<usize> = prompts
-            .iter()
-            .enumerate()
-            .filter(|(_, (at, w))| *at < spans.start && share_within(w, &summary_words) >= ECHOED_SHARE)
-            .map(|(i, _)| i)
-            .collect();
-        for (i, (at, _)) in prompts.iter().enumerate().filter(|(_, (at, _))| *at < spans.start) {
-            out.prompts.push(PromptBeforeCompaction {
-                ordinal,
-                at: *at,
-                echoed: readable.then(|| echoed.contains(&i)),
-            });
-        }
+        let (echoed, before) = echoed_prompts(&grader, &hay, &prompts, spans.start, ordinal, readable);
+        out.prompts.extend(before);
         let (
             previous_named_files,
             previous_named_files_dropped,
             previous_echoed_prompts,
             previous_echoed_prompts_dropped,
         ) = chain(previous.as_ref(), &named, &echoed);
-        for (file, &(reads_before, edits_before, last_turn)) in &touched {
-            out.files.push(FileAfterCompaction {
-                conversation: conv.meta.id.clone(),
-                ordinal,
-                file: shown_path(file, cwd),
-                named: readable.then(|| named.contains(file)),
-                reads_before,
-                edits_before,
-                turns_since_touch: spans.start_turn.saturating_sub(last_turn + 1),
-                reread: reads.rereads.contains(file),
-            });
-        }
+        let shown = |file: &str| shown_path(file, cwd);
+        out.files.extend(file_rows(
+            &conv.meta.id,
+            ordinal,
+            &touched,
+            &spans,
+            &reads,
+            readable.then_some(&named),
+            shown,
+        ));
         let (tokens_before, tokens_after, cache_after) = recorded_usage(conv, c, &spans);
         let named_count = |wanted: bool| reads.rereads.iter().filter(|f| named.contains(*f) == wanted).count();
         out.compactions.push(CompactionRework {

@@ -164,7 +164,17 @@ impl Rules {
     pub fn load(path: &Path) -> Result<Rules, GateError> {
         let bad = |message: String| GateError::Rules { path: path.to_path_buf(), message };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        toml::from_str(&text).map_err(|e| bad(e.to_string().trim().to_string()))
+        let rules: Rules = toml::from_str(&text).map_err(|e| bad(e.to_string().trim().to_string()))?;
+        // The gate pairs per-conversation values; a figure pooled over a point's probes or read from the
+        // recordings has none, and a rule on it could only ever be skipped.
+        if let Some((i, r)) = rules.rule.iter().enumerate().find(|(_, r)| !r.metric.metric().per_cell()) {
+            return Err(bad(format!(
+                "rule[{i}].metric: `{}` has no value per conversation (it is pooled over a point's probes or read \
+                 from the recordings), and the gate compares per-conversation values; see harness/docs/metrics.md",
+                r.metric
+            )));
+        }
+        Ok(rules)
     }
 }
 
@@ -677,6 +687,24 @@ pub fn junit(report: &GateReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rule on a figure with no per-conversation value is refused when the rules are read, naming the
+    /// file and the rule, instead of being skipped at every run.
+    #[test]
+    fn a_rule_on_a_figure_without_conversation_values_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rules.toml");
+        let rule =
+            |metric: &str| format!("[[rule]]\nmetric = \"{metric}\"\ndirection = \"lower\"\nabs_tolerance = 0.1\n");
+        std::fs::write(&path, rule("tokens_vs_none") + &rule("rereads_per_10_turns_after")).unwrap();
+        let e = Rules::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("rules.toml") && e.contains("rule[1].metric") && e.contains("rereads_per_10_turns_after"),
+            "{e}"
+        );
+        std::fs::write(&path, rule("tokens_vs_none")).unwrap();
+        assert_eq!(Rules::load(&path).unwrap().rule.len(), 1);
+    }
 
     /// `gate --help` documents the default rules as the ones of configs/gate.toml: keep them one set.
     #[test]
