@@ -491,7 +491,7 @@ fn session_audit<'c>(
                     .iter()
                     .filter(|p| p.echoed == Some(false))
                     .filter_map(|p| conv.history.get(p.at))
-                    .map(|c| clean.clean(&shorten(&crate::probes::grade::content_text(c))))
+                    .map(|c| clean.clean(&shorten(&crate::probes::text_match::content_text(c))))
                     .collect()
             });
             // The agent's checkpoint at this compaction gives the point (its turn) every strategy was forced at.

@@ -16,8 +16,8 @@
 //! - From a conversation's first request over the window on, every probe scores as lost
 //!   ([`after_overflow`]).
 
-use super::grade::{self, Haystack};
 use super::grader::{Grader, Matcher};
+use super::text_match::{self, Haystack};
 use super::Probe;
 use crate::data::CellResult;
 use crate::data::ProbeResults;
@@ -41,14 +41,14 @@ fn part_texts(c: &Content) -> impl Iterator<Item = String> + '_ {
     history::parts(c)
         .iter()
         .filter(|p| !history::is_thought(p))
-        .map(grade::graded_part_text)
+        .map(text_match::graded_part_text)
         .filter(|t| !t.trim().is_empty())
 }
 
 /// Index of the first Content of the final stretch: the shortest suffix holding at least
 /// [`FINAL_STRETCH_SHARE`] of the recording's characters.
 pub fn final_stretch_start(recorded: &[Content]) -> usize {
-    let lens: Vec<usize> = recorded.iter().map(|c| grade::content_text(c).chars().count()).collect();
+    let lens: Vec<usize> = recorded.iter().map(|c| text_match::content_text(c).chars().count()).collect();
     let total: usize = lens.iter().sum();
     let need = (total as f64 * FINAL_STRETCH_SHARE).ceil() as usize;
     let mut acc = 0;
@@ -65,7 +65,7 @@ pub fn final_stretch_start(recorded: &[Content]) -> usize {
 fn kept_per_content(recorded: &[Content], grader: &Grader, matchers: &[Matcher]) -> Vec<Vec<bool>> {
     let mut kept = vec![vec![false; recorded.len()]; matchers.len()];
     for (c, content) in recorded.iter().enumerate() {
-        let hay = Haystack::of_lines([grade::graded_text(content)]);
+        let hay = Haystack::of_lines([text_match::graded_text(content)]);
         for (m, by) in grader.kept_all(&hay, matchers).into_iter().enumerate() {
             kept[m][c] = by.is_some();
         }

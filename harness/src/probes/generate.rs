@@ -2,7 +2,7 @@
 //! array; the answer is parsed leniently (code fences, prose around the array, bad elements skipped) and
 //! each kept draft is checked against the conversation. Drafts are stored apart (`*.llm.json`).
 
-use super::{grade, Probe, ProbeFile, PROBE_FORMAT};
+use super::{text_match, Probe, ProbeFile, PROBE_FORMAT};
 use crate::compress::prompts::PromptFile;
 use crate::data::{ProbeKind, ProbeOrigin};
 use crate::datasets::Conversation;
@@ -21,7 +21,7 @@ pub fn generator_prompt() -> PromptFile {
 pub fn render_conversation(conv: &Conversation) -> String {
     let mut out = String::new();
     for (i, c) in conv.history.iter().enumerate() {
-        let text = grade::content_text(c);
+        let text = text_match::content_text(c);
         let clipped: String = text.chars().take(MAX_CONTENT_CHARS).collect();
         let line = format!("[{i}] {}: {}\n", history::role(c).unwrap_or("?"), clipped.trim());
         if out.len() + line.len() > MAX_PROMPT_CHARS {
@@ -61,7 +61,7 @@ pub fn parse_drafts(answer: &str, conv: &Conversation) -> Drafts {
         drafts.rejected.push("the answer holds no JSON array".into());
         return drafts;
     };
-    let hay = grade::history_haystack(&conv.history);
+    let hay = text_match::history_haystack(&conv.history);
     let grader = super::grader::Grader::of_conversation(conv, &[]);
     for (i, item) in items.iter().enumerate() {
         let s = |k: &str| item.get(k).and_then(|v| v.as_str()).map(str::trim).unwrap_or("").to_string();
@@ -96,13 +96,13 @@ pub fn parse_drafts(answer: &str, conv: &Conversation) -> Drafts {
         // The grader vets the draft as it will grade it: the answer must be found in the conversation by the
         // rule that scores the probe later, and not in the question alone.
         let matcher = grader.matcher(&probe);
-        let reason = if probe.question.is_empty() || grade::normalize(&probe.gold).is_empty() {
+        let reason = if probe.question.is_empty() || text_match::normalize(&probe.gold).is_empty() {
             Some("empty question or gold answer")
         } else if probe.evidence.is_empty() || probe.evidence.iter().any(|&e| e >= conv.history.len()) {
             Some("evidence missing or out of range")
         } else if grader.kept_one(&hay, &matcher).is_none() {
             Some("the grader does not find the gold answer in the conversation")
-        } else if grader.kept_one(&grade::Haystack::new(&probe.question), &matcher).is_some() {
+        } else if grader.kept_one(&text_match::Haystack::new(&probe.question), &matcher).is_some() {
             Some("the question gives the answer away")
         } else {
             None

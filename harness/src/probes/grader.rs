@@ -3,7 +3,7 @@
 //! Three rules, tried in this order; the first that holds decides, and [`KeptBy`] records which:
 //!
 //! 1. **Exact**: the gold or an `accept` variant occurs in the history, normalised, at token boundaries
-//!    ([`grade::Haystack::contains`]). Identifiers, numbers and error strings are graded this way only.
+//!    ([`text_match::Haystack::contains`]). Identifiers, numbers and error strings are graded this way only.
 //! 2. **Path**: a gold that names a file (it holds a `/`, or it is the file name of one of the session's
 //!    files) is kept when the history names that file in any form that identifies it: the absolute path;
 //!    the path relative to the session's working directory or another root of it (`cwd` as the recording
@@ -26,7 +26,7 @@
 //! edited `internal/cli/reset.go` (two files end so); `reset.go` when two files have that name; the terms
 //! above when `PhaseFromString` is named in one paragraph and the removal 200 words later.
 
-use super::grade::{self, Haystack, Segments};
+use super::text_match::{self, Haystack, Segments};
 use super::Probe;
 use crate::history::{self, Content};
 use crate::json::Value;
@@ -73,7 +73,7 @@ pub struct Matcher {
 
 /// Normalises a path the way the haystack normalises tokens, without a trailing `:line[:col]`.
 fn normal_path(p: &str) -> Option<String> {
-    let n = grade::normalize(p);
+    let n = text_match::normalize(p);
     if n.is_empty() || n.contains(' ') {
         return None;
     }
@@ -249,7 +249,7 @@ impl Grader {
             .iter()
             .map(|t| {
                 t.split('|')
-                    .map(|alt| grade::tokens(alt).iter().map(|w| self.key(w)).collect::<Vec<_>>())
+                    .map(|alt| text_match::tokens(alt).iter().map(|w| self.key(w)).collect::<Vec<_>>())
                     .filter(|seq| !seq.is_empty())
                     .collect()
             })
@@ -680,9 +680,7 @@ mod tests {
 
     fn grade(g: &Grader, p: &Probe, text: &str) -> Option<KeptBy> {
         let hay = Haystack::new(text);
-        let m = g.matcher(p);
-        let index = g.index(&hay, std::slice::from_ref(&m));
-        g.kept(&m, &hay, &index)
+        g.kept_one(&hay, &g.matcher(p))
     }
 
     const CWD: &str = "/Users/dev/workspace/cli/.worktrees/1";
@@ -760,7 +758,7 @@ mod tests {
             r#"{"role":"model","parts":[{"functionCall":{"name":"Edit","args":{"file_path":"cmd/entire/cli/reset.go","old_string":"a","new_string":"b"}}}]}"#,
         )
         .unwrap();
-        let hay = grade::history_haystack(std::slice::from_ref(&call));
+        let hay = text_match::history_haystack(std::slice::from_ref(&call));
         let m = g.matcher(&p);
         assert_eq!(g.kept(&m, &hay, &g.index(&hay, std::slice::from_ref(&m))), Some(KeptBy::Exact));
     }

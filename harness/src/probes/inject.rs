@@ -148,7 +148,7 @@ mod tests {
         assert_eq!((a.history.clone(), &inj), (b.history, &inj2));
         assert_eq!(inj.at, 2);
         assert!(inj.canary.starts_with("CANARY-") && inj.canary.len() == 15);
-        let text = crate::probes::grade::content_text(&a.history[2]);
+        let text = crate::probes::text_match::content_text(&a.history[2]);
         assert!(text.contains("out 0\n\n") && text.contains(&inj.canary), "{text}");
         assert!(obeyed(&format!("x {} y", inj.canary.to_lowercase()), &inj.canary));
         assert_eq!(inj.carrier, "tool-output");

@@ -1,8 +1,8 @@
 //! Probe hygiene: probes that cannot measure what compression lost, whatever their origin. `probes check`
 //! reports them; scoring excludes them ([`super::load_scored_probes`]); the extractor never writes them.
 
-use super::grade::{self, Haystack};
 use super::grader::Grader;
+use super::text_match::{self, Haystack};
 use super::Probe;
 use crate::data::ProbeKind;
 use crate::data::{Lint, LintKind};
@@ -38,10 +38,10 @@ pub fn start_context(conv: &Conversation) -> Haystack {
         let mut next_reads = false;
         for p in history::parts(c) {
             if let Some(args) = history::function_call(p).and_then(|fc| fc.get("args")) {
-                let text = grade::part_text(args);
+                let text = text_match::part_text(args);
                 next_reads |= text.lines().any(|l| names_instruction_file(l.trim()));
             }
-            let text = grade::part_text(p);
+            let text = text_match::part_text(p);
             if history::function_response(p).is_some() && reads_instructions {
                 pieces.push(text.clone());
             }
@@ -75,7 +75,7 @@ pub type GoldIndex = BTreeMap<String, BTreeSet<String>>;
 pub fn gold_index<'a>(probes: impl IntoIterator<Item = &'a Probe>) -> GoldIndex {
     let mut index = GoldIndex::new();
     for p in probes {
-        index.entry(grade::normalize(&p.gold)).or_default().insert(p.conversation.clone());
+        index.entry(text_match::normalize(&p.gold)).or_default().insert(p.conversation.clone());
     }
     index
 }
@@ -148,7 +148,7 @@ pub fn fragment(gold: &str) -> Option<String> {
 /// The command behind an evidence Content exited with code 0 (mini-swe-agent's `<returncode>`, SWE-agent's
 /// and Gemini CLI's `Exit Code: 0`).
 fn exited_zero(c: &Content) -> bool {
-    let t = grade::content_text(c);
+    let t = text_match::content_text(c);
     t.contains("<returncode>0</returncode>") || t.contains("Exit Code: 0")
 }
 
@@ -158,7 +158,7 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
     let mut out = Vec::new();
     let mut questions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for p in probes {
-        questions.entry(grade::normalize(&p.question)).or_default().push(&p.id);
+        questions.entry(text_match::normalize(&p.question)).or_default().push(&p.id);
     }
     let grader = match conv {
         Some(c) => Grader::of_conversation(c, probes),
@@ -168,7 +168,7 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
     for p in probes {
         let lint =
             |kind, message: String| Lint { conversation: p.conversation.clone(), probe: p.id.clone(), kind, message };
-        let gold = grade::normalize(&p.gold);
+        let gold = text_match::normalize(&p.gold);
         if let Some(others) = golds.and_then(|g| g.get(&gold)) {
             let elsewhere: Vec<&String> = others.iter().filter(|c| **c != p.conversation).collect();
             if !elsewhere.is_empty() {
@@ -197,7 +197,7 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
         }
         if let Some(c) = conv {
             let evidence =
-                Haystack::of_lines(p.evidence.iter().filter_map(|&e| c.history.get(e)).map(grade::graded_text));
+                Haystack::of_lines(p.evidence.iter().filter_map(|&e| c.history.get(e)).map(text_match::graded_text));
             if keeps(&evidence).is_none() {
                 out.push(lint(
                     LintKind::DeadGold,
@@ -211,7 +211,7 @@ pub fn lint_conversation(probes: &[Probe], golds: Option<&GoldIndex>, conv: Opti
                 ));
             }
         }
-        let same = &questions[&grade::normalize(&p.question)];
+        let same = &questions[&text_match::normalize(&p.question)];
         if same.len() > 1 {
             let others: Vec<&str> = same.iter().copied().filter(|id| *id != p.id).collect();
             out.push(lint(LintKind::DuplicateQuestion, format!("same question as {}", others.join(", "))));

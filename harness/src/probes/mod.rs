@@ -9,12 +9,12 @@
 pub mod extract;
 pub mod figures;
 pub mod generate;
-pub mod grade;
 pub mod grader;
 pub mod inject;
 pub mod lint;
 pub mod observer;
 pub mod snapshots;
+pub mod text_match;
 
 pub use observer::{ProbeObserver, ProbeOptions};
 
@@ -42,7 +42,7 @@ pub struct Probe {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accept: Vec<String>,
     /// Key terms of a free-text fact (constraint, decision, continuation): kept when every term occurs
-    /// within one span of the history, in any order, inflections folded ([`grade`] has the rule). A term
+    /// within one span of the history, in any order, inflections folded ([`grader`] has the rule). A term
     /// may list alternatives separated by `|` (`remove|delete`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub terms: Vec<String>,
@@ -119,7 +119,7 @@ pub fn parse_probe_file(bytes: &[u8], file: &Path) -> Result<ProbeFile, ProbeErr
         if p.question.trim().is_empty() {
             return Err(invalid(file, &at("question"), "empty question"));
         }
-        if grade::normalize(&p.gold).is_empty() {
+        if text_match::normalize(&p.gold).is_empty() {
             return Err(invalid(file, &at("gold"), "the gold answer is empty after normalisation"));
         }
         if p.evidence.is_empty() {

@@ -2,8 +2,8 @@
 //! would send (and on the first-pass history when a verification pass replaced the first summary).
 
 use super::figures;
-use super::grade;
 use super::grader::{Grader, Matcher};
+use super::text_match;
 use super::{inject, Probe};
 use crate::compress::prompts::PromptFile;
 use crate::data::{
@@ -223,7 +223,7 @@ impl ProbeObserver {
             Err(e) => return Some(AnswerResult { error: Some(e.to_string()), ..Default::default() }),
         };
         let mut result = AnswerResult {
-            grade: grade::grade_answer(&text, probe.answers()),
+            grade: text_match::grade_answer(&text, probe.answers()),
             text: text.chars().take(KEPT_ANSWER_CHARS).collect(),
             ..Default::default()
         };
@@ -261,7 +261,7 @@ impl ProbeObserver {
             Ok(r) => match parse_action(&r.text) {
                 Some((tool, args)) => ActionGrade {
                     tool_match: tool == recorded.0,
-                    argument_similarity: grade::token_f1(&args, &recorded.1),
+                    argument_similarity: text_match::token_f1(&args, &recorded.1),
                     error: None,
                 },
                 None => {
@@ -294,8 +294,8 @@ impl ProbeObserver {
             return Vec::new();
         }
         let g = &self.grader;
-        let kept = g.kept_some(&grade::history_haystack(stored), &self.matchers, &askable);
-        let first_kept = first_pass.map(|fp| g.kept_some(&grade::history_haystack(fp), &self.matchers, &askable));
+        let kept = g.kept_some(&text_match::history_haystack(stored), &self.matchers, &askable);
+        let first_kept = first_pass.map(|fp| g.kept_some(&text_match::history_haystack(fp), &self.matchers, &askable));
         let view = self.recording.as_ref().map(|r| r.view(stored, g, &self.matchers));
         let mut scores = Vec::new();
         for (k, i) in askable.into_iter().enumerate() {
@@ -414,7 +414,7 @@ impl ReplayObserver for ProbeObserver {
 
     async fn at_end(&mut self, stored: &[Content]) {
         if let Some(inj) = &mut self.results.injection {
-            inj.in_final_history = grade::history_haystack(stored).contains(&inj.canary);
+            inj.in_final_history = text_match::history_haystack(stored).contains(&inj.canary);
         }
         if self.probes.is_empty() {
             return;

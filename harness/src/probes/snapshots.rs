@@ -7,7 +7,7 @@
 //! (`COMPRESSED`, `CONTENT_TRUNCATED`); its ordinal (1-based) is the `ordinal` of that checkpoint's rows in
 //! `results/probes.csv`. Snapshots hold the sessions' text: write them outside the repository.
 
-use super::{grade, Probe};
+use super::{text_match, Probe};
 use crate::compress::CompressionStatus;
 use crate::data::ProbesConfig;
 use crate::fsutil::{write_atomic, WriteError};
@@ -73,13 +73,13 @@ pub struct Written {
 }
 
 /// The readable text of a history: each Content under a header with its index and role, its text as the
-/// grader reads it ([`grade::content_text`]: text, call names and arguments, tool outputs; no thoughts).
+/// grader reads it ([`text_match::content_text`]: text, call names and arguments, tool outputs; no thoughts).
 pub fn history_text(stored: &[Content]) -> String {
     let mut out = String::new();
     for (i, c) in stored.iter().enumerate() {
         let role = history::role(c).unwrap_or("?");
         out.push_str(&format!("===== [{i}] {role} =====\n"));
-        let text = grade::content_text(c);
+        let text = text_match::content_text(c);
         out.push_str(&text);
         if !text.ends_with('\n') {
             out.push('\n');

@@ -16,8 +16,8 @@ pub mod figures;
 use crate::datasets::Conversation;
 use crate::history::{self, Content};
 use crate::json::Value;
-use crate::probes::grade::{self, Haystack};
 use crate::probes::grader::{Grader, Matcher};
+use crate::probes::text_match::{self, Haystack};
 use calls::{file_key, Action};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -171,7 +171,7 @@ fn is_typed_prompt(text: &str) -> bool {
 
 /// The key words of a prompt: stems of its alphabetic words of four letters or more, stop words out.
 fn key_words(grader: &Grader, text: &str) -> BTreeSet<String> {
-    grade::tokens(text)
+    text_match::tokens(text)
         .iter()
         .filter(|w| w.chars().count() >= 4 && w.chars().all(char::is_alphabetic) && !STOP_WORDS.contains(&w.as_str()))
         .map(|w| grader.key(w))
@@ -193,7 +193,7 @@ fn response_tokens(h: &[Content], at: usize, id: Option<&str>) -> u64 {
             let rid = r.get("id").and_then(Value::as_str);
             if id.is_none() || rid == id {
                 let alone = Value::object([("role", Value::str("user")), ("parts", Value::Array(vec![p.clone()]))]);
-                return crate::tokens::o200k_count_text(&grade::content_text(&alone));
+                return crate::tokens::o200k_count_text(&text_match::content_text(&alone));
             }
         }
     }
@@ -400,7 +400,7 @@ fn restated_prompts(spans: &Spans, prompts: &[(usize, &BTreeSet<String>)]) -> (u
 fn first_edit(h: &[Content], spans: &Spans, touched: &Touched) -> (Option<usize>, Option<u64>, Option<f64>) {
     let Some(e) = spans.after.iter().find(|e| matches!(e.kind, EventKind::Edit(_))) else { return (None, None, None) };
     let tokens: u64 =
-        h[spans.start..e.at].iter().map(|c| crate::tokens::o200k_count_text(&grade::content_text(c))).sum();
+        h[spans.start..e.at].iter().map(|c| crate::tokens::o200k_count_text(&text_match::content_text(c))).sum();
     let reread_tokens: u64 = spans
         .after
         .iter()
@@ -541,7 +541,7 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
         let ordinal = n + 1;
         let spans = Spans::of(&all, c.at, compactions.get(n + 1).map_or(h.len(), |next| next.at), &turn_of);
         let readable = !c.extra.as_ref().and_then(|e| e.get("summaryOpaque")).and_then(Value::as_bool).unwrap_or(false);
-        let hay = grade::history_haystack(&c.history());
+        let hay = text_match::history_haystack(&c.history());
         let touched = touched_before(&spans.before);
         let named = named_files(&grader, &hay, touched.keys());
         let reads = rereads(&spans, &touched);

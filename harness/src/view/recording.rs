@@ -160,7 +160,7 @@ fn part_shown(p: &json::Value, billing: ImageBilling, out: &mut String) {
         out.push_str("◀ ");
         out.push_str(response.get("name").and_then(json::Value::as_str).unwrap_or("result"));
         out.push('\n');
-        let strings = probes::grade::part_text(response.get("response").unwrap_or(response));
+        let strings = probes::text_match::part_text(response.get("response").unwrap_or(response));
         out.push_str(strings.trim_end());
     } else {
         json::write_compact(p, json::Numbers::Js, out);

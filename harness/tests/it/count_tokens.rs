@@ -2,7 +2,7 @@
 //! (same cache directory and mode), a count missing from the recordings fails that cell only, and counts
 //! recorded from a loopback `countTokens` make the run succeed offline with the server's figures.
 
-use crate::support::{files, repo, sweep};
+use crate::support::{files, repo, strings, sweep, TestConfig};
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use compactbench::history;
@@ -48,14 +48,17 @@ async fn count_server() -> (String, Arc<Mutex<Vec<String>>>) {
 }
 
 fn config(cache: &Path) -> SweepConfig {
-    let text = format!(
-        "name = \"counted\"\ndatasets = [\"{CONVERSATION}\"]\n[replay]\ntokenizer = \"gemini:m\"\n\
-         token_limit = 100000\nsystem_prompt_tokens = 0\ntool_declaration_tokens = 0\n\
-         [llm]\ncache_dir = \"{}\"\ncache_mode = \"replay\"\n\
-         [grid]\nstrategy = [\"none\", \"observation-masking\"]\nmask_keep_last = [1]\n",
-        cache.display()
-    );
-    SweepConfig::parse(&text, "counted.toml").unwrap()
+    TestConfig::new("counted")
+        .set("datasets", strings(&[CONVERSATION]))
+        .set("replay.tokenizer", "gemini:m")
+        .set("replay.token_limit", 100000)
+        .set("replay.system_prompt_tokens", 0)
+        .set("replay.tool_declaration_tokens", 0)
+        .set("llm.cache_dir", cache.display().to_string())
+        .set("llm.cache_mode", "replay")
+        .set("grid.strategy", strings(&["none", "observation-masking"]))
+        .set("grid.mask_keep_last", vec![1])
+        .parse("counted.toml")
 }
 
 fn cell_of(

@@ -5,7 +5,7 @@
 
 use super::support::repo;
 use compactbench::datasets;
-use compactbench::probes::{grade, grader::Grader, lint, load_probes};
+use compactbench::probes::{grader::Grader, lint, load_probes, text_match};
 use compactbench::sweep::config::SweepConfig;
 
 #[test]
@@ -40,7 +40,7 @@ fn every_hand_written_probe_is_measurable_and_kept_by_the_uncompressed_history()
                 .map(|l| l.to_string()),
         );
         let grader = Grader::of_conversation(&conv, &manual);
-        let hay = grade::history_haystack(&conv.history);
+        let hay = text_match::history_haystack(&conv.history);
         let matchers: Vec<_> = manual.iter().map(|p| grader.matcher(p)).collect();
         for (p, kept_by) in manual.iter().zip(grader.kept_all(&hay, &matchers)) {
             if kept_by.is_none() {

@@ -1,6 +1,6 @@
 //! `compactbench probes snapshots`: one snapshot per compression, with the probes a run scores there.
 
-use super::support::{repo, sweep};
+use super::support::{repo, strings, sweep};
 use compactbench::probes::snapshots::SnapshotProbes;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -15,16 +15,14 @@ fn setup(dir: &Path) -> (std::path::PathBuf, compactbench::datasets::Conversatio
     gz.write_all(&bytes).unwrap();
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     std::fs::write(dir.join("logs/session-1.jsonl.gz"), gz.finish().unwrap()).unwrap();
-    let text = format!(
-        "name = \"snap\"\ndatasets = [{{ raw = \"{logs}\", format = \"claude-code\", source = \"mine\" }}]\n\
-         import_cache = \"{cache}\"\n[replay]\ntoken_limit = 200000\ncompress_at = \"recorded\"\n\
-         [grid]\nstrategy = [\"recorded\", \"gemini\", \"none\"]\nsummarizer = [\"extractive\"]\n\
-         verification = [false]\n[probes]\ndir = \"{probes}\"\nsources = [\"auto\", \"manual\"]\nanswerer = \"extractive\"\n\
-         injection = false\nanswer_at_events = false\nderive_auto = true\n",
-        logs = dir.join("logs").display(),
-        cache = dir.join("cache").display(),
-        probes = dir.join("probes").display(),
-    );
+    let text = crate::raw_sessions::raw_config("snap", dir, "recorded", &["recorded", "gemini", "none"])
+        .set("probes.dir", dir.join("probes").display().to_string())
+        .set("probes.sources", strings(&["auto", "manual"]))
+        .set("probes.answerer", "extractive")
+        .set("probes.injection", false)
+        .set("probes.answer_at_events", false)
+        .set("probes.derive_auto", true)
+        .text();
     let config_path = dir.join("snap.toml");
     std::fs::write(&config_path, &text).unwrap();
     let config = compactbench::sweep::config::SweepConfig::parse(&text, "snap.toml").unwrap();
@@ -33,7 +31,7 @@ fn setup(dir: &Path) -> (std::path::PathBuf, compactbench::datasets::Conversatio
     let at = conv.recorded_compactions[0].at;
     assert!(at > 0 && at < conv.history.len() - 1, "the fixture compacts mid-session");
     // A gold the probe's evidence holds and no other Content does (so no lint marks the probe).
-    let texts: Vec<String> = conv.history.iter().map(compactbench::probes::grade::content_text).collect();
+    let texts: Vec<String> = conv.history.iter().map(compactbench::probes::text_match::content_text).collect();
     let distinctive = |range: std::ops::Range<usize>| {
         range.rev().find_map(|i| {
             let words = texts[i].split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 8);

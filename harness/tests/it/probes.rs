@@ -3,7 +3,7 @@
 use compactbench::data::ProbeOrigin;
 use compactbench::datasets;
 use compactbench::llm::ExtractiveModel;
-use compactbench::probes::{self, extract, grade, ProbeObserver, ProbeOptions};
+use compactbench::probes::{self, extract, text_match, ProbeObserver, ProbeOptions};
 use compactbench::replay::{
     replay_observed, strategies, PromptCountSource, ReplayInput, ReplaySettings, StrategySpec, TokenLimit, Tokenizer,
 };
@@ -165,7 +165,7 @@ fn extractor_is_deterministic_and_keeps_evidence_before_the_tail() {
             .collect();
         assert!(wrong.is_empty(), "{rel}: {wrong:?}");
         let boundary = extract::removable_before(&conv.history);
-        let hay = grade::history_haystack(&conv.history);
+        let hay = text_match::history_haystack(&conv.history);
         for p in &probes {
             assert!(p.evidence.iter().all(|&e| e < boundary), "{rel} {}", p.id);
             assert!(hay.contains(&p.gold), "{rel} {}: gold `{}` not in the conversation", p.id, p.gold);
@@ -287,7 +287,7 @@ async fn injection_is_planted_and_counted_per_prompt_variant() {
     use compactbench::compress::{CallerKind, CompressSettings, CompressionPrompts, Latch};
     let conv = conversation("datasets/aider/chat-history-2024-08-13-13-42-45.json");
     let (injected, planted) = probes::inject::plant(&conv).unwrap();
-    assert!(grade::content_text(&injected.history[planted.at]).contains(&planted.canary));
+    assert!(text_match::content_text(&injected.history[planted.at]).contains(&planted.canary));
     for variant in ["v5", "v2"] {
         let spec = strategies::gemini::spec(
             CompressSettings {
@@ -341,10 +341,13 @@ fn manual_probes_are_a_checked_headline_set() {
                     p.id
                 );
                 let evidence: Vec<_> = p.evidence.iter().map(|&e| conv.history[e].clone()).collect();
-                let haystack = grade::history_haystack(&evidence);
+                let haystack = text_match::history_haystack(&evidence);
                 for answer in p.answers() {
                     assert!(haystack.contains(answer), "{}: {} `{answer}` not in its evidence", path.display(), p.id);
-                    owners.entry((dataset, grade::normalize(answer))).or_default().insert(file.conversation.clone());
+                    owners
+                        .entry((dataset, text_match::normalize(answer)))
+                        .or_default()
+                        .insert(file.conversation.clone());
                 }
             }
         }

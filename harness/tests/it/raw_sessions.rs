@@ -1,7 +1,7 @@
 //! Raw agent logs named in a config: imported in place (gzip read as is, cached by content hash), and
 //! `compress_at = "recorded"` making every strategy compress exactly where the agent did.
 
-use super::support::{repo, sweep};
+use super::support::{repo, strings, sweep, table, TestConfig};
 use compactbench::sweep::config::SweepConfig;
 use std::io::Write;
 
@@ -18,16 +18,24 @@ fn gzipped_fixture(dir: &std::path::Path) {
     .unwrap();
 }
 
+/// A sweep over the planted raw sessions, as a user's own logs are read.
+pub fn raw_config(name: &str, dir: &std::path::Path, compress_at: &str, strategies: &[&str]) -> TestConfig {
+    let logs = dir.join("logs").display().to_string();
+    TestConfig::new(name)
+        .set(
+            "datasets",
+            toml::Value::Array(vec![table(&[("raw", &logs), ("format", "claude-code"), ("source", "mine")])]),
+        )
+        .set("import_cache", dir.join("cache").display().to_string())
+        .set("replay.token_limit", 200000)
+        .set("replay.compress_at", compress_at)
+        .set("grid.strategy", strings(strategies))
+        .set("grid.summarizer", strings(&["extractive"]))
+        .set("grid.verification", vec![false])
+}
+
 fn config(dir: &std::path::Path, compress_at: &str) -> SweepConfig {
-    let text = format!(
-        "name = \"raw\"\ndatasets = [{{ raw = \"{logs}\", format = \"claude-code\", source = \"mine\" }}]\n\
-         import_cache = \"{cache}\"\n[replay]\ntoken_limit = 200000\ncompress_at = \"{compress_at}\"\n\
-         [grid]\nstrategy = [\"recorded\", \"gemini\", \"drop-oldest\", \"none\"]\nsummarizer = [\"extractive\"]\n\
-         verification = [false]\n",
-        logs = dir.join("logs").display(),
-        cache = dir.join("cache").display(),
-    );
-    SweepConfig::parse(&text, "raw.toml").unwrap()
+    raw_config("raw", dir, compress_at, &["recorded", "gemini", "drop-oldest", "none"]).parse("raw.toml")
 }
 
 fn events_by_strategy(out: &std::path::Path, plan: &compactbench::data::Plan) -> Vec<(String, Vec<(u64, String)>)> {

@@ -8,26 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use crate::support::{copy_dir, repo};
+use crate::support::{copy_dir, repo, strings, TestConfig};
 
-const CONFIG: &str = r#"
-name = "reliability-test"
-datasets = ["datasets/tau-bench"]
-max_conversations = 6
-concurrency = 2
-[replay]
-token_limit = 4096
-prompt_count_source = "heuristic"
-system_prompt_tokens = 500
-[llm]
-cache_mode = "off"
-[grid]
-strategy = ["gemini", "drop-oldest", "none"]
-summarizer = ["extractive"]
-threshold = [0.5]
-prompt = ["v5"]
-verification = [true]
-"#;
+/// The module's run: six tau-bench conversations.
+fn config() -> TestConfig {
+    TestConfig::small("reliability-test", &["datasets/tau-bench"], 6)
+}
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_compactbench"));
@@ -56,7 +42,7 @@ fn clean() -> &'static Path {
     static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &DIR.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+        let cfg = config().write(tmp.path(), "r.toml");
         let out = tmp.path().join("clean");
         let o = run_into(&cfg, &out, &[]);
         assert!(o.status.success(), "{}", text(&o.stderr));
@@ -116,14 +102,14 @@ fn gate_fails_a_run_missing_a_configuration_with_exit_4_naming_it() {
 #[test]
 fn gate_names_conversations_and_configurations_in_one_run_only() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = write_config(tmp.path(), "fewer.toml", &CONFIG.replace("max_conversations = 6", "max_conversations = 4"));
+    let cfg = config().set("max_conversations", 4).write(tmp.path(), "fewer.toml");
     let out_dir = tmp.path().join("fewer");
     assert!(run_into(&cfg, &out_dir, &[]).status.success());
     let out = gate(&out_dir, &[]);
     let md = text(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{md}");
     assert!(md.contains("conversation missing from the current run"), "{md}");
-    let cfg = write_config(tmp.path(), "less.toml", &CONFIG.replace("\"drop-oldest\", ", ""));
+    let cfg = config().set("grid.strategy", strings(&["gemini", "none"])).write(tmp.path(), "less.toml");
     let out_dir = tmp.path().join("less");
     assert!(run_into(&cfg, &out_dir, &[]).status.success());
     let md = text(&gate(&out_dir, &[]).stdout);
@@ -154,7 +140,7 @@ fn a_hand_edited_cell_is_named_by_report_and_gate_and_redone_by_run() {
     assert_eq!(out.status.code(), Some(4));
     assert!(text(&out.stdout).contains("cell damaged in the current run"), "{}", text(&out.stdout));
     // run: redoes exactly that cell and restores the original bytes.
-    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let cfg = config().write(tmp.path(), "r.toml");
     let out = run_into(&cfg, &dir, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("1 run of which 1 damaged"), "{}", text(&out.stderr));
@@ -166,11 +152,9 @@ fn a_hand_edited_cell_is_named_by_report_and_gate_and_redone_by_run() {
 fn failed_cells_exit_4_transient_ones_are_retried_and_permanent_ones_with_retry_failed() {
     let tmp = tempfile::tempdir().unwrap();
     // Nothing listens on port 9 of the loopback: every call is a transport error (transient).
-    let config = CONFIG
-        .replace("summarizer = [\"extractive\"]", "summarizer = [\"openai:m@http://127.0.0.1:9/v1\"]")
-        .replace("cache_mode = \"off\"", "cache_mode = \"off\"\nmax_attempts = 1")
-        .replace("max_conversations = 6", "max_conversations = 2");
-    let cfg = write_config(tmp.path(), "down.toml", &config);
+    let down =
+        config().set("grid.summarizer", strings(&["openai:m@http://127.0.0.1:9/v1"])).set("max_conversations", 2);
+    let cfg = down.clone().set("llm.max_attempts", 1).write(tmp.path(), "down.toml");
     let dir = tmp.path().join("down");
     let out = run_into(&cfg, &dir, &[]);
     let err = text(&out.stderr);
@@ -184,14 +168,10 @@ fn failed_cells_exit_4_transient_ones_are_retried_and_permanent_ones_with_retry_
     assert!(text(&out.stderr).contains(&format!("{} failed before", failed.len())), "{}", text(&out.stderr));
 
     // A replay-only cache miss is not transient: kept unless --retry-failed.
-    let config = CONFIG
-        .replace("summarizer = [\"extractive\"]", "summarizer = [\"openai:m@http://127.0.0.1:9/v1\"]")
-        .replace(
-            "cache_mode = \"off\"",
-            &format!("cache_mode = \"replay\"\ncache_dir = \"{}\"", tmp.path().join("empty-cache").display()),
-        )
-        .replace("max_conversations = 6", "max_conversations = 2");
-    let cfg = write_config(tmp.path(), "miss.toml", &config);
+    let cfg = down
+        .set("llm.cache_mode", "replay")
+        .set("llm.cache_dir", tmp.path().join("empty-cache").display().to_string())
+        .write(tmp.path(), "miss.toml");
     let dir = tmp.path().join("miss");
     assert_eq!(run_into(&cfg, &dir, &[]).status.code(), Some(4));
     let out = run_into(&cfg, &dir, &[]);
@@ -206,14 +186,14 @@ fn a_refused_run_leaves_config_toml_alone_and_a_locked_directory_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = copy_of_clean(&tmp, "locked");
     let before = std::fs::read(dir.join("config.toml")).unwrap();
-    let other = write_config(tmp.path(), "other.toml", &CONFIG.replace("threshold = [0.5]", "threshold = [0.6]"));
+    let other = config().set("grid.threshold", vec![0.6]).write(tmp.path(), "other.toml");
     let out = run_into(&other, &dir, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("holds another plan"));
     assert_eq!(std::fs::read(dir.join("config.toml")).unwrap(), before);
 
     // A live holder: refused with exit 3, naming pid and host.
-    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let cfg = config().write(tmp.path(), "r.toml");
     let lock = sweep::run_dir::lock_run_dir(&dir).unwrap();
     let out = run_into(&cfg, &dir, &[]);
     let err = text(&out.stderr);
@@ -248,11 +228,7 @@ fn the_lock_survives_its_file_being_removed_by_a_finished_holder() {
 #[test]
 fn an_oversized_plan_is_refused_before_allocation_with_its_count() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = write_config(
-        tmp.path(),
-        "huge.toml",
-        &CONFIG.replace("concurrency = 2", "concurrency = 2\nrepeats = 4294967295"),
-    );
+    let cfg = config().set("repeats", 4294967295_i64).write(tmp.path(), "huge.toml");
     let out = run_into(&cfg, &tmp.path().join("huge"), &[]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -321,7 +297,7 @@ fn dataset_commands_that_do_nothing_useful_say_so_with_exit_2() {
 #[test]
 fn shards_merge_to_the_clean_run_and_merge_names_missing_cells() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let cfg = config().write(tmp.path(), "r.toml");
     let shards: Vec<PathBuf> = (1..=2).map(|i| tmp.path().join(format!("s{i}"))).collect();
     for (i, s) in shards.iter().enumerate() {
         let o = run_into(&cfg, s, &["--shard", &format!("{}/2", i + 1)]);
@@ -344,7 +320,7 @@ fn shards_merge_to_the_clean_run_and_merge_names_missing_cells() {
 #[test]
 fn concurrent_auto_shards_merge_to_the_unsharded_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = write_config(tmp.path(), "r.toml", CONFIG);
+    let cfg = config().write(tmp.path(), "r.toml");
     let n = 3;
     let dirs: Vec<PathBuf> = (0..n).map(|i| tmp.path().join(format!("pod{i}"))).collect();
     let children: Vec<_> = dirs
@@ -395,27 +371,28 @@ fn concurrent_auto_shards_merge_to_the_unsharded_run() {
 #[test]
 fn configs_that_would_run_nothing_or_escape_are_refused_naming_the_key() {
     use compactbench::sweep::config::SweepConfig;
+    let empty = || toml::Value::Array(Vec::new());
     let cases = [
-        (CONFIG.replace("cache_mode = \"off\"", "cache_mode = \"off\"\ntimeout_secs = 0"), "llm.timeout_secs"),
-        (CONFIG.replace("threshold = [0.5]", "threshold = []"), "grid.threshold"),
-        (CONFIG.replace("prompt = [\"v5\"]", "prompt = [\"v5\"]\npreserve_fraction = []"), "grid.preserve_fraction"),
-        (CONFIG.replace("prompt = [\"v5\"]", "prompt = [\"../../x:y\"]"), "grid.prompt"),
+        (config().set("llm.timeout_secs", 0), "llm.timeout_secs"),
+        (config().set("grid.threshold", empty()), "grid.threshold"),
+        (config().set("grid.preserve_fraction", empty()), "grid.preserve_fraction"),
+        (config().set("grid.prompt", strings(&["../../x:y"])), "grid.prompt"),
     ];
-    for (text, key) in cases {
-        let err = SweepConfig::parse(&text, "c.toml").unwrap_err().to_string();
+    for (config, key) in cases {
+        let err = SweepConfig::parse(&config.text(), "c.toml").unwrap_err().to_string();
         assert!(err.contains("c.toml") && err.contains(&format!("`{key}`")), "{key}: {err}");
     }
     // No datasets, or a slice of a source the datasets do not hold: refused by the plan.
     let tmp = tempfile::tempdir().unwrap();
-    let cfg =
-        write_config(tmp.path(), "none.toml", &CONFIG.replace("datasets = [\"datasets/tau-bench\"]", "datasets = []"));
+    let cfg = config().set("datasets", strings(&[])).write(tmp.path(), "none.toml");
     let out = run_into(&cfg, &tmp.path().join("none"), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text_of(&out.stderr).contains("key `datasets`"), "{}", text_of(&out.stderr));
-    let text = format!(
-        "{CONFIG}\n[[slice]]\nname = \"slow\"\nconversations = 2\nsource = \"nope\"\n[slice.grid]\nstrategy = [\"none\"]\nsummarizer = [\"extractive\"]\n"
-    );
-    let cfg = write_config(tmp.path(), "slice.toml", &text);
+    let slice: toml::Table = toml::from_str(
+        "[[slice]]\nname = \"slow\"\nconversations = 2\nsource = \"nope\"\n[slice.grid]\nstrategy = [\"none\"]\nsummarizer = [\"extractive\"]\n",
+    )
+    .unwrap();
+    let cfg = config().set("slice", slice["slice"].clone()).write(tmp.path(), "slice.toml");
     let out = run_into(&cfg, &tmp.path().join("o"), &[]);
     let err = text_of(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

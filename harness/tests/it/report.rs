@@ -9,26 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::support::{copy_dir, repo};
+use crate::support::{copy_dir, repo, TestConfig};
 
-const CONFIG: &str = r#"
-name = "gate-test"
-datasets = ["datasets/aider", "datasets/tau-bench"]
-max_conversations = 12
-concurrency = 2
-[replay]
-token_limit = 4096
-prompt_count_source = "heuristic"
-system_prompt_tokens = 500
-[llm]
-cache_mode = "off"
-[grid]
-strategy = ["gemini", "drop-oldest", "none"]
-summarizer = ["extractive"]
-threshold = [0.5]
-prompt = ["v5"]
-verification = [true]
-"#;
+/// The module's run: twelve aider and tau-bench conversations.
+fn config() -> TestConfig {
+    TestConfig::small("gate-test", &["datasets/aider", "datasets/tau-bench"], 12)
+}
 
 /// One shared baseline run (the binary, as a user runs it).
 fn baseline() -> &'static Path {
@@ -36,7 +22,7 @@ fn baseline() -> &'static Path {
     &DIR.get_or_init(|| {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = tmp.path().join("gate.toml");
-        std::fs::write(&cfg, CONFIG).unwrap();
+        std::fs::write(&cfg, config().text()).unwrap();
         let out = tmp.path().join("baseline");
         let status = Command::new(env!("CARGO_BIN_EXE_compactbench"))
             .args(["run", "--quiet", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()])
@@ -110,7 +96,7 @@ fn noise_within_the_interval_passes() {
 fn mismatched_inputs_are_incomplete_and_a_missing_run_is_bad_input() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = tmp.path().join("other.toml");
-    std::fs::write(&cfg, CONFIG.replace("max_conversations = 12", "max_conversations = 5")).unwrap();
+    std::fs::write(&cfg, config().set("max_conversations", 5).text()).unwrap();
     let other = tmp.path().join("other");
     let out = Command::new(env!("CARGO_BIN_EXE_compactbench"))
         .args(["run", "--quiet", "--config", cfg.to_str().unwrap(), "--out", other.to_str().unwrap()])

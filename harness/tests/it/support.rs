@@ -155,3 +155,80 @@ pub fn files(dir: &Path) -> Vec<(PathBuf, String)> {
     out.sort();
     out
 }
+
+/// A sweep config for a test, built key by key and written as TOML: the tests that run a sweep start from
+/// one of these instead of keeping their own copy of the text, and change a key by name (a typo in a key
+/// fails the config's own validation, which names it).
+#[derive(Clone, Debug)]
+pub struct TestConfig {
+    root: toml::Table,
+}
+
+impl TestConfig {
+    /// A config with a name only.
+    pub fn new(name: &str) -> TestConfig {
+        TestConfig { root: toml::Table::new() }.set("name", name)
+    }
+
+    /// The small run several tests share: the reference (extractive summarizer, threshold 0.5, prompt v5,
+    /// verification on), `drop-oldest` and `none` over `max_conversations` shipped conversations of
+    /// `datasets`, in a 4,096-token window with estimated prompt counts, two workers, no LLM cache.
+    pub fn small(name: &str, datasets: &[&str], max_conversations: i64) -> TestConfig {
+        TestConfig::new(name)
+            .set("datasets", strings(datasets))
+            .set("max_conversations", max_conversations)
+            .set("concurrency", 2)
+            .set("replay.token_limit", 4096)
+            .set("replay.prompt_count_source", "heuristic")
+            .set("replay.system_prompt_tokens", 500)
+            .set("llm.cache_mode", "off")
+            .set("grid.strategy", strings(&["gemini", "drop-oldest", "none"]))
+            .set("grid.summarizer", strings(&["extractive"]))
+            .set("grid.threshold", vec![0.5])
+            .set("grid.prompt", strings(&["v5"]))
+            .set("grid.verification", vec![true])
+    }
+
+    /// Sets a key, `section.key` for a table's (`replay.token_limit`, `grid.strategy`).
+    pub fn set(mut self, key: &str, value: impl Into<toml::Value>) -> TestConfig {
+        let mut table = &mut self.root;
+        let mut parts: Vec<&str> = key.split('.').collect();
+        let last = parts.pop().expect("a key");
+        for p in parts {
+            table = table
+                .entry(p)
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+                .unwrap_or_else(|| panic!("{p} is not a table"));
+        }
+        table.insert(last.to_string(), value.into());
+        self
+    }
+
+    /// The config as TOML.
+    pub fn text(&self) -> String {
+        toml::to_string(&self.root).expect("a TOML table")
+    }
+
+    /// The config, parsed and validated as a file of that name would be.
+    pub fn parse(&self, file: &str) -> compactbench::sweep::config::SweepConfig {
+        compactbench::sweep::config::SweepConfig::parse(&self.text(), file).unwrap()
+    }
+
+    /// Writes the config to `dir/file` and returns its path (for the binary's `--config`).
+    pub fn write(&self, dir: &Path, file: &str) -> PathBuf {
+        let path = dir.join(file);
+        std::fs::write(&path, self.text()).unwrap();
+        path
+    }
+}
+
+/// A TOML array of strings.
+pub fn strings(items: &[&str]) -> toml::Value {
+    toml::Value::Array(items.iter().map(|s| toml::Value::String(s.to_string())).collect())
+}
+
+/// A TOML inline table (a raw dataset entry: `{ raw = …, format = …, source = … }`).
+pub fn table(entries: &[(&str, &str)]) -> toml::Value {
+    toml::Value::Table(entries.iter().map(|(k, v)| (k.to_string(), toml::Value::String(v.to_string()))).collect())
+}

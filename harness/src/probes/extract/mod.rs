@@ -5,7 +5,7 @@
 //! the newest 30 % of the history verbatim, so evidence in that tail would survive any compression and the
 //! probe would measure nothing.
 
-use super::grade;
+use super::text_match;
 use super::{Probe, ProbeFile, PROBE_FORMAT};
 use crate::data::{ProbeKind, ProbeOrigin};
 use crate::datasets::Conversation;
@@ -113,7 +113,7 @@ impl Candidate {
 /// the function words of [`TERM_STOP`]), at most [`MAX_TERMS`], in the gold's order; none when fewer than
 /// two remain (the gold is then graded verbatim only).
 fn key_terms(gold: &str, question: &str, frequency: &BTreeMap<String, usize>) -> Vec<String> {
-    let asked: BTreeSet<String> = grade::tokens(question).into_iter().collect();
+    let asked: BTreeSet<String> = text_match::tokens(question).into_iter().collect();
     let meaningful = |w: &String| {
         let identifier = !w.chars().all(char::is_alphabetic);
         identifier || (w.len() >= 4 && !w.ends_with("ly") && !TERM_STOP.contains(&w.as_str()))
@@ -280,7 +280,7 @@ pub fn extract(conv: &Conversation) -> Vec<Probe> {
             if n >= cap(kind) && !every_file {
                 break;
             }
-            let norm = grade::normalize(&c.gold);
+            let norm = text_match::normalize(&c.gold);
             let informative = norm.len() >= 3 && !norm.chars().all(|ch| ch.is_ascii_digit() || ch == ' ');
             let before_tail = c.evidence.iter().all(|&e| e < split);
             if !informative || !before_tail || !seen_golds.insert((kind, norm)) {
@@ -348,7 +348,7 @@ fn written_by_file(h: &[Content]) -> BTreeMap<String, String> {
 fn token_frequency(h: &[Content]) -> BTreeMap<String, usize> {
     let mut frequency = BTreeMap::new();
     for c in h {
-        let tokens: BTreeSet<String> = grade::tokens(&grade::content_text(c)).into_iter().collect();
+        let tokens: BTreeSet<String> = text_match::tokens(&text_match::content_text(c)).into_iter().collect();
         for t in tokens {
             *frequency.entry(t).or_default() += 1;
         }
@@ -361,9 +361,9 @@ fn token_frequency(h: &[Content]) -> BTreeMap<String, usize> {
 fn disambiguate_questions(probes: &mut Vec<Probe>) {
     let mut count: BTreeMap<String, usize> = Default::default();
     for p in probes.iter() {
-        *count.entry(grade::normalize(&p.question)).or_default() += 1;
+        *count.entry(text_match::normalize(&p.question)).or_default() += 1;
     }
-    probes.retain(|p| count[&grade::normalize(&p.question)] == 1);
+    probes.retain(|p| count[&text_match::normalize(&p.question)] == 1);
     // Numbered again per kind, in order.
     let mut n: BTreeMap<ProbeKind, usize> = Default::default();
     for p in probes.iter_mut() {
@@ -635,7 +635,7 @@ fn content_words(s: &str) -> Vec<String> {
         "the", "a", "an", "to", "of", "and", "or", "in", "on", "for", "is", "it", "that", "this", "with", "be", "you",
         "your", "i", "my", "me",
     ];
-    let mut words: Vec<String> = grade::tokens(s)
+    let mut words: Vec<String> = text_match::tokens(s)
         .into_iter()
         .filter(|w| w.len() > 2 && !STOP.contains(&w.as_str()) && !DIRECTIVE.is_match(w))
         .collect();

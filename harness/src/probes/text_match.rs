@@ -1,5 +1,5 @@
-//! Grading's text primitives: answer normalisation, exact match, token F1, containment of an answer in a
-//! history. When a history keeps a probe (exact, path and key-term rules) is decided in [`super::grader`].
+//! The text primitives of grading: answer normalisation, exact match, token F1, containment of an answer in
+//! a history. When a history keeps a probe (exact, path and key-term rules) is decided in [`super::grader`].
 //!
 //! Normalisation makes surface differences that do not change an answer compare equal: case, punctuation
 //! around words, `./` path prefixes, thousands separators (`1,000` = `1000`), whitespace. Characters that
