@@ -5,8 +5,9 @@
 //!   (the reference port and its variants), the model interface, [`replay`] and [`inspect`];
 //! - `compactbench-datasets`: [`datasets`] (importers and the shipped corpus);
 //! - `compactbench-llm`: [`llm`] (backends behind one trait with a record/replay cache);
-//! - this crate: [`probes`], [`sweep`], [`report`] (polars, plotters), [`view`] (the HTML page of a run),
-//!   [`audit`] (a user's own sessions, no config) and the [`cli`].
+//! - this crate: [`data`] (a run as stored), [`probes`], [`rework`], [`metrics`], [`verdict`] (the gate, the
+//!   claims' verdicts, the grader against its labels), [`sweep`], [`report`] (polars, plotters), [`view`] (the
+//!   HTML page of a run), [`audit`] (a user's own sessions, no config) and the [`cli`].
 //!
 //! The lower crates are re-exported under their module names, so `compactbench::replay::…` and
 //! `compactbench::datasets::…` name the same items as the crates themselves.

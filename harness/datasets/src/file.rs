@@ -340,7 +340,7 @@ pub fn parse_conversation(bytes: &[u8], file: &str) -> Result<Conversation, Data
     conversation_from_value(v, file)
 }
 
-/// Reads a conversation file onto the heap (from [`LOADED`] when this process parsed the same file before).
+/// Reads a conversation file onto the heap (from `LOADED` when this process parsed the same file before).
 pub fn load_conversation(path: &Path) -> Result<Conversation, DatasetError> {
     loaded_or(path, || read_conversation(path))
 }
@@ -440,7 +440,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), DatasetError> {
 }
 
 /// Expands directories (recursively) to their conversation files (`*.json` except manifests, outside the
-/// [`NOT_CONVERSATION_DIRS`]); files given directly are kept. The result is sorted and free of duplicates.
+/// `NOT_CONVERSATION_DIRS`); files given directly are kept. The result is sorted and free of duplicates.
 pub fn find_conversations(paths: &[PathBuf]) -> Result<Vec<PathBuf>, DatasetError> {
     let mut out = Vec::new();
     for p in paths {

@@ -175,7 +175,7 @@ impl ResponseCache {
         parse_entry(&bytes, hash).and_then(|r| read(&r)).map(Some).map_err(|defect| corrupt(&path, defect))
     }
 
-    /// Writes a generation's entry atomically (see [`ResponseCache::store_value`]).
+    /// Writes a generation's entry atomically (see `ResponseCache::store_value`).
     pub fn store(&self, hash: &str, request: &Value, response: &LlmResponse) -> Result<PathBuf, LlmError> {
         self.store_value(hash, request, response_to_value(response))
     }

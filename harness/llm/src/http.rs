@@ -28,7 +28,7 @@ pub fn redact_known(text: &str, secrets: &[&str]) -> String {
 }
 
 /// Replaces the known `secrets` and anything shaped like a credential header in `text` (error texts; a
-/// successful answer only gets [`redact_known`], so a summary quoting `api_key=…` from a conversation is
+/// successful answer only gets `redact_known`, so a summary quoting `api_key=…` from a conversation is
 /// left as the model wrote it).
 pub fn redact(text: &str, secrets: &[&str]) -> String {
     let out = redact_known(text, secrets);

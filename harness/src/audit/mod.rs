@@ -72,7 +72,7 @@ pub fn agent_name(format: Format) -> &'static str {
 
 /// The agents whose sessions are under `dir`, most files first (a tie in [`AGENT_FORMATS`] order), with how
 /// many files each wrote; files of no agent (notes, reports, other tools' logs) are not counted. Each file is
-/// told by its first [`DETECTION_PREFIX`] bytes.
+/// told by its first `DETECTION_PREFIX` bytes.
 pub fn detect_agents(dir: &Path) -> Result<Vec<(Format, usize)>, AuditError> {
     let (root, files) = datasets::raw::raw_files(dir)?;
     let mut counts = [0usize; AGENT_FORMATS.len()];

@@ -18,7 +18,7 @@ pub struct CellResult {
     /// `run` into the directory redoes it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub transient_failure: bool,
-    /// [`Plan::digest`] of the plan the cell was run under: a cell copied from another run is not used.
+    /// `Plan::digest` of the plan the cell was run under: a cell copied from another run is not used.
     #[serde(default)]
     pub plan: String,
     /// `sha256:` of the stored file with this field empty (see [`super::store::cell_bytes`]): a damaged or hand-edited

@@ -70,13 +70,13 @@ pub struct ProbeScore {
     /// likely to restate: figures are also given without these probes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_first_prompt: bool,
-    /// The probe belongs to its conversation's early-only set ([`crate::probes::figures::early_only`]); the same at
+    /// The probe belongs to its conversation's early-only set (`crate::probes::figures::early_only`); the same at
     /// every moment and for every strategy. `None`: scored without the recording (older cells).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_only: Option<bool>,
     /// At this moment the strategy has summarised, rewritten or dropped the probe's evidence and no accepted
     /// answer survives verbatim in the history (kept tail, later turns): only the snapshot can still answer
-    /// it ([`crate::probes::figures::at_risk`]).
+    /// it (`crate::probes::figures::at_risk`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_risk: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,7 +158,7 @@ pub struct NextAction {
 pub struct InjectionResult {
     pub canary: String,
     pub planted_at: usize,
-    /// `tool-output` or `user-turn` ([`inject::Injection::carrier`]).
+    /// `tool-output` or `user-turn` (`inject::Injection::carrier`).
     #[serde(default)]
     pub carrier: String,
     /// Summaries written after the planted Content was in the history.

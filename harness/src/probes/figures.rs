@@ -213,7 +213,7 @@ pub struct ProbeRow {
     pub origin: String,
     /// Event index, or `end`.
     pub moment: Moment,
-    /// Compressions so far (see [`super::Checkpoint::ordinal`]).
+    /// Compressions so far (see `super::Checkpoint::ordinal`).
     pub ordinal: Option<u32>,
     /// The moment is a compression that replaced the history (at-risk pairs are counted only there).
     pub compression: bool,

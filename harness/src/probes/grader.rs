@@ -454,7 +454,7 @@ fn path_index(tokens: &[&str], change: Option<(&[&str], Segments)>, lookups: &Ha
     index
 }
 
-/// What the path and term rules read of one history ([`Grader::index`]).
+/// What the path and term rules read of one history (`Grader::index`).
 #[derive(Debug, Default)]
 pub struct HistoryIndex {
     paths: PathIndex,

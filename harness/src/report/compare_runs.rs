@@ -1,6 +1,6 @@
 //! `compactbench compare`: one table across runs of the same strategies on different corpora (one run per
 //! agent, each in its own window and with its own prices), and the paired differences against the reference
-//! pooled over every run's conversations, judged as a report's claims are ([`super::claims::judge`], with
+//! pooled over every run's conversations, judged as a report's claims are (`super::claims::judge`, with
 //! each run left out in turn in place of each source). Only like is pooled with like: a strategy is pooled
 //! when it is the same algorithm in every run; the agent's own compaction (the strategy of role
 //! [`Role::Recorded`]) is a different algorithm per agent, so it keeps one row per run, over that run's

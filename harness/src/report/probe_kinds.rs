@@ -2,7 +2,7 @@
 //! decision, recall): `kept_at_compressions` restricted to one kind, each strategy's figure with its own
 //! number of (probe, compression) pairs (a strategy that did not act at a compaction has fewer), with paired
 //! differences against the agent's own compaction (`recorded`) and against the reference, judged as the
-//! report's claims are ([`super::claims::judge`]). With `replay.compress_at = "recorded"` every strategy
+//! report's claims are (`super::claims::judge`). With `replay.compress_at = "recorded"` every strategy
 //! compresses at the agent's own points, so these pairs are the same compactions on both sides.
 //!
 //! Where the run's grader is checked against labels ([`super::grader_check`]), a kind it is not

@@ -148,7 +148,7 @@ impl LanguageModel for Watched {
     }
 }
 
-/// See [`RunOptions::wrap_model`].
+/// See `RunOptions::wrap_model`.
 #[derive(Clone)]
 pub struct ModelWrapper(pub Arc<WrapModelFn>);
 

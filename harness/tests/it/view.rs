@@ -568,34 +568,30 @@ fn walk_to_a_compression(page: &Opened) -> f64 {
     conversation_ms
 }
 
-/// The committed default run's page (1,603 cells) opens in under 2 s, and so do the long sessions' pages
-/// when a local run has made them (they are never committed); with `COMPACTBENCH_UPDATE_SCREENSHOTS=1` the
-/// default run's views become the screenshots of harness/docs/viewing.md.
+/// The committed default run's page (1,603 cells) opens with its points table on screen and draws a
+/// conversation at a compression with no console error, and so do the long sessions' pages when a local run
+/// has made them (they are never committed). The times are printed, not asserted: tests never assert
+/// wall-clock times (the page's open time is measured in harness/docs/viewing.md). With
+/// `COMPACTBENCH_UPDATE_SCREENSHOTS=1` the default run's views become the screenshots of
+/// harness/docs/viewing.md.
 #[test]
-fn the_report_pages_open_in_under_two_seconds() {
+fn the_report_pages_open_and_draw_a_conversation_cleanly() {
     let Some(browser) = browser() else { return };
     let default_page = repo().join("reports/baseline/view.html");
     assert!(default_page.exists(), "reports/baseline/view.html is committed");
     assert!(std::fs::metadata(&default_page).unwrap().len() < 25_000_000, "under 25 MB");
     let local = ["reports/long-sessions/view.html", "reports/long-sessions-policy/view.html"].map(|p| repo().join(p));
     for page_path in std::iter::once(default_page.clone()).chain(local.into_iter().filter(|p| p.exists())) {
-        // The best of three openings: the first pays for a cold browser and a machine busy with other tests.
-        let mut best = f64::INFINITY;
-        for _ in 0..3 {
-            let page = open(&browser, &page_path, "");
-            page.tab.wait_for_element("#points tbody tr").unwrap();
-            best = best.min(page.opened_ms());
-            page.assert_clean();
-        }
         let page = open(&browser, &page_path, "");
+        page.tab.wait_for_element("#points tbody tr").unwrap();
+        let opened_ms = page.opened_ms();
         let conversation_ms = walk_to_a_compression(&page);
         page.assert_clean();
         let mb = std::fs::metadata(&page_path).unwrap().len() as f64 / 1e6;
         eprintln!(
-            "{}: {mb:.1} MB, first view on screen {best:.0} ms after navigation, a conversation drawn in {conversation_ms:.0} ms",
+            "{}: {mb:.1} MB, first view on screen {opened_ms:.0} ms after navigation, a conversation drawn in {conversation_ms:.0} ms",
             page_path.display()
         );
-        assert!(best < 2000.0 && conversation_ms < 2000.0, "{}: {best} ms, {conversation_ms} ms", page_path.display());
     }
     if std::env::var(UPDATE_SCREENSHOTS).is_ok_and(|v| v == "1") {
         // Wide enough for every column of the points table.

@@ -1,4 +1,4 @@
-//! A backend's own tokenizer as the replay's ([`Tokenizer::Model`]): every Content is counted alone by the
+//! A backend's own tokenizer as the replay's ([`Tokenizer::Model`](super::Tokenizer::Model)): every Content is counted alone by the
 //! model's token counter (Gemini `countTokens`, the embedded model's tokenizer), through whatever stack the
 //! caller built around the model (the sweep: the record/replay cache and retries, as for any model call).
 //!

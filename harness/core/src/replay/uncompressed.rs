@@ -34,7 +34,7 @@ pub struct Uncompressed {
     /// its messages (instruction files, reminders), which a compaction rewrites, so the stable part is the
     /// recording's system prompt and tools (or `[replay] system_prompt_tokens + tool_declaration_tokens`
     /// where it records none), at most `overhead`. Where the recording has the provider's cache read on the
-    /// first request after the agent's first compaction ([`recorded_stable_prefix`]), that read is the
+    /// first request after the agent's first compaction (`recorded_stable_prefix`), that read is the
     /// stable part instead (at most `overhead`): what the provider really kept across a compaction of this
     /// session. That request is then in-sample, and the cache check of `compactions.md` leaves it out.
     pub cache_stable_overhead: u64,

@@ -1,6 +1,6 @@
 //! OpenAI-style chat messages with tool calls: mini-swe-agent trajectories (`{messages, info}`),
 //! tau-bench result files (`[{task_id, trial, traj}]`), bare message arrays, and the message list of
-//! SWE-agent function-calling trajectories (via [`convert_messages`]).
+//! SWE-agent function-calling trajectories (via `convert_messages`).
 
 use super::{
     args_from_string, as_array, as_object, content_text, function_response_part, opt_str, parse_json, req, stem_id,

@@ -1,5 +1,5 @@
 //! The built-in strategies, one file each. To add one: write `NAME.rs` implementing
-//! [`Strategy`](crate::replay::strategy::Strategy) and add one line to [`builtin`] (see `harness/ARCHITECTURE.md`).
+//! [`Strategy`] and add one line to [`builtin`] (see `harness/ARCHITECTURE.md`).
 
 pub mod aider;
 pub mod cline;
