@@ -1,4 +1,5 @@
-//! Reports: aggregation of a run's stored cells, tables, Markdown, plots, and the regression gate.
+//! Reports: aggregation of a run's stored cells, tables, Markdown and plots, rendering the verdicts of
+//! [`crate::verdict`] (the claims, the gate, the grader check).
 //!
 //! Everything is rebuilt from the run directory (`plan.json`, `cells/`), so `compactbench report RUN_DIR`
 //! reproduces a report byte for byte.

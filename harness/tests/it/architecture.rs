@@ -557,12 +557,12 @@ fn the_binary_crate_imports_only_downwards() {
     assert!(graph.keys().any(|m| m.starts_with("data")), "the data layer exists");
 }
 
-/// Imports of the sweep by the modules under `report` and `view` (inline tests cut), as `from → to`.
+/// Imports of the sweep by the modules under `report`, `verdict` and `view` (inline tests cut), as `from → to`.
 fn sweep_imports_of_readers(src: &Path) -> Vec<String> {
     let top = |m: &str| m.split("::").next().unwrap_or_default().to_string();
     let mut found = Vec::new();
     for (from, targets) in module_graph(src) {
-        if !matches!(top(&from).as_str(), "report" | "view") {
+        if !matches!(top(&from).as_str(), "report" | "verdict" | "view") {
             continue;
         }
         found.extend(targets.iter().filter(|t| top(t) == "sweep").map(|t| format!("{from} → {t}")));
@@ -575,7 +575,10 @@ fn sweep_imports_of_readers(src: &Path) -> Vec<String> {
 #[test]
 fn reports_and_the_view_read_runs_through_the_data_store_not_the_sweep() {
     let found = sweep_imports_of_readers(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    assert!(found.is_empty(), "report/ and view/ import the sweep (read runs through crate::data::store): {found:?}");
+    assert!(
+        found.is_empty(),
+        "report/, verdict/ or view/ import the sweep (read runs through crate::data::store): {found:?}"
+    );
 }
 
 #[test]
