@@ -20,7 +20,7 @@ pub struct PointSummary {
     pub events_by_status: crate::replay::StatusCounts,
     /// Each figure of the point (ratio of sums, pooled mean or total; see the glossary), under its name.
     #[serde(flatten)]
-    pub figures: Figures,
+    pub figures: FigureValues,
     /// Events (event-level metrics) or conversations each figure is over.
     pub n: BTreeMap<FigureId, usize>,
     /// Each figure's bootstrap 95 % interval (ratio-of-sums metrics over two or more conversations).
@@ -39,16 +39,16 @@ pub struct PointSummary {
 /// A point's figures. Written under their names, counts and token totals as integers (a count is never
 /// `3.0`), every other figure as a float.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Figures(pub BTreeMap<FigureId, f64>);
+pub struct FigureValues(pub BTreeMap<FigureId, f64>);
 
-impl std::ops::Deref for Figures {
+impl std::ops::Deref for FigureValues {
     type Target = BTreeMap<FigureId, f64>;
     fn deref(&self) -> &Self::Target {
         &self.0
     }
 }
 
-impl Serialize for Figures {
+impl Serialize for FigureValues {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(self.0.len()))?;
@@ -63,12 +63,12 @@ impl Serialize for Figures {
     }
 }
 
-impl<'de> Deserialize<'de> for Figures {
+impl<'de> Deserialize<'de> for FigureValues {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // Flattened: every other key of the summary arrives here too; figures are the numeric ones named
         // as a figure.
         let all = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
-        Ok(Figures(all.into_iter().filter_map(|(k, v)| Some((FigureId::from_name(&k)?, v.as_f64()?))).collect()))
+        Ok(FigureValues(all.into_iter().filter_map(|(k, v)| Some((FigureId::from_name(&k)?, v.as_f64()?))).collect()))
     }
 }
 
@@ -127,7 +127,7 @@ pub struct InjectionSummary {
 }
 
 #[derive(Default)]
-struct FigureAcc {
+struct ProbeMeansAcc {
     end: Vec<f64>,
     events: Vec<f64>,
     contains: Vec<f64>,
@@ -136,8 +136,8 @@ struct FigureAcc {
     judge: Vec<f64>,
 }
 
-impl FigureAcc {
-    fn figures(&self) -> ProbeMeans {
+impl ProbeMeansAcc {
+    fn means(&self) -> ProbeMeans {
         ProbeMeans {
             probes: self.end.len(),
             retention_end: mean(&self.end),
@@ -157,8 +157,8 @@ fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
     if with.is_empty() {
         return None;
     }
-    let mut all = FigureAcc::default();
-    let mut kinds: BTreeMap<String, FigureAcc> = BTreeMap::new();
+    let mut all = ProbeMeansAcc::default();
+    let mut kinds: BTreeMap<String, ProbeMeansAcc> = BTreeMap::new();
     let (mut vr, mut va) = (Vec::new(), Vec::new());
     let mut inj = InjectionSummary::default();
     let mut final_obeyed = 0usize;
@@ -208,8 +208,8 @@ fn probe_summary(cells: &[&CellResult]) -> Option<ProbeSummary> {
         ..inj
     });
     Some(ProbeSummary {
-        all: all.figures(),
-        by_kind: kinds.iter().map(|(k, a)| (k.clone(), a.figures())).collect(),
+        all: all.means(),
+        by_kind: kinds.iter().map(|(k, a)| (k.clone(), a.means())).collect(),
         verification_retention_delta: mean(&vr),
         verification_accuracy_delta: mean(&va),
         injection,
@@ -240,7 +240,7 @@ pub fn summarize(plan: &Plan, cells: &[CellResult]) -> Vec<PointSummary> {
                 slice: p.slice.clone(),
                 conversations: mine.len(),
                 events_by_status,
-                figures: Figures(figures.iter().map(|(id, f)| (*id, f.value)).collect()),
+                figures: FigureValues(figures.iter().map(|(id, f)| (*id, f.value)).collect()),
                 n: figures.iter().map(|(id, f)| (*id, f.n)).collect(),
                 ci95: figures.iter().filter(|(_, f)| f.low < f.high).map(|(id, f)| (*id, [f.low, f.high])).collect(),
                 early_only_n: figures.get(&FigureId::EarlyOnlyRetention).map(|f| f.n),
@@ -597,7 +597,7 @@ mod tests {
             axes: [("threshold".to_string(), threshold.to_string())].into_iter().collect(),
             slice: slice.map(String::from),
             conversations: if slice.is_some() { 1 } else { 9 },
-            figures: Figures([(FigureId::TokensVsNone, 0.9)].into_iter().collect()),
+            figures: FigureValues([(FigureId::TokensVsNone, 0.9)].into_iter().collect()),
             ..Default::default()
         }
     }
@@ -621,7 +621,7 @@ mod tests {
 
     fn scored(strategy: &str, threshold: &str, tokens: f64, quality: f64) -> PointSummary {
         let mut p = point(strategy, "-", None, threshold);
-        p.figures = Figures([(FigureId::TokensVsNone, tokens), (FigureId::EarlyOnlyRetention, quality)].into());
+        p.figures = FigureValues([(FigureId::TokensVsNone, tokens), (FigureId::EarlyOnlyRetention, quality)].into());
         p
     }
 
