@@ -47,6 +47,29 @@ impl<V: Clone> DigestMemo<V> {
         map.insert(key, value.clone());
         value
     }
+
+    /// Every kept (digest, value) pair, in digest order: what a caller keeps between processes.
+    pub fn entries(&self) -> Vec<([u8; 32], V)> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out: Vec<([u8; 32], V)> =
+            entries.as_ref().map(|(map, _)| map.iter().map(|(k, v)| (*k, v.clone())).collect()).unwrap_or_default();
+        out.sort_by_key(|e| e.0);
+        out
+    }
+
+    /// Keeps `pairs` as if computed here (values an earlier process computed for the texts of those digests),
+    /// up to the budget.
+    pub fn preload(&self, pairs: impl IntoIterator<Item = ([u8; 32], V)>) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let (map, spent) = entries.get_or_insert_with(Default::default);
+        for (key, value) in pairs {
+            if *spent >= self.budget {
+                break;
+            }
+            *spent += (self.cost)(&value);
+            map.insert(key, value);
+        }
+    }
 }
 
 #[cfg(test)]

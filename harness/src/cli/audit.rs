@@ -61,6 +61,7 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
     let config_text = audit::config_text(&dirs, &probe_dir, concurrency);
     let config = SweepConfig::parse(&config_text, "audit config")?;
     let base_dir = PathBuf::from(".");
+    let counts = sweep::token_counts::KeptCounts::load(&base_dir.join(&config.import_cache));
     let (plan, notes) = sweep::planner::make_plan_noting(&config, &base_dir)?;
     for note in &notes {
         eprintln!("note: {note}");
@@ -85,6 +86,7 @@ pub fn run(args: AuditArgs) -> Result<(), Failure> {
     let mut report = audit::read(&dirs, &out, &plan, &cells, &base_dir);
     let view = crate::view::write_beside_report(&out)?;
     report.view = Some(view.path.clone());
+    super::run::keep_counts(&counts);
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {

@@ -73,6 +73,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let config = SweepConfig::load(&args.config)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&config.name));
     let base_dir = PathBuf::from(".");
+    let counts = crate::sweep::token_counts::KeptCounts::load(&base_dir.join(&config.import_cache));
     let (plan, notes) = crate::sweep::planner::make_plan_noting(&config, &base_dir)?;
     for note in &notes {
         eprintln!("note: {note}");
@@ -114,6 +115,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         })?;
         eprintln!("{}", crate::report::written_line(&report));
     }
+    keep_counts(&counts);
     if let Some((cells, conversations)) = incomplete {
         let report = if args.shard.is_some() || args.no_report {
             "no report was written (`compactbench report DIR` writes one of the others)"
@@ -126,6 +128,13 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// Keeps the token counts of this run for the next one; a cache that cannot be written costs only speed.
+pub fn keep_counts(counts: &crate::sweep::token_counts::KeptCounts) {
+    if let Err(e) = counts.save() {
+        eprintln!("note: the token counts were not kept for the next run: {e}");
+    }
 }
 
 /// Prints the conversations whose cells hold an error (at most 20, then a count) and returns how many.

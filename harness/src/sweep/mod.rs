@@ -7,3 +7,4 @@ pub mod models;
 pub mod planner;
 pub mod run_dir;
 pub mod runner;
+pub mod token_counts;

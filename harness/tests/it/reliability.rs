@@ -723,3 +723,44 @@ fn the_default_gate_fails_a_summarizer_that_drops_half_of_each_section_and_a_spl
     assert!(!r.passed(), "{}", gate::markdown(&r));
     assert!(r.regressions().any(|c| c.metric.name().contains("retention")), "{}", gate::markdown(&r));
 }
+
+/// Token counts kept between runs (`<import_cache>/o200k-counts.bin`) change nothing but the time: a run
+/// that starts from them writes the same results as one that counts every text, and a damaged file is not
+/// read (the run counts again and writes it anew).
+#[test]
+fn kept_token_counts_change_no_result_and_a_damaged_file_is_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("imports");
+    let cfg = config()
+        .set("max_conversations", 2)
+        .set("import_cache", cache.display().to_string())
+        .write(tmp.path(), "counts.toml");
+    let counts = cache.join(compactbench::sweep::token_counts::FILE);
+    let results = |dir: &Path| {
+        tree(&dir.join("results"))
+            .into_iter()
+            .filter(|(p, _)| p.extension().is_some_and(|e| e == "csv"))
+            .collect::<Vec<_>>()
+    };
+    let cold = tmp.path().join("cold");
+    assert!(run_into(&cfg, &cold, &[]).status.success());
+    let kept = std::fs::read(&counts).expect("the first run keeps its counts");
+    assert!(kept.len() > 1000, "{} bytes", kept.len());
+    let modified = || std::fs::metadata(&counts).unwrap().modified().unwrap();
+    let written = modified();
+    let warm = tmp.path().join("warm");
+    assert!(run_into(&cfg, &warm, &[]).status.success());
+    // It read the file: it learnt no count it did not start from, so it left the file alone.
+    assert_eq!(modified(), written, "the warm run started from the kept counts");
+    assert_eq!(results(&cold), results(&warm));
+    assert_eq!(tree(&cold.join("cells")), tree(&warm.join("cells")));
+    // A flipped byte in a count: the file fails its checksum and is counted anew.
+    let mut damaged = kept.clone();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 0x55;
+    std::fs::write(&counts, &damaged).unwrap();
+    let again = tmp.path().join("again");
+    assert!(run_into(&cfg, &again, &[]).status.success());
+    assert_eq!(results(&cold), results(&again));
+    assert_eq!(std::fs::read(&counts).unwrap(), kept, "rewritten whole");
+}

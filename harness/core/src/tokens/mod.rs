@@ -9,4 +9,7 @@ pub use estimate::{
     MAX_CHARS_FOR_FULL_HEURISTIC, NON_ASCII_TOKENS_PER_CHAR, PDF_TOKEN_ESTIMATE,
 };
 pub use images::ImageBilling;
-pub use tiktoken::{o200k_count_history, o200k_count_history_text, o200k_count_text, render_for_tokenizer};
+pub use tiktoken::{
+    known_o200k_counts, o200k_count_history, o200k_count_history_text, o200k_count_text, o200k_fingerprint,
+    preload_o200k_counts, render_for_tokenizer,
+};

@@ -17,11 +17,38 @@ fn o200k() -> &'static CoreBPE {
 /// its whole token list (4 bytes a token, about the text's own size) at once.
 const CHUNK_BYTES: usize = 16 * 1024;
 
-/// o200k tokens of a text (recorded texts are counted once per process: [`DigestMemo`]).
+/// Each text's o200k count by its digest: about 50 MB of digests and counts at most.
+static COUNTS: DigestMemo<u64> = DigestMemo::new(1 << 20, |_| 1);
+
+/// o200k tokens of a text (recorded texts are counted once per process: [`DigestMemo`]; a run also starts
+/// from the counts earlier runs kept: [`preload_o200k_counts`]).
 pub fn o200k_count_text(text: &str) -> u64 {
-    // About 50 MB of digests and counts.
-    static COUNTS: DigestMemo<u64> = DigestMemo::new(1 << 20, |_| 1);
     COUNTS.get(text, |t| count_in_chunks(t, CHUNK_BYTES))
+}
+
+/// The o200k counts this process knows, by each text's SHA-256, in digest order: what the caller keeps
+/// between runs (the sweep keeps them beside its import cache).
+pub fn known_o200k_counts() -> Vec<([u8; 32], u64)> {
+    COUNTS.entries()
+}
+
+/// Starts from counts an earlier process computed (from [`known_o200k_counts`]); the caller vouches that
+/// they were counted by this tokenizer ([`o200k_fingerprint`]).
+pub fn preload_o200k_counts(pairs: impl IntoIterator<Item = ([u8; 32], u64)>) {
+    COUNTS.preload(pairs)
+}
+
+/// The counts of a few fixed texts (letters, digits, punctuation, code, whitespace runs, non-ASCII), counted
+/// now and not from the memo: a stored set of counts is used only under the same fingerprint, so counts
+/// kept by another version of the tokenizer that would count these differently are never read.
+pub fn o200k_fingerprint() -> [u64; 4] {
+    [
+        "The quick brown fox jumps over the lazy dog, 1234567 times!",
+        "fn main() {\n    println!(\"{:?}\", vec![1, 2, 3]);\n}\n\n\t  ",
+        "Ünïcödé — “quotes”, emoji 🚀, CJK 中文字符, and a URL https://example.com/a_b-c?d=e",
+        "    else:\r\n        return self._cache[key] # TODO(x): 0x1F2E3D\r\n",
+    ]
+    .map(|t| count_in_chunks(t, CHUNK_BYTES))
 }
 
 /// The o200k count of `text`, encoded piecewise at cuts where the tokenizer's pre-split always cuts, so the
