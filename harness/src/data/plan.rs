@@ -244,7 +244,7 @@ impl Plan {
 
     /// The default point of the strategy named `strategy` (the reference point for the reference).
     pub fn default_point(&self, strategy: &str) -> Option<&ConfigPoint> {
-        let is_reference = registry::entry(strategy).is_some_and(|s| s.role() == Role::Reference);
+        let is_reference = registry::has_role(strategy, Role::Reference);
         self.default_points().into_iter().map(|i| &self.points[i]).find(|p| {
             if is_reference {
                 self.reference_point().is_some_and(|r| r.id == p.id)

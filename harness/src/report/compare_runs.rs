@@ -124,16 +124,6 @@ fn judged(m: &metrics::Metric, a: &[(String, Parts)], b: &[(String, Parts)]) -> 
     format!("{}{mark} (n={})", percentage_points(d.value, Some((d.low, d.high)), PointsStyle::TABLE), d.n)
 }
 
-/// Whether `strategy` is the registry's reference.
-fn is_reference(strategy: &str) -> bool {
-    registry::entry(strategy).is_some_and(|s| s.role() == Role::Reference)
-}
-
-/// Whether `strategy` replays each agent's own compaction: a different algorithm per agent, never pooled.
-fn is_recorded(strategy: &str) -> bool {
-    registry::entry(strategy).is_some_and(|s| s.role() == Role::Recorded)
-}
-
 /// The registry name of the reference.
 fn reference_name() -> &'static str {
     registry::role_name(Role::Reference).unwrap_or_default()
@@ -171,7 +161,7 @@ pub fn per_run_table(runs: &[Run]) -> Table {
             }
             for id in ACROSS_RUNS_DIFFERENCES {
                 let d = match (parts.get(id), reference.get(id)) {
-                    (Some(a), Some(b)) if !is_reference(&strategy) => judged(id.metric(), a, b),
+                    (Some(a), Some(b)) if !registry::has_role(&strategy, Role::Reference) => judged(id.metric(), a, b),
                     _ => "–".into(),
                 };
                 row.push(d);
@@ -201,8 +191,9 @@ pub fn pooled_table(runs: &[Run]) -> Table {
         row
     };
     let mut rows = Vec::new();
-    for strategy in shared_strategies(runs).into_iter().filter(|s| !is_reference(s)) {
-        if is_recorded(&strategy) {
+    for strategy in shared_strategies(runs).into_iter().filter(|s| !registry::has_role(s, Role::Reference)) {
+        // The agent's own compaction is a different algorithm per agent: never pooled across runs.
+        if registry::has_role(&strategy, Role::Recorded) {
             for run in runs {
                 rows.push(row(format!("{strategy} ({}, `{}` only)", run.agent, run.name), &[run], &strategy));
             }
@@ -227,7 +218,7 @@ pub fn write(dirs: &[PathBuf], out: &Path) -> Result<String, super::ReportError>
         }
     }
     let recorded = registry::role_name(Role::Recorded).unwrap_or("the agent's own compaction");
-    let has_recorded = shared_strategies(&runs).iter().any(|s| is_recorded(s));
+    let has_recorded = shared_strategies(&runs).iter().any(|s| registry::has_role(s, Role::Recorded));
     let like_with_like = if has_recorded {
         format!(" Only like is pooled with like: `{recorded}` replays each agent's own compaction, a different algorithm per agent (Claude Code writes a summary; Codex keeps the user messages plus an encrypted summary), so it is never pooled across runs.")
     } else {

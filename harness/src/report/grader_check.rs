@@ -2,7 +2,9 @@
 
 use crate::metrics::{percent, FigureId, PercentStyle, Share};
 use crate::table::Table;
-use crate::verdict::labels::*;
+use crate::verdict::labels::{
+    share, Agreement, Gradability, GraderCheck, Labels, Unused, AGREEMENT_FLOOR, MIN_PAIRS, NOT_GRADABLE,
+};
 use std::fmt::Write as _;
 
 fn rate(v: Option<f64>, num: usize, den: usize) -> String {

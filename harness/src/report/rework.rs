@@ -210,6 +210,7 @@ fn rework_section(md: &mut String, figures: &[(&SourceReading, ReworkFigures)]) 
     ]);
     for (s, f) in figures {
         let shown = |id: FigureId| f.figures.shown(id);
+        let n = |id: FigureId| f.figures.get(id).n;
         t.rows.push(vec![
             s.source.clone(),
             f.compactions.to_string(),
@@ -224,7 +225,7 @@ fn rework_section(md: &mut String, figures: &[(&SourceReading, ReworkFigures)]) 
                 shown(FigureId::ReworkRestatedPromptShare),
                 s.rows.iter().map(|r| r.prompts_after).sum::<usize>()
             ),
-            format!("{} (n={})", shown(FigureId::ReworkTurnsToFirstEdit), f.with_edit),
+            format!("{} (n={})", shown(FigureId::ReworkTurnsToFirstEdit), n(FigureId::ReworkTurnsToFirstEdit)),
             shown(FigureId::ReworkTokensToFirstEdit),
             shown(FigureId::ReworkRereadShareToFirstEdit),
         ]);
@@ -252,9 +253,10 @@ fn named_section(md: &mut String, figures: &[(&SourceReading, ReworkFigures)]) {
     ]);
     for (s, f) in figures {
         let shown = |id: FigureId| f.figures.shown(id);
+        let n = |id: FigureId| f.figures.get(id).n;
         t.rows.push(vec![
             s.source.clone(),
-            format!("{} / {}", f.named_pairs, f.not_named_pairs),
+            format!("{} / {}", n(FigureId::ReworkRereadRateNamed), n(FigureId::ReworkRereadRateNotNamed)),
             shown(FigureId::ReworkRereadRateNamed),
             shown(FigureId::ReworkRereadRateNotNamed),
             shown(FigureId::ReworkNamedMinusNotRaw),
@@ -364,14 +366,19 @@ fn cache_section(md: &mut String, plan: &Plan, reading: &[SourceReading]) {
         let (requests, previous) = one_per_response(s.cache.iter().map(|(c, q)| (c.as_str(), *q)));
         let c = cache_check(&requests, &previous);
         let shown = |id: FigureId| c.figures.shown(id);
+        let n = |id: FigureId| c.figures.get(id).n;
         t.rows.push(vec![
             s.source.clone(),
             c.requests.to_string(),
             shown(FigureId::CacheModelMedianAbsError),
             shown(FigureId::CacheModelMeanError),
             shown(FigureId::CacheModelWithin10pp),
-            format!("{} (n={})", shown(FigureId::CacheModelAfterCompactionError), c.after_compaction_requests),
-            format!("{} (n={})", shown(FigureId::CacheModelHardError), c.hard_requests),
+            format!(
+                "{} (n={})",
+                shown(FigureId::CacheModelAfterCompactionError),
+                n(FigureId::CacheModelAfterCompactionError)
+            ),
+            format!("{} (n={})", shown(FigureId::CacheModelHardError), n(FigureId::CacheModelHardError)),
             format!("{} / {}", shown(FigureId::CacheTrivialError), shown(FigureId::CacheTrivialHardError)),
         ]);
     }

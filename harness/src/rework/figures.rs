@@ -23,6 +23,12 @@ fn plain(value: Option<f64>, n: usize) -> CompactionFigure {
     CompactionFigure { value, interval: None, n }
 }
 
+/// The median of `xs`, over as many items as it holds.
+fn median_of(xs: Vec<f64>) -> CompactionFigure {
+    let n = xs.len();
+    plain(median(xs), n)
+}
+
 fn ratio(num: f64, den: f64) -> Option<f64> {
     (den > 0.0).then(|| num / den)
 }
@@ -35,11 +41,8 @@ const PER_TURNS: f64 = 10.0;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReworkFigures {
     pub compactions: usize,
-    /// Compactions with a change of a file in their span (the medians to the first edit are over these).
-    pub with_edit: usize,
-    /// (compaction, file) pairs of readable summaries on each side of the named / not-named comparison.
-    pub named_pairs: usize,
-    pub not_named_pairs: usize,
+    /// Each figure with its n: the medians to the first edit are over the compactions with a change of a file
+    /// in their span, the named / not-named rates over the (compaction, file) pairs of each side.
     pub figures: CompactionFigures,
 }
 
@@ -93,12 +96,15 @@ pub fn stratified_difference(files: &[&FileAfterCompaction]) -> Option<f64> {
     ratio(num, den)
 }
 
+/// The re-read rate of the pairs whose summary names the file (`named`) or does not, and how many pairs
+/// that side holds.
+fn reread_rate(files: &[&FileAfterCompaction], named: bool) -> (Option<f64>, usize) {
+    let side: Vec<_> = files.iter().filter(|f| f.named == Some(named)).collect();
+    (ratio(side.iter().filter(|f| f.reread).count() as f64, side.len() as f64), side.len())
+}
+
 fn raw_difference(files: &[&FileAfterCompaction]) -> Option<f64> {
-    let rate = |named: bool| {
-        let side: Vec<_> = files.iter().filter(|f| f.named == Some(named)).collect();
-        ratio(side.iter().filter(|f| f.reread).count() as f64, side.len() as f64)
-    };
-    Some(rate(true)? - rate(false)?)
+    Some(reread_rate(files, true).0? - reread_rate(files, false).0?)
 }
 
 /// The corpus figures over its compactions and their (compaction, file) pairs.
@@ -124,11 +130,8 @@ pub fn rework_figures(rows: &[CompactionRework], files: &[FileAfterCompaction]) 
         s.iter().flat_map(|&i| by_compaction.get(&key(&rows[i])).cloned().unwrap_or_default()).collect()
     };
     let all_pairs = pairs_of(&(0..n).collect::<Vec<_>>());
-    let side_rate = |named: bool| {
-        let side: Vec<_> = all_pairs.iter().filter(|f| f.named == Some(named)).collect();
-        (ratio(side.iter().filter(|f| f.reread).count() as f64, side.len() as f64), side.len())
-    };
-    let ((named_rate, named_pairs), (not_named_rate, not_named_pairs)) = (side_rate(true), side_rate(false));
+    let ((named_rate, named_pairs), (not_named_rate, not_named_pairs)) =
+        (reread_rate(&all_pairs, true), reread_rate(&all_pairs, false));
     let firsts = |f: fn(&CompactionRework) -> Option<f64>| {
         plain(median(with_edit.iter().filter_map(|r| f(r)).collect()), with_edit.len())
     };
@@ -151,13 +154,7 @@ pub fn rework_figures(rows: &[CompactionRework], files: &[FileAfterCompaction]) 
         (FigureId::ReworkRereadRateNamed, plain(named_rate, named_pairs)),
         (FigureId::ReworkRereadRateNotNamed, plain(not_named_rate, not_named_pairs)),
     ]);
-    ReworkFigures {
-        compactions: n,
-        with_edit: with_edit.len(),
-        named_pairs,
-        not_named_pairs,
-        figures: CompactionFigures(figures),
-    }
+    ReworkFigures { compactions: n, figures: CompactionFigures(figures) }
 }
 
 /// The chain of summaries at one compaction ordinal (`3` stands for 3rd and later): the summary's size, the
@@ -186,7 +183,7 @@ pub fn ordinal_figures(rows: &[CompactionRework]) -> Vec<OrdinalFigures> {
         let readable: Vec<f64> = at.iter().filter(|r| r.summary_readable).map(|r| r.summary_tokens as f64).collect();
         let share = |num: f64, den: f64| plain(ratio(num, den), den as usize);
         let figures = BTreeMap::from([
-            (FigureId::ChainSummaryTokens, plain(median(readable.clone()), readable.len())),
+            (FigureId::ChainSummaryTokens, median_of(readable)),
             (
                 FigureId::ChainEditedFilesNamed,
                 share(sum(|r| r.files_edited_named), sum(|r| r.files_edited_named.map(|_| r.files_edited_before))),
@@ -313,8 +310,7 @@ pub const HARD_REQUEST_SHARE: f64 = 0.90;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CacheCheck {
     pub requests: usize,
-    pub after_compaction_requests: usize,
-    pub hard_requests: usize,
+    /// Each figure with its n: the after-compaction and hard medians are over those requests only.
     pub figures: CompactionFigures,
 }
 
@@ -334,7 +330,7 @@ pub fn cache_check(requests: &[CacheRequest], previous: &[Option<f64>]) -> Cache
         requests.iter().zip(previous).filter_map(|(r, p)| p.map(|p| (hard(r), (p - r.recorded).abs()))).collect();
     let n = requests.len();
     let figures = BTreeMap::from([
-        (FigureId::CacheModelMedianAbsError, plain(median(errors.clone()), n)),
+        (FigureId::CacheModelMedianAbsError, median_of(errors.clone())),
         (
             FigureId::CacheModelMeanError,
             plain(ratio(requests.iter().map(|r| r.predicted - r.recorded).sum(), n as f64), n),
@@ -343,23 +339,12 @@ pub fn cache_check(requests: &[CacheRequest], previous: &[Option<f64>]) -> Cache
             FigureId::CacheModelWithin10pp,
             plain(ratio(errors.iter().filter(|e| **e <= CACHE_AGREEMENT_PP).count() as f64, n as f64), n),
         ),
-        (FigureId::CacheModelAfterCompactionError, plain(median(after.clone()), after.len())),
-        (FigureId::CacheModelHardError, plain(median(hard_errors.clone()), hard_errors.len())),
-        (FigureId::CacheTrivialError, plain(median(trivial.iter().map(|t| t.1).collect()), trivial.len())),
-        (
-            FigureId::CacheTrivialHardError,
-            plain(
-                median(trivial.iter().filter(|t| t.0).map(|t| t.1).collect()),
-                trivial.iter().filter(|t| t.0).count(),
-            ),
-        ),
+        (FigureId::CacheModelAfterCompactionError, median_of(after)),
+        (FigureId::CacheModelHardError, median_of(hard_errors)),
+        (FigureId::CacheTrivialError, median_of(trivial.iter().map(|t| t.1).collect())),
+        (FigureId::CacheTrivialHardError, median_of(trivial.iter().filter(|t| t.0).map(|t| t.1).collect())),
     ]);
-    CacheCheck {
-        requests: n,
-        after_compaction_requests: after.len(),
-        hard_requests: hard_errors.len(),
-        figures: CompactionFigures(figures),
-    }
+    CacheCheck { requests: n, figures: CompactionFigures(figures) }
 }
 
 /// What a corpus's compactions cost in the prompt cache, at the run's agent prices: medians over the
@@ -463,7 +448,7 @@ mod tests {
         );
         assert_eq!(previous, [None, Some(0.5), None, Some(0.97)]);
         let c = cache_check(&kept, &previous);
-        assert_eq!((c.requests, c.hard_requests), (4, 1));
+        assert_eq!((c.requests, c.figures.get(FigureId::CacheModelHardError).n), (4, 1));
         assert!((c.figures.value(FigureId::CacheModelHardError).unwrap() - 0.45).abs() < 1e-12);
         // Trivial errors: |0.5 − 0.97| and |0.97 − 0.97|.
         assert!((c.figures.value(FigureId::CacheTrivialError).unwrap() - 0.235).abs() < 1e-12);
@@ -485,9 +470,9 @@ mod tests {
         assert!((q[0].predicted - 0.5).abs() < 1e-12 && (q[0].recorded - 0.5).abs() < 1e-12);
         assert!(q[1].after_compaction && (q[1].predicted - 0.2).abs() < 1e-12 && (q[1].recorded - 0.5).abs() < 1e-12);
         let c = cache_check(&q, &[None, None]);
-        assert_eq!((c.requests, c.after_compaction_requests), (2, 1));
+        assert_eq!((c.requests, c.figures.get(FigureId::CacheModelAfterCompactionError).n), (2, 1));
         // Both requests are hard (the provider served 50 %); the trivial predictor has no previous share.
-        assert_eq!(c.hard_requests, 2);
+        assert_eq!(c.figures.get(FigureId::CacheModelHardError).n, 2);
         assert_eq!(c.figures.value(FigureId::CacheTrivialError), None);
         assert!((c.figures.value(FigureId::CacheModelMedianAbsError).unwrap() - 0.15).abs() < 1e-12);
         assert!((c.figures.value(FigureId::CacheModelWithin10pp).unwrap() - 0.5).abs() < 1e-12);

@@ -485,14 +485,14 @@ fn file_rows(
     spans: &Spans,
     reads: &Rereads,
     named: Option<&BTreeSet<String>>,
-    shown: impl Fn(&str) -> String,
+    cwd: Option<&str>,
 ) -> Vec<FileAfterCompaction> {
     touched
         .iter()
         .map(|(file, &(reads_before, edits_before, last_turn))| FileAfterCompaction {
             conversation: conversation.to_string(),
             ordinal,
-            file: shown(file),
+            file: shown_path(file, cwd),
             named: named.map(|n| n.contains(file)),
             reads_before,
             edits_before,
@@ -558,16 +558,7 @@ pub fn conversation_rework(conv: &Conversation) -> ConversationRework {
             previous_echoed_prompts,
             previous_echoed_prompts_dropped,
         ) = chain(previous.as_ref(), &named, &echoed);
-        let shown = |file: &str| shown_path(file, cwd);
-        out.files.extend(file_rows(
-            &conv.meta.id,
-            ordinal,
-            &touched,
-            &spans,
-            &reads,
-            readable.then_some(&named),
-            shown,
-        ));
+        out.files.extend(file_rows(&conv.meta.id, ordinal, &touched, &spans, &reads, readable.then_some(&named), cwd));
         let (tokens_before, tokens_after, cache_after) = recorded_usage(conv, c, &spans);
         let named_count = |wanted: bool| reads.rereads.iter().filter(|f| named.contains(*f) == wanted).count();
         out.compactions.push(CompactionRework {

@@ -168,6 +168,11 @@ pub fn entry(name: &str) -> Option<Arc<dyn Strategy>> {
     registry().into_iter().find(|s| s.name() == name)
 }
 
+/// Whether the strategy named `name` plays `role` (false for a name the registry does not hold).
+pub fn has_role(name: &str, role: Role) -> bool {
+    entry(name).is_some_and(|s| s.role() == role)
+}
+
 /// The name of the first registered strategy with this role (the reference, `none`).
 pub fn role_name(role: Role) -> Option<&'static str> {
     registry().into_iter().find(|s| s.role() == role).map(|s| s.name())
